@@ -1,0 +1,49 @@
+/* CUDA side of tensorctl behind a plain-C interface. Every function exists in
+ * every build: without CUDA support compiled in (cast_cuda_none.c) they report
+ * "built without CUDA". With it, a machine without a driver or GPU is a normal
+ * answer (available = false and a reason), never a crash. */
+#ifndef TC_CAST_CUDA_H
+#define TC_CAST_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "../src/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tc_cuda_device {
+    int index;
+    char name[256];
+    uint64_t total_mem, free_mem;
+    int cc_major, cc_minor;
+} tc_cuda_device;
+
+typedef struct tc_cuda_info {
+    bool compiled;        /* CUDA support built in */
+    bool available;       /* a usable device exists */
+    int runtime_version;  /* cudart version, 0 when unknown */
+    int driver_version;   /* 0 when no driver */
+    int count;            /* devices found */
+    char why[256];        /* when !available: why (no driver, driver too old, no device, ...) */
+} tc_cuda_info;
+
+/* Fill *out; never fails. */
+void tc_cuda_query(tc_cuda_info *out);
+/* Describe device idx into *out. Return 0, or -1 when it does not exist. */
+int tc_cuda_device_get(tc_cuda_device *out, int idx);
+
+/* Cast n elements on device `dev`, host buffers in and out: copies in through
+ * pinned staging buffers, kernels, copies back, overlapping the copies with
+ * the kernels in chunks. Return 0, or -1 with a reason in why. */
+int tc_cuda_cast(int dev, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n,
+                 char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
