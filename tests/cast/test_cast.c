@@ -1,0 +1,253 @@
+/* tc_cast_ref against torch's golden output (gen_vectors.py), tc_cast_cpu
+ * against tc_cast_ref, tc_cast_count on known values. Data dir: $CAST_DATA. */
+#include <criterion/criterion.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cast.h"
+
+static const tc_dtype types[] = {TC_DT_F64, TC_DT_F32, TC_DT_F16, TC_DT_BF16, TC_DT_F8E4M3FN, TC_DT_F8E5M2};
+#define NT (sizeof types / sizeof types[0])
+
+static void *slurp(const char *name, size_t *len)
+{
+    const char *dir = getenv("CAST_DATA");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "data", name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s (set CAST_DATA)", path);
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    rewind(f);
+    void *p = malloc(sz ? (size_t)sz : 1);
+    cr_assert(p && fread(p, 1, (size_t)sz, f) == (size_t)sz, "cannot read %s", path);
+    fclose(f);
+    *len = (size_t)sz;
+    return p;
+}
+
+static uint64_t elem(const void *p, size_t sz, size_t i)
+{
+    uint64_t v = 0;
+    memcpy(&v, (const char *)p + i * sz, sz);
+    return v;
+}
+
+/* Fail with the first differing element, its input and both outputs. */
+static void same(const char *what, tc_dtype dt, tc_dtype st, const void *src, const void *want,
+                 const void *got, size_t n)
+{
+    size_t ds = tc_dtype_size(dt), ss = tc_dtype_size(st);
+    if (!memcmp(want, got, n * ds))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (elem(want, ds, i) != elem(got, ds, i)) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s %s->%s: element %zu of %zu: in 0x%" PRIx64 " want 0x%" PRIx64
+                     " got 0x%" PRIx64, what, tc_dtype_name(st), tc_dtype_name(dt), i, n, elem(src, ss, i),
+                     elem(want, ds, i), elem(got, ds, i));
+            cr_assert_fail("%s", msg);
+        }
+}
+
+Test(cast, golden_ref)
+{
+    for (size_t a = 0; a < NT; a++) {
+        char name[128];
+        size_t len, olen;
+        snprintf(name, sizeof name, "in_%s.bin", tc_dtype_name(types[a]));
+        void *in = slurp(name, &len);
+        size_t n = len / tc_dtype_size(types[a]);
+        cr_assert(n > 0);
+        for (size_t b = 0; b < NT; b++) {
+            if (a == b)
+                continue;
+            snprintf(name, sizeof name, "%s_to_%s.bin", tc_dtype_name(types[a]), tc_dtype_name(types[b]));
+            void *want = slurp(name, &olen);
+            cr_assert_eq(olen, n * tc_dtype_size(types[b]), "%s: wrong size", name);
+            void *got = malloc(olen);
+            cr_assert_eq(tc_cast_ref(types[b], got, types[a], in, n), 0);
+            same("golden", types[b], types[a], in, want, got, n);
+            /* the fast path on the same torch data */
+            memset(got, 0xa5, olen);
+            cr_assert_eq(tc_cast_cpu(types[b], got, types[a], in, n), 0);
+            same("golden cpu", types[b], types[a], in, want, got, n);
+            free(want);
+            free(got);
+        }
+        free(in);
+    }
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* n elements of type t: every bit pattern for 8/16-bit types (repeated),
+ * otherwise random bits, random exponents near the narrow types' ranges,
+ * and the golden inputs' special values. */
+static void *fill(tc_dtype t, size_t n)
+{
+    size_t sz = tc_dtype_size(t);
+    uint8_t *p = malloc(n * sz);
+    size_t i = 0;
+    if (sz <= 2) {
+        for (; i < n; i++)
+            memcpy(p + i * sz, &(uint16_t){(uint16_t)i}, sz);
+        return p;
+    }
+    char name[64];
+    size_t len;
+    snprintf(name, sizeof name, "in_%s.bin", tc_dtype_name(t));
+    void *g = slurp(name, &len);
+    memcpy(p, g, len < n * sz ? len : n * sz);
+    i = len < n * sz ? len / sz : n;
+    free(g);
+    for (; i < n; i++) {
+        uint64_t r = next();
+        if (i % 2 && sz == 4) /* exponent within 2^-40..2^20 */
+            r = (r & 0x807fffffu) | (uint64_t)(87 + (r >> 40) % 60) << 23;
+        else if (i % 2) /* exponent within 2^-160..2^140 */
+            r = (r & 0x800fffffffffffffull) | (uint64_t)(863 + (r >> 54) % 300) << 52;
+        memcpy(p + i * sz, &r, sz);
+    }
+    return p;
+}
+
+static void cpu_vs_ref(size_t n)
+{
+    for (size_t a = 0; a < NT; a++) {
+        void *in = fill(types[a], n);
+        for (size_t b = 0; b < NT; b++) {
+            size_t ds = tc_dtype_size(types[b]);
+            void *want = malloc(n * ds), *got = malloc(n * ds);
+            cr_assert_eq(tc_cast_ref(types[b], want, types[a], in, n), 0);
+            for (int scalar = 1; scalar >= 0; scalar--) {
+                tc_cast_cpu_force_scalar(scalar);
+                memset(got, 0x5a, n * ds);
+                cr_assert_eq(tc_cast_cpu(types[b], got, types[a], in, n), 0);
+                same(tc_cast_cpu_path(), types[b], types[a], in, want, got, n);
+            }
+            free(want);
+            free(got);
+        }
+        free(in);
+    }
+    tc_cast_cpu_force_scalar(false);
+}
+
+Test(cast, cpu_matches_ref) { cpu_vs_ref(65536 + 1000 + 7); }
+
+Test(cast, cpu_threaded_large) { cpu_vs_ref(((size_t)4 << 20) + 4099); }
+
+Test(cast, cpu_path_names)
+{
+    tc_cast_cpu_force_scalar(true);
+    cr_assert_str_eq(tc_cast_cpu_path(), "scalar");
+    tc_cast_cpu_force_scalar(false);
+    cr_log_info("cpu path: %s", tc_cast_cpu_path());
+}
+
+Test(cast, unsupported)
+{
+    char buf[16] = {0};
+    cr_assert(!tc_cast_supported(TC_DT_I32, TC_DT_F32));
+    cr_assert(!tc_cast_supported(TC_DT_F32, TC_DT_F8E8M0FNU));
+    cr_assert(tc_cast_supported(TC_DT_F8E4M3FN, TC_DT_F8E5M2));
+    cr_assert_eq(tc_cast_ref(TC_DT_I32, buf, TC_DT_F32, buf, 1), -1);
+    cr_assert_eq(tc_cast_cpu(TC_DT_F32, buf, TC_DT_C64, buf, 1), -1);
+    tc_cast_stats s = {0, 0, 0};
+    cr_assert_eq(tc_cast_count(&s, TC_DT_BOOL, TC_DT_F32, buf, 1), -1);
+    cr_assert_eq(tc_cast_ref(TC_DT_F32, buf, TC_DT_F16, buf, 0), 0);
+}
+
+static tc_cast_stats count_f32(tc_dtype dt, const float *v, size_t n)
+{
+    tc_cast_stats s = {1, 2, 3}; /* adds to what is there */
+    cr_assert_eq(tc_cast_count(&s, dt, TC_DT_F32, v, n), 0);
+    s.overflow -= 1, s.underflow -= 2, s.nan -= 3;
+    return s;
+}
+
+#define EXPECT(s, o, u, nn)                                                                    \
+    cr_expect((s).overflow == (o) && (s).underflow == (u) && (s).nan == (nn),                   \
+              "line %d: got overflow %llu underflow %llu nan %llu", __LINE__,                   \
+              (unsigned long long)(s).overflow, (unsigned long long)(s).underflow,            \
+              (unsigned long long)(s).nan)
+
+Test(cast, count)
+{
+    const float inf = __builtin_inff(), nan = __builtin_nanf("");
+    /* f16: 65519 rounds to 65504, 65520 (the tie) to inf; 2^-25 ties to 0,
+     * 2^-25 plus a bit rounds up to the smallest subnormal. */
+    const float h[] = {65519.0f, 65520.0f, -1e10f, inf, nan, -nan, 0x1p-25f, 0x1.000002p-25f, -1e-30f, 0.0f, -0.0f, 1.0f};
+    tc_cast_stats s = count_f32(TC_DT_F16, h, 12);
+    EXPECT(s, 2, 2, 2);
+    /* bf16 has float32's exponents but rounds 3.4e38 past its max (3.3895e38)
+     * to inf; 2^-133 is its smallest subnormal, 2^-135 and below vanish. */
+    const float b[] = {3.4e38f, 3.39e38f, 0x1p-133f, 0x1p-135f, 1e-45f, nan};
+    s = count_f32(TC_DT_BF16, b, 6);
+    EXPECT(s, 1, 2, 1);
+    /* e4m3fn saturates: 463 is plain rounding to 448, 464 and up overflow,
+     * inf is not finite so not counted; below 2^-10 (the tie) is zero. */
+    const float e4[] = {448.0f, 463.0f, 464.0f, -1e6f, inf, 0x1p-10f, 0x1.1p-10f, nan};
+    s = count_f32(TC_DT_F8E4M3FN, e4, 8);
+    EXPECT(s, 2, 1, 1);
+    /* e5m2: max 57344, the tie 61440 rounds to inf */
+    const float e5[] = {57344.0f, 61439.0f, 61440.0f, 0x1p-17f, 0x1.8p-17f};
+    s = count_f32(TC_DT_F8E5M2, e5, 5);
+    EXPECT(s, 1, 1, 0);
+    /* widening never overflows; NaN counted in every direction */
+    const uint16_t hh[] = {0x7c00, 0x7e00, 0xfc01, 0x0001, 0x7bff};
+    s = (tc_cast_stats){0, 0, 0};
+    cr_assert_eq(tc_cast_count(&s, TC_DT_F32, TC_DT_F16, hh, 5), 0);
+    EXPECT(s, 0, 0, 2);
+    /* float64 rounds through float32: 1e-46 is nonzero in float64 and
+     * becomes zero; 1e39 overflows float32 already. */
+    const double d[] = {1e-46, 1e39, 1e300, 1.0, -0.0};
+    s = (tc_cast_stats){0, 0, 0};
+    cr_assert_eq(tc_cast_count(&s, TC_DT_F32, TC_DT_F64, d, 5), 0);
+    EXPECT(s, 2, 1, 0);
+    s = (tc_cast_stats){0, 0, 0};
+    cr_assert_eq(tc_cast_count(&s, TC_DT_F16, TC_DT_F64, d, 5), 0);
+    EXPECT(s, 2, 1, 0);
+}
+
+/* A few hand-checked results that pin torch's behaviour independent of the
+ * golden files (see cast_bits.h). */
+Test(cast, torch_rules)
+{
+    uint16_t h;
+    uint8_t q;
+    uint32_t f;
+    /* float64 rounds twice: 1 + 2^-11 + 2^-40 -> float32 tie -> even 1.0 */
+    double d = 1.0 + 0x1p-11 + 0x1p-40;
+    tc_cast_ref(TC_DT_F16, &h, TC_DT_F64, &d, 1);
+    cr_expect_eq(h, 0x3c00);
+    /* f32 -> bf16 NaN is 0xffff whatever its sign; f16 -> bf16 NaN 0x7fc0 */
+    f = 0xff800001u;
+    tc_cast_ref(TC_DT_BF16, &h, TC_DT_F32, &f, 1);
+    cr_expect_eq(h, 0xffff);
+    uint16_t hn = 0xfd23;
+    tc_cast_ref(TC_DT_BF16, &h, TC_DT_F16, &hn, 1);
+    cr_expect_eq(h, 0x7fc0);
+    /* f32 -> f16 keeps sign and top payload bits, sets the quiet bit */
+    f = 0xff802000u;
+    tc_cast_ref(TC_DT_F16, &h, TC_DT_F32, &f, 1);
+    cr_expect_eq(h, 0xfe01);
+    /* e4m3fn: inf saturates to 448, NaN keeps its sign */
+    float fi = -__builtin_inff();
+    tc_cast_ref(TC_DT_F8E4M3FN, &q, TC_DT_F32, &fi, 1);
+    cr_expect_eq(q, 0xfe);
+    q = 0xff;
+    tc_cast_ref(TC_DT_F32, &f, TC_DT_F8E4M3FN, &q, 1);
+    cr_expect_eq(f, 0xfff00000u);
+}
