@@ -1,0 +1,219 @@
+/* Node storage for pickle graphs: nodes come from fixed blocks, strings from
+ * a byte arena; item arrays are heap blocks freed with the graph. */
+#include "pickle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NODE_BLOCK 4096
+#define BYTE_BLOCK (256 * 1024)
+
+typedef struct node_block {
+    struct node_block *next;
+    size_t used;
+    pk_obj nodes[NODE_BLOCK];
+} node_block;
+
+typedef struct byte_block {
+    struct byte_block *next;
+    size_t used, cap;
+    char data[];
+} byte_block;
+
+struct pk_graph {
+    node_block *nodes;
+    byte_block *bytes;
+    uint64_t count;
+};
+
+pk_graph *pk_graph_new(void) { return calloc(1, sizeof(pk_graph)); }
+
+uint64_t pk_graph_count(const pk_graph *g) { return g->count; }
+
+#define FOR_EACH_NODE(g, o)                                                                        \
+    for (node_block *b_ = (g)->nodes; b_; b_ = b_->next)                                         \
+        for (pk_obj *o = b_->nodes; o < b_->nodes + b_->used; o++)
+
+void pk_graph_free(pk_graph *g)
+{
+    if (!g)
+        return;
+    node_block *b = g->nodes;
+    while (b) {
+        for (size_t i = 0; i < b->used; i++)
+            free(b->nodes[i].items);
+        node_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    byte_block *y = g->bytes;
+    while (y) {
+        byte_block *next = y->next;
+        free(y);
+        y = next;
+    }
+    free(g);
+}
+
+void pk_graph_clear_marks(pk_graph *g)
+{
+    FOR_EACH_NODE(g, o) {
+        o->mark = 0;
+        o->memo = 0;
+    }
+}
+
+void pk_graph_foreach(pk_graph *g, void (*fn)(void *ctx, pk_obj *o), void *ctx)
+{
+    FOR_EACH_NODE(g, o)
+        fn(ctx, o);
+}
+
+pk_obj *pk_new(pk_graph *g, pk_kind kind)
+{
+    if (!g->nodes || g->nodes->used == NODE_BLOCK) {
+        node_block *b = malloc(sizeof *b);
+        if (!b)
+            return NULL;
+        b->next = g->nodes;
+        b->used = 0;
+        g->nodes = b;
+    }
+    pk_obj *o = &g->nodes->nodes[g->nodes->used++];
+    memset(o, 0, sizeof *o);
+    o->kind = (uint8_t)kind;
+    g->count++;
+    return o;
+}
+
+static char *arena_bytes(pk_graph *g, size_t n)
+{
+    byte_block *b = g->bytes;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > BYTE_BLOCK / 4 ? n : BYTE_BLOCK;
+        byte_block *nb = malloc(sizeof *nb + cap);
+        if (!nb)
+            return NULL;
+        nb->used = 0;
+        nb->cap = cap;
+        if (cap == n && b) { /* keep filling the current block after a big one */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            g->bytes = nb;
+        }
+        b = nb;
+    }
+    char *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+static char *arena_str(pk_graph *g, const char *s, size_t len)
+{
+    char *p = arena_bytes(g, len + 1);
+    if (!p)
+        return NULL;
+    if (len)
+        memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+pk_obj *pk_new_int(pk_graph *g, int64_t v)
+{
+    pk_obj *o = pk_new(g, PK_INT);
+    if (o)
+        o->i = v;
+    return o;
+}
+
+pk_obj *pk_new_str(pk_graph *g, const char *s, size_t len)
+{
+    pk_obj *o = pk_new(g, PK_STR);
+    if (!o || !(o->s = arena_str(g, s, len)))
+        return NULL;
+    o->len = len;
+    return o;
+}
+
+/* Exposed to the reader through pickle_internal.h-like use: bytes nodes. */
+pk_obj *pk_new_bytes_kind(pk_graph *g, pk_kind kind, const void *s, size_t len);
+pk_obj *pk_new_bytes_kind(pk_graph *g, pk_kind kind, const void *s, size_t len)
+{
+    pk_obj *o = pk_new(g, kind);
+    if (!o || !(o->s = arena_str(g, s, len)))
+        return NULL;
+    o->len = len;
+    return o;
+}
+
+pk_obj *pk_new_global(pk_graph *g, const char *module, const char *name)
+{
+    pk_obj *o = pk_new(g, PK_GLOBAL);
+    if (!o || !(o->s = arena_str(g, module, strlen(module))) ||
+        !(o->name = arena_str(g, name, strlen(name))))
+        return NULL;
+    o->len = strlen(module);
+    return o;
+}
+
+int pk_push(pk_graph *g, pk_obj *c, pk_obj *child)
+{
+    (void)g;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 4;
+        pk_obj **p = realloc(c->items, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->items = p;
+        c->cap = cap;
+    }
+    c->items[c->n++] = child;
+    if (child && child->depth + 1 > c->depth)
+        c->depth = child->depth + 1;
+    return 0;
+}
+
+pk_obj *pk_new_tuple(pk_graph *g, size_t n, pk_obj *const *items)
+{
+    pk_obj *t = pk_new(g, PK_TUPLE);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (pk_push(g, t, items[i]) < 0)
+            return NULL;
+    return t;
+}
+
+bool pk_is_global(const pk_obj *o, const char *module, const char *name)
+{
+    return o && o->kind == PK_GLOBAL && !strcmp(pk_module_py3(o->s), module) &&
+           !strcmp(o->name, name);
+}
+
+const pk_obj *pk_call_global(const pk_obj *o)
+{
+    if (!o || o->kind != PK_CALL || !o->func || o->func->kind != PK_GLOBAL)
+        return NULL;
+    return o->func;
+}
+
+bool pk_is_str(const pk_obj *o, const char *s)
+{
+    return o && o->kind == PK_STR && o->len == strlen(s) && !memcmp(o->s, s, o->len);
+}
+
+const char *pk_module_py3(const char *m)
+{
+    static const char *const map[][2] = {
+        {"__builtin__", "builtins"}, {"copy_reg", "copyreg"},     {"cPickle", "pickle"},
+        {"exceptions", "builtins"},  {"UserDict", "collections"}, {"cStringIO", "io"},
+        {"StringIO", "io"},          {"Queue", "queue"},          {"commands", "subprocess"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(m, map[i][0]))
+            return map[i][1];
+    return m;
+}

@@ -1,0 +1,318 @@
+/* Protocol-2 pickle writer limited to the opcodes torch's weights_only loader
+ * accepts. Memoizes as CPython's pickler does (every string, container, global
+ * and call result), so a node reachable twice is written once. */
+#include "pickle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct wr {
+    uint8_t *buf;
+    size_t len, cap;
+    uint32_t next_memo;
+    uint32_t max_depth;
+    pk_graph *g;
+    tc_diag *d;
+    int err;
+} wr;
+
+static void put(wr *w, const void *p, size_t n)
+{
+    if (w->err)
+        return;
+    if (w->cap - w->len < n) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap - w->len < n) {
+            if (cap > SIZE_MAX / 2) {
+                w->err = tc_fail(w->d, TC_ERR_NOMEM, "pickle too large to write");
+                return;
+            }
+            cap *= 2;
+        }
+        uint8_t *b = realloc(w->buf, cap);
+        if (!b) {
+            w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
+            return;
+        }
+        w->buf = b;
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, p, n);
+    w->len += n;
+}
+
+static void op(wr *w, uint8_t c) { put(w, &c, 1); }
+
+static void u32(wr *w, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(w, b, 4);
+}
+
+static void memo_put(wr *w, pk_obj *o)
+{
+    uint32_t id = w->next_memo++;
+    o->memo = id + 1;
+    if (id < 256) {
+        uint8_t b[2] = {'q', (uint8_t)id};
+        put(w, b, 2);
+    } else {
+        op(w, 'r');
+        u32(w, id);
+    }
+}
+
+static bool memo_get(wr *w, const pk_obj *o)
+{
+    if (!o->memo)
+        return false;
+    uint32_t id = o->memo - 1;
+    if (id < 256) {
+        uint8_t b[2] = {'h', (uint8_t)id};
+        put(w, b, 2);
+    } else {
+        op(w, 'j');
+        u32(w, id);
+    }
+    return true;
+}
+
+static void put_int(wr *w, int64_t v)
+{
+    if (v >= 0 && v < 256) {
+        uint8_t b[2] = {'K', (uint8_t)v};
+        put(w, b, 2);
+    } else if (v >= 0 && v < 65536) {
+        uint8_t b[3] = {'M', (uint8_t)v, (uint8_t)(v >> 8)};
+        put(w, b, 3);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+        op(w, 'J');
+        u32(w, (uint32_t)(int32_t)v);
+    } else { /* LONG1 with the shortest two's complement */
+        uint8_t b[8];
+        uint64_t u = (uint64_t)v;
+        int k = 8;
+        for (int i = 0; i < 8; i++)
+            b[i] = (uint8_t)(u >> (8 * i));
+        while (k > 1 && ((b[k - 1] == 0 && !(b[k - 2] & 0x80)) || (b[k - 1] == 0xFF && (b[k - 2] & 0x80))))
+            k--;
+        uint8_t h[2] = {0x8a, (uint8_t)k};
+        put(w, h, 2);
+        put(w, b, (size_t)k);
+    }
+}
+
+static void put_unicode(wr *w, const char *s, size_t len)
+{
+    op(w, 'X');
+    u32(w, (uint32_t)len);
+    put(w, s, len);
+}
+
+static void put_global(wr *w, const char *module, const char *name)
+{
+    op(w, 'c');
+    put(w, module, strlen(module));
+    op(w, '\n');
+    put(w, name, strlen(name));
+    op(w, '\n');
+}
+
+static int save(wr *w, pk_obj *o, uint32_t depth);
+
+static int save_items(wr *w, pk_obj **items, size_t n, bool dict, uint32_t depth)
+{
+    size_t step = dict ? 2 : 1;
+    for (size_t i = 0; i < n && !w->err; i += 1000 * step) {
+        size_t k = n - i < 1000 * step ? n - i : 1000 * step;
+        if (k == step) {
+            for (size_t j = 0; j < k; j++)
+                save(w, items[i + j], depth);
+            op(w, dict ? 's' : 'a');
+        } else {
+            op(w, '(');
+            for (size_t j = 0; j < k; j++)
+                save(w, items[i + j], depth);
+            op(w, dict ? 'u' : 'e');
+        }
+    }
+    return w->err;
+}
+
+/* bytes in protocol 2: _codecs.encode(text, 'latin1') as CPython writes it. */
+static void save_bytes(wr *w, pk_obj *o, uint32_t depth)
+{
+    (void)depth;
+    char *u = malloc(o->len * 2 + 1);
+    if (!u) {
+        w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < o->len; i++) {
+        unsigned char c = (unsigned char)o->s[i];
+        if (c < 0x80) {
+            u[k++] = (char)c;
+        } else {
+            u[k++] = (char)(0xC0 | c >> 6);
+            u[k++] = (char)(0x80 | (c & 0x3F));
+        }
+    }
+    put_global(w, "_codecs", "encode");
+    w->next_memo++; /* keep numbering simple: the global is not reused */
+    put_unicode(w, u, k);
+    put_unicode(w, "latin1", 6);
+    op(w, 0x86);
+    op(w, 'R');
+    free(u);
+    memo_put(w, o);
+}
+
+static int save(wr *w, pk_obj *o, uint32_t depth)
+{
+    if (w->err)
+        return w->err;
+    if (!o)
+        return w->err = tc_fail(w->d, TC_ERR_FORMAT, "missing object in graph");
+    if (depth > w->max_depth)
+        return w->err = tc_fail(w->d, TC_ERR_LIMIT,
+                                "objects nested deeper than %u (raise with --max-depth)", w->max_depth);
+    if (memo_get(w, o))
+        return w->err;
+    if (o->mark)
+        return w->err = tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                                "a tuple or call contains itself; such cycles cannot be rewritten");
+    depth++;
+    switch (o->kind) {
+    case PK_NONE: op(w, 'N'); break;
+    case PK_BOOL: op(w, o->i ? 0x88 : 0x89); break;
+    case PK_INT: put_int(w, o->i); break;
+    case PK_BIGINT: {
+        if (o->len > 255) {
+            op(w, 0x8b); /* LONG4 is not in the weights_only list; only huge ints reach here */
+            u32(w, (uint32_t)o->len);
+        } else {
+            uint8_t h[2] = {0x8a, (uint8_t)o->len};
+            put(w, h, 2);
+        }
+        put(w, o->s, o->len);
+        break;
+    }
+    case PK_FLOAT: {
+        uint64_t bits;
+        memcpy(&bits, &o->f, 8);
+        uint8_t b[9] = {'G'};
+        for (int i = 0; i < 8; i++)
+            b[1 + i] = (uint8_t)(bits >> (56 - 8 * i));
+        put(w, b, 9);
+        break;
+    }
+    case PK_STR:
+        put_unicode(w, o->s, o->len);
+        memo_put(w, o);
+        break;
+    case PK_BYTES: save_bytes(w, o, depth); break;
+    case PK_BYTEARRAY:
+        put_global(w, "__builtin__", "bytearray");
+        w->next_memo++;
+        o->mark = 1;
+        {
+            pk_obj tmp = *o;
+            tmp.kind = PK_BYTES;
+            tmp.memo = 0;
+            op(w, '(');
+            save_bytes(w, &tmp, depth);
+            op(w, 't');
+        }
+        op(w, 'R');
+        o->mark = 0;
+        memo_put(w, o);
+        break;
+    case PK_TUPLE:
+        if (o->n == 0) {
+            op(w, ')');
+            break;
+        }
+        o->mark = 1;
+        if (o->n > 3)
+            op(w, '(');
+        for (size_t i = 0; i < o->n; i++)
+            save(w, o->items[i], depth);
+        op(w, o->n == 1 ? 0x85 : o->n == 2 ? 0x86 : o->n == 3 ? 0x87 : 't');
+        o->mark = 0;
+        memo_put(w, o);
+        break;
+    case PK_LIST:
+        op(w, ']');
+        memo_put(w, o);
+        save_items(w, o->items, o->n, false, depth);
+        break;
+    case PK_DICT:
+        op(w, '}');
+        memo_put(w, o);
+        save_items(w, o->items, o->n, true, depth);
+        break;
+    case PK_SET:
+    case PK_FROZENSET: {
+        put_global(w, "__builtin__", o->kind == PK_SET ? "set" : "frozenset");
+        w->next_memo++;
+        o->mark = 1;
+        op(w, ']');
+        w->next_memo++;
+        save_items(w, o->items, o->n, false, depth);
+        op(w, 0x85);
+        op(w, 'R');
+        o->mark = 0;
+        memo_put(w, o);
+        break;
+    }
+    case PK_GLOBAL:
+        put_global(w, o->s, o->name);
+        memo_put(w, o);
+        break;
+    case PK_CALL:
+        if (o->kwargs)
+            return w->err = tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                                    "object created with keyword arguments (NEWOBJ_EX) cannot be "
+                                    "written with protocol 2");
+        o->mark = 1;
+        save(w, o->func, depth);
+        save(w, o->args, depth);
+        op(w, o->newobj ? 0x81 : 'R');
+        o->mark = 0;
+        memo_put(w, o);
+        if (o->items_kind)
+            save_items(w, o->items, o->n, o->items_kind == PK_ITEMS_DICT, depth);
+        if (o->state) {
+            save(w, o->state, depth);
+            op(w, 'b');
+        }
+        break;
+    case PK_PERSID:
+        o->mark = 1;
+        save(w, o->args, depth);
+        op(w, 'Q');
+        o->mark = 0;
+        break;
+    default:
+        return w->err = tc_fail(w->d, TC_ERR_FORMAT, "unknown node kind %d", o->kind);
+    }
+    return w->err;
+}
+
+int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d)
+{
+    wr w = {.max_depth = max_depth, .g = g, .d = d};
+    pk_graph_clear_marks(g);
+    uint8_t proto[2] = {0x80, 2};
+    put(&w, proto, 2);
+    save(&w, root, 0);
+    op(&w, '.');
+    if (w.err) {
+        free(w.buf);
+        return w.err;
+    }
+    *out = w.buf;
+    *out_len = w.len;
+    return 0;
+}

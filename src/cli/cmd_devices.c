@@ -1,0 +1,50 @@
+/* devices: what torch.cuda.is_available() and device_count() would say. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../kernels/cast.h"
+#include "../../kernels/cast_cuda.h"
+#include "cli.h"
+
+static const tc_opt opts[] = {
+    {OPT_HELP, 'h', "help", NULL, "show this help", false},
+    {OPT_QUIET, 'q', "quiet", NULL, "print nothing; exit 0 when CUDA is usable, 1 when not", false},
+    {0, 0, NULL, NULL, NULL, false},
+};
+
+static int run(const tc_cmd *cmd, int argc, char **argv)
+{
+    tc_args a;
+    if (tc_parse(cmd, argc, argv, &a))
+        return TC_EXIT_USAGE;
+    free(a.pos);
+    if (a.set[OPT_HELP]) {
+        tc_print_cmd_help(cmd);
+        return TC_EXIT_OK;
+    }
+    tc_cuda_info ci;
+    tc_cuda_query(&ci);
+    if (tc_verbosity > 0) {
+        printf("cpu: cast path %s\n", tc_cast_cpu_path());
+        if (!ci.available) {
+            printf("cuda: not usable: %s\n", ci.why);
+        } else {
+            printf("cuda: usable, %d device(s), driver %d.%d, runtime %d.%d\n", ci.count, ci.driver_version / 1000,
+                   ci.driver_version % 1000 / 10, ci.runtime_version / 1000, ci.runtime_version % 1000 / 10);
+            for (int i = 0; i < ci.count; i++) {
+                tc_cuda_device d;
+                if (tc_cuda_device_get(&d, i))
+                    continue;
+                printf("  cuda:%d  %s  %.1f GiB total, %.1f GiB free, compute capability %d.%d\n", i, d.name,
+                       d.total_mem / 1073741824.0, d.free_mem / 1073741824.0, d.cc_major, d.cc_minor);
+            }
+        }
+    }
+    return ci.available ? TC_EXIT_OK : TC_EXIT_FAIL;
+}
+
+const tc_cmd tc_cmd_devices = {
+    "devices", "devices [options]",
+    "Say whether CUDA is usable here and, if not, why (built without CUDA, no driver, driver too old, no\n"
+    "device); list each GPU with its index, name, memory and compute capability. Exit 0 when usable.",
+    opts, run};

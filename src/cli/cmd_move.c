@@ -1,0 +1,337 @@
+/* to-cpu and to-cuda: rewrite a checkpoint with its storages on another
+ * device, optionally casting floating-point tensors. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels/cast.h"
+#include "../../kernels/cast_cuda.h"
+#include "../outfile.h"
+#include "../rewrite.h"
+#include "cli.h"
+#include "move.h"
+
+#define COMMON_OPTS                                                                                      \
+    {OPT_HELP, 'h', "help", NULL, "show this help", false},                                              \
+    {OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN before its extension)", false}, \
+    {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false},                                  \
+    {OPT_IN_PLACE, 0, "in-place", NULL, "replace FILE itself (atomically, when complete)", false},       \
+    {OPT_MAP, 0, "map", "FROM=TO", "move only storages tagged FROM, to TO (repeatable)", true},          \
+    {OPT_DTYPE, 0, "dtype", "TYPE", "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", false}, \
+    {OPT_KEEP, 0, "keep", "GLOB", "with --dtype: leave matching tensor names as they are (repeatable)", true}, \
+    {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)", true},   \
+    {OPT_ENGINE, 0, "engine", "auto|cpu|cuda", "where casts run (default auto: a usable GPU, else the CPU)", false}, \
+    {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL, "rewrite even a file that names dangerous globals", false}, \
+    {OPT_VERIFY_CRC, 0, "verify-crc", NULL, "check every input record's CRC-32 while copying", false},   \
+    {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},             \
+    {OPT_VERBOSE, 'v', "verbose", NULL, "say more (devices found, engine used)", false},                 \
+    {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},      \
+    {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept (default 1000)", false},      \
+    {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept (default 20000000)", false}
+
+static const tc_opt cpu_opts[] = {COMMON_OPTS, {0, 0, NULL, NULL, NULL, false}};
+static const tc_opt cuda_opts[] = {
+    {OPT_DEVICE, 'd', "device", "cuda:N", "target device (default cuda:0)", false},
+    COMMON_OPTS,
+    {0, 0, NULL, NULL, NULL, false},
+};
+
+bool tc_valid_location(const char *s)
+{
+    static const char *const plain[] = {"cpu", "meta", "mps", NULL};
+    static const char *const indexed[] = {"cuda", "xpu", "hpu", "mtia", "npu", NULL};
+    for (const char *const *p = plain; *p; p++)
+        if (!strcmp(s, *p))
+            return true;
+    for (const char *const *p = indexed; *p; p++) {
+        size_t l = strlen(*p);
+        if (strncmp(s, *p, l))
+            continue;
+        if (!s[l])
+            return true;
+        if (s[l] != ':' || !s[l + 1] || strlen(s + l + 1) > 5)
+            return false;
+        for (const char *q = s + l + 1; *q; q++)
+            if (*q < '0' || *q > '9')
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* FILE with .TAG inserted before its extension: model.pt -> model.cpu.pt */
+static char *default_out(const char *in, const char *tag)
+{
+    const char *slash = strrchr(in, '/'), *base = slash ? slash + 1 : in, *dot = strrchr(base, '.');
+    size_t stem = dot && dot != base ? (size_t)(dot - in) : strlen(in);
+    size_t n = strlen(in) + strlen(tag) + 3;
+    char *o = malloc(n);
+    if (o)
+        snprintf(o, n, "%.*s.%s%s", (int)stem, in, tag, in + stem);
+    return o;
+}
+
+int tc_move_parse_common(const tc_args *a, tc_move_req *r)
+{
+    memset(&r->o, 0, sizeof r->o);
+    r->o.dtype = TC_DT_INVALID;
+    r->o.max_depth = 1000;
+    if (tc_limits_from_args(a, &r->lim))
+        return -1;
+    r->o.max_depth = r->lim.max_depth + 16;
+    r->nmaps = a->nrep[OPT_MAP];
+    for (size_t i = 0; i < r->nmaps; i++) {
+        const char *m = a->rep[OPT_MAP][i], *eq = strchr(m, '=');
+        if (!eq || (size_t)(eq - m) >= sizeof r->from[i]) {
+            tc_err(NULL, "--map '%s': expected FROM=TO, e.g. cuda:1=cuda:0", m);
+            return -1;
+        }
+        snprintf(r->from[i], sizeof r->from[i], "%.*s", (int)(eq - m), m);
+        snprintf(r->to[i], sizeof r->to[i], "%s", eq + 1);
+        if (!tc_valid_location(r->from[i]) || !tc_valid_location(r->to[i])) {
+            tc_err(NULL, "--map '%s': '%s' is not a device (cpu, cuda, cuda:N, ...)", m,
+                   tc_valid_location(r->from[i]) ? r->to[i] : r->from[i]);
+            return -1;
+        }
+        r->maps[i].from = r->from[i];
+        r->maps[i].to = r->to[i];
+    }
+    r->o.maps = r->maps;
+    r->o.nmaps = r->nmaps;
+    if (a->set[OPT_DTYPE]) {
+        tc_dtype t = tc_dtype_from_name(a->val[OPT_DTYPE]);
+        if (t != TC_DT_F16 && t != TC_DT_BF16 && t != TC_DT_F32 && t != TC_DT_F64 && t != TC_DT_F8E4M3FN &&
+            t != TC_DT_F8E5M2) {
+            tc_err(NULL, "--dtype '%s': choose float16, bfloat16, float32, float64, float8_e4m3fn or float8_e5m2",
+                   a->val[OPT_DTYPE]);
+            return -1;
+        }
+        r->o.dtype = t;
+    }
+    if ((a->nrep[OPT_KEEP] || a->nrep[OPT_ONLY]) && !a->set[OPT_DTYPE]) {
+        tc_err(NULL, "--keep and --only choose what --dtype casts; give --dtype too");
+        return -1;
+    }
+    r->o.keep = a->rep[OPT_KEEP];
+    r->o.nkeep = a->nrep[OPT_KEEP];
+    r->o.only = a->rep[OPT_ONLY];
+    r->o.nonly = a->nrep[OPT_ONLY];
+    r->o.engine = TC_ENGINE_AUTO;
+    if (a->set[OPT_ENGINE]) {
+        const char *e = a->val[OPT_ENGINE];
+        if (!strcmp(e, "cpu"))
+            r->o.engine = TC_ENGINE_CPU;
+        else if (!strcmp(e, "cuda"))
+            r->o.engine = TC_ENGINE_CUDA;
+        else if (strcmp(e, "auto")) {
+            tc_err(NULL, "--engine '%s': choose auto, cpu or cuda", e);
+            return -1;
+        }
+    }
+    r->o.verify_crc = a->set[OPT_VERIFY_CRC];
+    r->allow_unsafe = a->set[OPT_ALLOW_UNSAFE];
+    return 0;
+}
+
+static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const tc_move_req *r)
+{
+    size_t moved = 0;
+    for (size_t i = 0; i < c->ns; i++)
+        moved += strcmp(p->st[i].location, c->s[i].location) != 0;
+    for (size_t i = 0; i < c->ns; i++) {
+        if (!p->st[i].overflow && !p->st[i].underflow)
+            continue;
+        char names[512] = "";
+        size_t nl = 0;
+        for (size_t k = 0; k < c->nt && nl < sizeof names - 64; k++)
+            if (c->t[k].storage == (long)i && c->t[k].alias_of < 0)
+                nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", c->t[k].name);
+        if (p->st[i].overflow)
+            tc_warn(out, "%s: %" PRIu64 " values too large for %s became inf/NaN", names, p->st[i].overflow,
+                    tc_dtype_name(r->o.dtype));
+        if (p->st[i].underflow)
+            tc_warn(out, "%s: %" PRIu64 " nonzero values too small for %s became zero", names, p->st[i].underflow,
+                    tc_dtype_name(r->o.dtype));
+    }
+    if (tc_verbosity < 1)
+        return;
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", out, c->nt, moved, c->ns);
+    if (r->o.dtype != TC_DT_INVALID) {
+        fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", p->ncast,
+                tc_dtype_name(r->o.dtype), p->nkept);
+        if (p->engine && tc_verbosity > 1)
+            fprintf(stderr, " (cast on %s)", p->engine);
+    }
+    fprintf(stderr, "; tensor data %.1f MB -> %.1f MB\n", p->in_bytes / 1e6, p->out_bytes / 1e6);
+    if (tc_dtype_is_v3(r->o.dtype) && p->ncast)
+        fprintf(stderr, "tensorctl: note: %s tensors need torch >= 2.1 to load\n", tc_dtype_name(r->o.dtype));
+}
+
+/* Open input, check safety, plan, write OUT atomically. */
+int tc_move_run(const char *in, const char *out, bool force, tc_move_req *r)
+{
+    tc_ckpt *c = NULL;
+    tc_diag d = {0};
+    tc_plan p = {0};
+    tc_outfile of = {.fd = -1};
+    tc_progress prog;
+    int rc = tc_ckpt_open(&c, in, &r->lim, &d);
+    if (rc) {
+        tc_err(in, "%s", d.msg);
+        return tc_exit_for(rc);
+    }
+    if (!c->root) {
+        tc_err(in, "%s files hold no device tags; use 'tensorctl convert' to turn them into .pt files",
+               tc_ckpt_format(c));
+        tc_ckpt_close(c);
+        return TC_EXIT_USAGE;
+    }
+    if (tc_ckpt_has_dangerous(c) && !r->allow_unsafe) {
+        for (size_t g = 0; g < c->ngl; g++)
+            if (c->gl[g].dangerous)
+                tc_err(in, "refusing to rewrite: it names the dangerous global %s, which runs when the file is "
+                       "unpickled (inspect it; --allow-unsafe rewrites it anyway)", c->gl[g].name);
+        tc_ckpt_close(c);
+        return TC_EXIT_UNSAFE;
+    }
+    for (size_t i = 0; i < c->nt; i++)
+        if (c->t[i].kind == TC_TENSOR_OTHER)
+            tc_warn(in, "tensor '%s' is a tensor subclass without storage; its device is left as saved",
+                    c->t[i].name);
+    if ((rc = tc_plan_make(&p, c, &r->o, &d)))
+        goto fail;
+    if (r->check_cuda)
+        r->check_cuda(r, c, &p);
+    if ((rc = tc_out_open(&of, out, force, &d)))
+        goto fail;
+    tc_progress_init(&prog, "writing", true);
+    r->o.progress = tc_progress_cb;
+    r->o.progress_ctx = &prog;
+    rc = tc_write_torch(c, &p, &r->o, of.fd, out, &d);
+    tc_progress_end(&prog);
+    if (rc || (rc = tc_out_commit(&of, &d)))
+        goto fail;
+    summary(out, c, &p, r);
+    tc_plan_free(&p);
+    tc_ckpt_close(c);
+    return TC_EXIT_OK;
+fail:
+    tc_out_abort(&of);
+    tc_err(rc == TC_ERR_IO && d.msg[0] && strstr(d.msg, "write") ? out : in, "%s", d.msg);
+    tc_plan_free(&p);
+    tc_ckpt_close(c);
+    return tc_exit_for(rc);
+}
+
+/* With a GPU present, check the target device exists and the tensors fit. */
+static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
+{
+    tc_cuda_info ci;
+    tc_cuda_query(&ci);
+    if (!ci.available) {
+        if (tc_verbosity > 1)
+            fprintf(stderr, "tensorctl: no usable GPU here (%s); writing the file for another machine\n", ci.why);
+        return;
+    }
+    int idx = 0;
+    const char *colon = strchr(r->o.all_to ? r->o.all_to : "cuda:0", ':');
+    if (colon)
+        idx = atoi(colon + 1);
+    tc_cuda_device dev;
+    if (tc_cuda_device_get(&dev, idx)) {
+        tc_warn(NULL, "this machine has %d CUDA device(s); cuda:%d is not one of them (the file is written anyway)",
+                ci.count, idx);
+        return;
+    }
+    uint64_t need = 0;
+    for (size_t i = 0; i < c->ns; i++)
+        if (!strncmp(p->st[i].location, "cuda", 4))
+            need += c->s[i].nbytes / (p->st[i].cast ? 1 : 1);
+    if (need > dev.free_mem)
+        tc_warn(NULL, "the tensors need %.1f GB on cuda:%d (%s) but only %.1f GB is free", need / 1e9, idx, dev.name,
+                dev.free_mem / 1e9);
+    else if (tc_verbosity > 1)
+        fprintf(stderr, "tensorctl: cuda:%d (%s): tensors need %.2f GB, %.2f GB free\n", idx, dev.name, need / 1e9,
+                dev.free_mem / 1e9);
+}
+
+static int run(const tc_cmd *cmd, int argc, char **argv)
+{
+    tc_args a;
+    tc_move_req r;
+    int ex = TC_EXIT_USAGE;
+    char *out = NULL;
+    if (tc_parse(cmd, argc, argv, &a))
+        return TC_EXIT_USAGE;
+    if (a.set[OPT_HELP]) {
+        tc_print_cmd_help(cmd);
+        ex = TC_EXIT_OK;
+        goto done;
+    }
+    if (a.npos != 1) {
+        tc_err(NULL, "%s: expected one FILE, got %d (see 'tensorctl %s --help')", cmd->name, a.npos, cmd->name);
+        goto done;
+    }
+    memset(&r, 0, sizeof r);
+    if (tc_move_parse_common(&a, &r))
+        goto done;
+    bool cuda = !strcmp(cmd->name, "to-cuda");
+    char dev[32] = "cpu";
+    if (cuda) {
+        const char *d = a.set[OPT_DEVICE] ? a.val[OPT_DEVICE] : "cuda:0";
+        if (strncmp(d, "cuda", 4) || !tc_valid_location(d)) {
+            tc_err(NULL, "--device '%s': expected cuda or cuda:N", d);
+            goto done;
+        }
+        snprintf(dev, sizeof dev, "%s", !strcmp(d, "cuda") ? "cuda:0" : d);
+        r.check_cuda = check_cuda;
+    }
+    r.o.all_to = dev;
+    r.o.cuda_device = 0;
+    const char *in = a.pos[0];
+    if (a.set[OPT_IN_PLACE] && a.set[OPT_OUTPUT]) {
+        tc_err(NULL, "--in-place and --output exclude each other");
+        goto done;
+    }
+    if (a.set[OPT_IN_PLACE])
+        out = strdup(in);
+    else if (a.set[OPT_OUTPUT])
+        out = strdup(a.val[OPT_OUTPUT]);
+    else {
+        char tag[40];
+        snprintf(tag, sizeof tag, "%s", dev);
+        char *colon = strchr(tag, ':');
+        if (colon)
+            memmove(colon, colon + 1, strlen(colon));
+        out = default_out(in, tag);
+    }
+    if (!out) {
+        tc_err(NULL, "out of memory");
+        ex = TC_EXIT_FAIL;
+        goto done;
+    }
+    if (!a.set[OPT_IN_PLACE] && (!strcmp(in, out) || tc_same_file(in, out))) {
+        tc_err(in, "OUT is the input file; use --in-place to replace it");
+        goto done;
+    }
+    tc_install_signal_cleanup();
+    ex = tc_move_run(in, out, a.set[OPT_FORCE] || a.set[OPT_IN_PLACE], &r);
+done:
+    free(out);
+    free(a.pos);
+    return ex;
+}
+
+const tc_cmd tc_cmd_to_cpu = {
+    "to-cpu", "to-cpu [options] FILE [-o OUT]",
+    "Rewrite a checkpoint with every storage on the CPU, so plain torch.load(OUT) works on any machine.\n"
+    "Tensors are copied bit for bit (or cast with --dtype); names, sharing and all other objects are kept.\n"
+    "Legacy (pre-1.6) files come out in the zip format.",
+    cpu_opts, run};
+
+const tc_cmd tc_cmd_to_cuda = {
+    "to-cuda", "to-cuda [options] FILE [-o OUT] [--device cuda:N]",
+    "Rewrite a checkpoint with every storage on one CUDA device, so torch.load(OUT) puts it there.\n"
+    "Works without a GPU (to prepare files for another machine); with one, checks the device and its memory.",
+    cuda_opts, run};

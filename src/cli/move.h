@@ -1,0 +1,25 @@
+/* Shared by the commands that rewrite checkpoints (to-cpu, to-cuda, convert). */
+#ifndef TC_MOVE_H
+#define TC_MOVE_H
+
+#include "../rewrite.h"
+#include "cli.h"
+
+typedef struct tc_move_req tc_move_req;
+struct tc_move_req {
+    tc_rewrite_opts o;
+    tc_limits lim;
+    tc_devmap maps[TC_MAX_REPEAT];
+    char from[TC_MAX_REPEAT][32], to[TC_MAX_REPEAT][32];
+    size_t nmaps;
+    bool allow_unsafe;
+    void (*check_cuda)(tc_move_req *r, const tc_ckpt *c, const tc_plan *p);
+};
+
+/* --map, --dtype, --keep, --only, --engine, --allow-unsafe, limits. Prints and returns -1 on misuse. */
+int tc_move_parse_common(const tc_args *a, tc_move_req *r);
+/* Rewrite `in` to the torch zip `out`; returns an exit status, having printed. */
+int tc_move_run(const char *in, const char *out, bool force, tc_move_req *r);
+bool tc_valid_location(const char *s);
+
+#endif

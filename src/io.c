@@ -1,0 +1,92 @@
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tc_fail(d, TC_ERR_IO, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return tc_fail(d, TC_ERR_IO, "cannot stat: %s", strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return tc_fail(d, TC_ERR_IO, "is a directory");
+    }
+    out->fd = fd;
+    out->size = (uint64_t)st.st_size;
+    out->mem = NULL;
+    out->what = path;
+    return 0;
+}
+
+void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)
+{
+    out->fd = -1;
+    out->size = n;
+    out->mem = buf;
+    out->what = what;
+}
+
+int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *ctx, tc_diag *d)
+{
+    if (off > s->size || n > s->size - off)
+        return tc_fail(d, TC_ERR_FORMAT,
+                       "%s: needs bytes up to offset %llu but the file ends at %llu (truncated?)", ctx,
+                       (unsigned long long)off + n, (unsigned long long)s->size);
+    if (s->mem) {
+        memcpy(buf, s->mem + off, n);
+        return 0;
+    }
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t r = pread(s->fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return tc_fail(d, TC_ERR_IO, "%s: read error at offset %llu: %s", ctx,
+                           (unsigned long long)off, strerror(errno));
+        }
+        if (r == 0)
+            return tc_fail(d, TC_ERR_IO, "%s: file shrank while reading (offset %llu)", ctx,
+                           (unsigned long long)off);
+        p += r;
+        off += (uint64_t)r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+void tc_src_close(tc_src *s)
+{
+    if (s && s->what && !s->mem && s->fd >= 0) {
+        close(s->fd);
+        s->fd = -1;
+    }
+}
+
+int tc_write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* Byte sources: a file read with pread, or a memory buffer (tests, fuzzers).
+ *
+ * A tc_src owns its file descriptor; tc_src_close accepts a zeroed or closed
+ * source. Every read is bounds-checked against the size taken at open time. */
+#ifndef TC_IO_H
+#define TC_IO_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "diag.h"
+
+typedef struct tc_src {
+    int fd;              /* -1 for a memory source */
+    uint64_t size;
+    const uint8_t *mem;  /* memory sources only; not owned */
+    const char *what;    /* name used in messages; not owned */
+} tc_src;
+
+int tc_src_open_file(tc_src *out, const char *path, tc_diag *d);
+void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what);
+/* Read exactly n bytes at off. Reading past the end is a format error naming
+ * `ctx` (e.g. "data/3"), since it means the file is truncated or lies. */
+int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *ctx, tc_diag *d);
+void tc_src_close(tc_src *s);
+
+/* Write all of buf to fd, retrying short writes; -errno on failure. */
+int tc_write_all(int fd, const void *buf, size_t n);
+
+/* Little-endian loads. */
+static inline uint16_t tc_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t tc_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t tc_le64(const uint8_t *p) { return tc_le32(p) | (uint64_t)tc_le32(p + 4) << 32; }
+static inline void tc_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void tc_put32(uint8_t *p, uint32_t v) { tc_put16(p, (uint16_t)v); tc_put16(p + 2, (uint16_t)(v >> 16)); }
+static inline void tc_put64(uint8_t *p, uint64_t v) { tc_put32(p, (uint32_t)v); tc_put32(p + 4, (uint32_t)(v >> 32)); }
+
+#endif
