@@ -9,7 +9,14 @@
  * Supported pairs: any two of float64, float32, float16, bfloat16,
  * float8_e4m3fn, float8_e5m2 (same type: a copy). Buffers are little-endian
  * element arrays; dst and src must not overlap. No function here prints,
- * exits or allocates more than a fixed amount. */
+ * exits or allocates more than a fixed amount.
+ *
+ * Semantics are those of torch 2.x on x86 (AVX2/AVX512 kernels): through
+ * float32 (so float64 -> 16/8-bit types rounds twice), round to nearest even,
+ * float8_e4m3fn saturating at +-448 (inf included), NaN bits as listed in
+ * cast_bits.h. Where torch's vectorised loop and its scalar tail disagree
+ * (NaNs in float16 -> float32 and float64 -> bfloat16) the vectorised result,
+ * i.e. what large tensors get, is the one reproduced. */
 #ifndef TC_CAST_H
 #define TC_CAST_H
 
@@ -22,13 +29,18 @@
 /* True when src -> dst is a supported cast. */
 bool tc_cast_supported(tc_dtype dst, tc_dtype src);
 
-/* Convert n elements. Return 0, or -1 for an unsupported pair. */
+/* Convert n elements. Return 0, or -1 for an unsupported pair.
+ * tc_cast_cpu picks AVX2+F16C when the CPU has it and uses two threads above
+ * 4 Mi elements; it assumes the default floating-point environment (round to
+ * nearest, no FTZ/DAZ), as torch does. */
 int tc_cast_ref(tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n);
 int tc_cast_cpu(tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n);
 
 /* What a cast would do to finite values, counted before casting down. */
 typedef struct tc_cast_stats {
-    uint64_t overflow;  /* finite in src, +-inf (or NaN for float8_e4m3fn) in dst */
+    uint64_t overflow;  /* finite in src, +-inf in dst; for float8_e4m3fn, which
+                         * saturates, finite values that would round past 448
+                         * (|x| >= 464 after the float32 step) */
     uint64_t underflow; /* nonzero in src, zero in dst */
     uint64_t nan;       /* NaN in src */
 } tc_cast_stats;

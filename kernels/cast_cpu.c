@@ -3,7 +3,6 @@
  * conversions used (cvtpd2ps, cvtps2pd, F16C) round to nearest even and treat
  * NaN payloads exactly as cast_bits.h does, given the default MXCSR (no
  * FTZ/DAZ), which is also what torch assumes. Tails go through cast_bits.h. */
-#define _GNU_SOURCE
 #include "cast.h"
 #include "cast_bits.h"
 #include "cast_internal.h"

@@ -15,14 +15,22 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t cap = 1 << 20, len = 0, got;
-    char *in = malloc(cap);
-    while (in && (got = fread(in + len, 1, cap - len, stdin)) > 0)
-        if ((len += got) == cap)
-            in = realloc(in, cap *= 2);
+    char *in = malloc(cap), *more;
+    while (in && (got = fread(in + len, 1, cap - len, stdin)) > 0) {
+        if ((len += got) < cap)
+            continue;
+        if (!(more = realloc(in, cap *= 2))) {
+            free(in);
+            in = NULL;
+        }
+        in = more;
+    }
     size_t ss = tc_dtype_size(st), n = len / ss;
     char *out = malloc(n * tc_dtype_size(dt) + 1);
     if (!in || !out || ferror(stdin) || len % ss) {
-        fprintf(stderr, "cast_tool: bad input (%zu bytes)\n", len);
+        fprintf(stderr, "cast_tool: cannot read input (%zu bytes, out of memory or not whole elements)\n", len);
+        free(in);
+        free(out);
         return 1;
     }
     tc_cast_cpu(dt, out, st, in, n);

@@ -18,6 +18,10 @@ except Exception as e:  # no torch, or one that fails to import
 NAMES = ["float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 DT = {n: getattr(torch, n) for n in NAMES if hasattr(torch, n)}
 UINT = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}
+# torch 1.x gives float32/float64 -> float16 NaNs as sign|0x7e00 (payload
+# dropped); 2.x keeps the top payload bits, as tc_cast does. On 1.x such NaNs
+# are compared by sign only.
+OLD_F16_NAN = int(torch.__version__.split(".")[0]) < 2
 
 
 def sample(name, n, gen):
@@ -55,6 +59,13 @@ def main():
                 continue
             want = x.to(DT[d]).view(torch.uint8).numpy().tobytes()
             got = subprocess.run([tool, s, d], input=src, capture_output=True, check=True).stdout
+            if OLD_F16_NAN and d == "float16" and got != want:
+                g = torch.frombuffer(bytearray(got), dtype=torch.int16)
+                w = torch.frombuffer(bytearray(want), dtype=torch.int16)
+                nan = torch.isnan(x) & (w & 0x7FFF == 0x7E00)
+                if torch.equal(g[~nan], w[~nan]) and torch.equal(g[nan] & 0xFE00, w[nan] & 0xFE00):
+                    print(f"ok {s}->{d} (NaN payloads are torch 1.x canonical ones; tc_cast follows 2.x)")
+                    continue
             if got != want:
                 bad += 1
                 dsz = torch.empty(0, dtype=DT[d]).element_size()
