@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tensor_data.h"
 #include "cli.h"
 
 static const tc_opt opts[] = {
     {OPT_HELP, 'h', "help", NULL, "show this help", false},
     {OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", false},
+    {OPT_HASH, 0, "hash", NULL, "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", false},
     {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict", false},
     {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", false},
     {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},
@@ -227,6 +229,21 @@ static const char *shares_with(const tc_ckpt *c, size_t i)
     return NULL;
 }
 
+static bool want_hash;
+
+/* SHA-256 of tensor i, or NULL after printing why not. */
+static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
+{
+    tc_diag d = {0};
+    if (c->t[i].storage < 0)
+        return NULL;
+    if (tc_tensor_sha256(c, &c->t[i], hex, &d)) {
+        tc_err(c->path, "%s", d.msg);
+        return NULL;
+    }
+    return hex;
+}
+
 static void print_text(const tc_ckpt *c)
 {
     printf("%s: %s", c->path, tc_ckpt_format(c));
@@ -264,8 +281,10 @@ static void print_text(const tc_ckpt *c)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "no data ");
         if (t->kind == TC_TENSOR_OTHER)
             snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
-        printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s\n", (int)w, t->name, tc_dtype_name(t->dtype), shape,
-               device_of(c, t), t->nbytes, notes);
+        char hex[65];
+        const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
+        printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, t->name, tc_dtype_name(t->dtype), shape,
+               device_of(c, t), t->nbytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -364,6 +383,9 @@ static void print_json(const tc_ckpt *c)
         cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
         if (t->alias_of >= 0)
             cJSON_AddStringToObject(o, "same_as", c->t[t->alias_of].name);
+        char hex[65];
+        if (want_hash && tensor_hash(c, i, hex))
+            cJSON_AddStringToObject(o, "sha256", hex);
         cJSON_AddItemToArray(ts, o);
     }
     cJSON *ss = cJSON_AddArrayToObject(j, "storages");
@@ -423,6 +445,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
+    want_hash = a.set[OPT_HASH];
     for (int i = 0; i < a.npos; i++) {
         tc_ckpt *c;
         tc_diag d = {0};
