@@ -649,7 +649,8 @@ int tc_ckpt_index_graph(tc_ckpt *c, tc_diag *d)
     pk_graph_foreach(c->g, collect_global, &g);
     if (g.rc)
         return g.rc;
-    qsort(c->gl, c->ngl, sizeof *c->gl, cmp_global);
+    if (c->ngl) /* qsort's base must not be NULL, even for 0 items */
+        qsort(c->gl, c->ngl, sizeof *c->gl, cmp_global);
     pk_graph_clear_marks(c->g);
     walker w = {.c = c, .d = d, .max_visits = c->lim.max_objects * 4 + 1000};
     size_t sv;
