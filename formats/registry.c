@@ -1,7 +1,11 @@
 #include "format.h"
 
+extern const tc_format tc_format_shard_index;
+
 const tc_format *const tc_formats[] = {
     &tc_format_torch_zip,
     &tc_format_torch_legacy,
+    &tc_format_safetensors,
+    &tc_format_shard_index,
     NULL,
 };

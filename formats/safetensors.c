@@ -1,0 +1,425 @@
+/* safetensors: u64 LE header length N, N bytes of JSON, then the data
+ * buffer. Every tensor is one raw storage; the buffer must be covered
+ * exactly, as the reference library requires. */
+#include "format.h"
+#include "shard_index.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* rank: the order of the reference library's Dtype enum (its sort key) */
+static const tc_st_dtype st_types[] = {
+    {"BOOL", TC_DT_BOOL, 8, 0},
+    {"F4", TC_DT_INVALID, 4, 1},
+    {"F6_E2M3", TC_DT_INVALID, 6, 2},
+    {"F6_E3M2", TC_DT_INVALID, 6, 3},
+    {"U8", TC_DT_U8, 8, 4},
+    {"I8", TC_DT_I8, 8, 5},
+    {"F8_E5M2", TC_DT_F8E5M2, 8, 6},
+    {"F8_E4M3", TC_DT_F8E4M3FN, 8, 7},
+    {"F8_E8M0", TC_DT_F8E8M0FNU, 8, 8},
+    {"F8_E4M3FNUZ", TC_DT_F8E4M3FNUZ, 8, 9},
+    {"F8_E5M2FNUZ", TC_DT_F8E5M2FNUZ, 8, 10},
+    {"I16", TC_DT_I16, 16, 11},
+    {"U16", TC_DT_U16, 16, 12},
+    {"F16", TC_DT_F16, 16, 13},
+    {"BF16", TC_DT_BF16, 16, 14},
+    {"I32", TC_DT_I32, 32, 15},
+    {"U32", TC_DT_U32, 32, 16},
+    {"F32", TC_DT_F32, 32, 17},
+    {"C64", TC_DT_C64, 64, 18},
+    {"F64", TC_DT_F64, 64, 19},
+    {"I64", TC_DT_I64, 64, 20},
+    {"U64", TC_DT_U64, 64, 21},
+};
+#define N_ST_TYPES (sizeof st_types / sizeof st_types[0])
+
+const tc_st_dtype *tc_st_dtype_lookup(const char *name)
+{
+    for (size_t i = 0; name && i < N_ST_TYPES; i++)
+        if (!strcmp(st_types[i].name, name))
+            return &st_types[i];
+    return NULL;
+}
+
+const tc_st_dtype *tc_st_dtype_of(tc_dtype t)
+{
+    for (size_t i = 0; i < N_ST_TYPES; i++)
+        if (st_types[i].dtype == t && t != TC_DT_INVALID)
+            return &st_types[i];
+    return NULL;
+}
+
+static bool probe(const uint8_t *h, size_t n, const char *path)
+{
+    size_t pl = path ? strlen(path) : 0;
+    if (pl > 12 && !strcmp(path + pl - 12, ".safetensors"))
+        return true;
+    if (n < 9 || h[8] != '{')
+        return false;
+    uint64_t len = tc_le64(h);
+    return len >= 2 && len < (1ull << 40);
+}
+
+#define MAX_EXACT 9007199254740992.0 /* 2^53: larger JSON numbers lose digits in a double */
+
+/* A non-negative integer from a JSON number; -1 when it is not one. */
+static int json_u64(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v))
+        return -1;
+    double x = v->valuedouble;
+    if (!(x >= 0) || x >= MAX_EXACT || x != (double)(uint64_t)x)
+        return -1;
+    *out = (uint64_t)x;
+    return 0;
+}
+
+static const char *json_kind(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsBool(v))
+        return "a boolean";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsArray(v))
+        return "an array";
+    if (cJSON_IsObject(v))
+        return "an object";
+    return "invalid";
+}
+
+/* The JSON text of v, cut to fit a message. */
+static void json_brief(const cJSON *v, char *buf, size_t n)
+{
+    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+    if (!s) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    if (strlen(s) >= n && n > 4)
+        snprintf(buf, n, "%.*s...", (int)(n - 4), s);
+    else
+        snprintf(buf, n, "%s", s);
+    free(s);
+}
+
+typedef struct span {
+    uint64_t b, e;
+    size_t t;
+} span;
+
+static int cmp_span(const void *x, const void *y)
+{
+    const span *a = x, *b = y;
+    if (a->b != b->b)
+        return a->b < b->b ? -1 : 1;
+    if (a->e != b->e)
+        return a->e < b->e ? -1 : 1;
+    return 0;
+}
+
+static int cmp_name(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static int add_meta(tc_ckpt *c, const char *k, const char *v, tc_diag *d)
+{
+    tc_kv *m = realloc(c->meta, (c->nmeta + 1) * sizeof *m);
+    if (!m)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    c->meta = m;
+    m[c->nmeta].key = strdup(k);
+    m[c->nmeta].value = strdup(v);
+    if (!m[c->nmeta].key || !m[c->nmeta].value) {
+        free(m[c->nmeta].key);
+        free(m[c->nmeta].value);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    c->nmeta++;
+    return 0;
+}
+
+static int read_metadata(tc_ckpt *c, const cJSON *m, tc_diag *d)
+{
+    if (!cJSON_IsObject(m))
+        return tc_fail(d, TC_ERR_FORMAT, "__metadata__ is %s, not an object of strings", json_kind(m));
+    for (const cJSON *v = m->child; v; v = v->next) {
+        if (!cJSON_IsString(v)) {
+            char b[64];
+            json_brief(v, b, sizeof b);
+            return tc_fail(d, TC_ERR_FORMAT, "__metadata__ value of '%s' is %s (%s), not a string", v->string,
+                           json_kind(v), b);
+        }
+        for (size_t i = 0; i < c->nmeta; i++)
+            if (!strcmp(c->meta[i].key, v->string))
+                return tc_fail(d, TC_ERR_FORMAT, "__metadata__ has the key '%s' twice", v->string);
+        int rc = add_meta(c, v->string, v->valuestring, d);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* One tensor entry: dtype, shape, data_offsets. */
+static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp, tc_diag *d)
+{
+    const char *name = v->string;
+    if (!cJSON_IsObject(v))
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': entry is %s, not an object", name, json_kind(v));
+    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(v, "dtype");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(v, "shape");
+    const cJSON *jo = cJSON_GetObjectItemCaseSensitive(v, "data_offsets");
+    if (!jd || !js || !jo)
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': no \"%s\" field", name,
+                       !jd ? "dtype" : !js ? "shape" : "data_offsets");
+    char b[96];
+    if (!cJSON_IsString(jd)) {
+        json_brief(jd, b, sizeof b);
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': dtype %s is not a string", name, b);
+    }
+    const tc_st_dtype *st = tc_st_dtype_lookup(jd->valuestring);
+    if (!st)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': unknown dtype '%.40s' (not a safetensors 0.8 dtype)",
+                       name, jd->valuestring);
+    if (st->dtype == TC_DT_INVALID)
+        return tc_fail(d, TC_ERR_UNSUPPORTED,
+                       "tensor '%s': dtype %s (%u-bit elements) has no torch dtype tensorctl supports", name,
+                       st->name, st->bits);
+    if (!cJSON_IsArray(js)) {
+        json_brief(js, b, sizeof b);
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape %s is not an array", name, b);
+    }
+    int nd = cJSON_GetArraySize(js);
+    if (nd > TC_MAX_DIMS)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': %d dimensions (at most %d)", name, nd, TC_MAX_DIMS);
+    int64_t shape[TC_MAX_DIMS];
+    uint64_t numel = 1;
+    bool ovf = false;
+    int k = 0;
+    for (const cJSON *x = js->child; x; x = x->next, k++) {
+        uint64_t u;
+        if (json_u64(x, &u) || u > INT64_MAX) {
+            json_brief(x, b, sizeof b);
+            return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape[%d] is %s, not a non-negative integer", name, k,
+                           b);
+        }
+        shape[k] = (int64_t)u;
+        ovf |= __builtin_mul_overflow(numel, u, &numel);
+    }
+    uint64_t nbytes = 0;
+    ovf |= __builtin_mul_overflow(numel, (uint64_t)st->bits / 8, &nbytes);
+    char shp[96];
+    json_brief(js, shp, sizeof shp);
+    if (ovf)
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape %s x %s overflows a 64-bit byte count", name, shp,
+                       st->name);
+    uint64_t off[2];
+    if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || json_u64(jo->child, &off[0]) ||
+        json_u64(jo->child->next, &off[1])) {
+        json_brief(jo, b, sizeof b);
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': data_offsets %s is not a pair of non-negative integers",
+                       name, b);
+    }
+    if (off[0] > off[1])
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin",
+                       name, off[0], off[1]);
+    if (off[1] > data_size)
+        return tc_fail(d, TC_ERR_FORMAT,
+                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] reach past the end of the data (%" PRIu64
+                       " bytes; file truncated?)",
+                       name, off[0], off[1], data_size);
+    if (off[1] - off[0] != nbytes)
+        return tc_fail(d, TC_ERR_FORMAT,
+                       "tensor '%s': shape %s x %s is %" PRIu64 " bytes but data_offsets [%" PRIu64 ", %" PRIu64
+                       "] hold %" PRIu64,
+                       name, shp, st->name, nbytes, off[0], off[1], off[1] - off[0]);
+
+    long si = tc_ckpt_new_storage(c, name, d);
+    if (si < 0)
+        return d->code;
+    tc_storage *s = &c->s[si];
+    if (!(s->location = strdup("-")))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    s->dtype = st->dtype;
+    s->numel = numel;
+    s->nbytes = nbytes;
+    s->raw = true;
+    s->ntensors = 1;
+    tc_tensor *t = tc_ckpt_new_tensor(c, name, d);
+    if (!t)
+        return d->code;
+    t->kind = TC_TENSOR_DENSE;
+    t->dtype = st->dtype;
+    t->ndim = nd;
+    int64_t stride = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        t->shape[i] = shape[i];
+        t->stride[i] = stride;
+        stride *= shape[i] ? shape[i] : 1;
+    }
+    t->storage = si;
+    t->numel = numel;
+    t->nbytes = nbytes;
+    snprintf(t->device, sizeof t->device, "-");
+    sp->b = off[0];
+    sp->e = off[1];
+    sp->t = c->nt - 1;
+    return 0;
+}
+
+static int open_st(tc_ckpt *c, tc_diag *d)
+{
+    uint64_t size = c->src.size;
+    uint8_t h8[8];
+    if (size < 8)
+        return tc_fail(d, TC_ERR_FORMAT, "file is %" PRIu64 " bytes, too short for a safetensors header length",
+                       size);
+    int rc = tc_src_read(&c->src, 0, h8, 8, "header length", d);
+    if (rc)
+        return rc;
+    uint64_t n = tc_le64(h8);
+    if (n > c->lim.max_header)
+        return tc_fail(d, TC_ERR_LIMIT, "safetensors header length %" PRIu64 " is over the limit of %" PRIu64
+                       " bytes (corrupt file?)", n, c->lim.max_header);
+    if (n > size - 8)
+        return tc_fail(d, TC_ERR_FORMAT,
+                       "safetensors header length %" PRIu64 " runs past the end of the file (%" PRIu64
+                       " bytes; truncated or not safetensors?)",
+                       n, size);
+    if (n < 2)
+        return tc_fail(d, TC_ERR_FORMAT, "safetensors header length %" PRIu64 " is too small for a JSON object", n);
+    char *hdr = malloc(n + 1);
+    if (!hdr)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory for a %" PRIu64 "-byte header", n);
+    cJSON *root = NULL;
+    span *sp = NULL;
+    char **names = NULL;
+    if ((rc = tc_src_read(&c->src, 8, hdr, (size_t)n, "header", d)))
+        goto done;
+    hdr[n] = 0;
+    if (hdr[0] != '{') {
+        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header starts with byte 0x%02x, not '{'", (uint8_t)hdr[0]);
+        goto done;
+    }
+    if (memchr(hdr, 0, (size_t)n)) {
+        size_t z = strlen(hdr);
+        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header has a NUL byte at header byte %zu (file offset %zu)", z,
+                     z + 8);
+        goto done;
+    }
+    const char *end = NULL;
+    root = cJSON_ParseWithLengthOpts(hdr, (size_t)n, &end, 0);
+    if (!root) {
+        const char *ep = cJSON_GetErrorPtr();
+        size_t at = ep && ep >= hdr && ep <= hdr + n ? (size_t)(ep - hdr) : 0;
+        char near[24];
+        size_t k = 0;
+        for (size_t i = at; i < n && k < sizeof near - 1; i++)
+            near[k++] = hdr[i] >= 0x20 && hdr[i] < 0x7f ? hdr[i] : '?';
+        near[k] = 0;
+        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header is not valid JSON: error at header byte %zu (file offset %zu) near '%s'",
+                     at, at + 8, near);
+        goto done;
+    }
+    for (const char *p = end; p && p < hdr + n; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            size_t at = (size_t)(p - hdr);
+            rc = tc_fail(d, TC_ERR_FORMAT,
+                         "safetensors header has bytes after its JSON object at header byte %zu (file offset %zu)", at,
+                         at + 8);
+            goto done;
+        }
+    if (!cJSON_IsObject(root)) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header is %s, not a JSON object", json_kind(root));
+        goto done;
+    }
+    uint64_t data_size = size - 8 - n;
+    size_t count = (size_t)cJSON_GetArraySize(root);
+    if (count > c->lim.max_entries + 1) {
+        rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64, count,
+                     c->lim.max_entries);
+        goto done;
+    }
+    sp = calloc(count + 1, sizeof *sp);
+    names = calloc(count + 1, sizeof *names);
+    if (!sp || !names) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t nn = 0, ns = 0;
+    bool have_meta = false;
+    for (const cJSON *v = root->child; v; v = v->next)
+        names[nn++] = v->string;
+    qsort(names, nn, sizeof *names, cmp_name);
+    for (size_t i = 1; i < nn; i++)
+        if (!strcmp(names[i], names[i - 1])) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", names[i]);
+            goto done;
+        }
+    for (const cJSON *v = root->child; v; v = v->next) {
+        if (!strcmp(v->string, "__metadata__")) {
+            have_meta = true;
+            if ((rc = read_metadata(c, v, d)))
+                goto done;
+            continue;
+        }
+        if ((rc = read_tensor(c, v, data_size, &sp[ns], d)))
+            goto done;
+        ns++;
+    }
+    /* the buffer must be covered exactly: no overlaps, no gaps, nothing left over */
+    qsort(sp, ns, sizeof *sp, cmp_span);
+    uint64_t pos = 0;
+    const char *prev = NULL;
+    for (size_t i = 0; i < ns; i++) {
+        const char *nm = c->t[sp[i].t].name;
+        if (sp[i].b < pos) {
+            rc = tc_fail(d, TC_ERR_FORMAT,
+                         "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] overlap tensor '%s', which ends at %" PRIu64,
+                         nm, sp[i].b, sp[i].e, prev, pos);
+            goto done;
+        }
+        if (sp[i].b > pos) {
+            rc = tc_fail(d, TC_ERR_FORMAT,
+                         "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] leave bytes [%" PRIu64 ", %" PRIu64
+                         ") of the data unused (%s%s%s; the data must be contiguous)",
+                         nm, sp[i].b, sp[i].e, pos, sp[i].b, prev ? "after tensor '" : "at the start", prev ? prev : "",
+                         prev ? "'" : "");
+            goto done;
+        }
+        pos = sp[i].e;
+        prev = nm;
+        c->s[c->t[sp[i].t].storage].file_off = 8 + n + sp[i].b;
+    }
+    if (pos != data_size) {
+        rc = tc_fail(d, TC_ERR_FORMAT,
+                     "the data is %" PRIu64 " bytes but the tensors cover %" PRIu64 " (%" PRIu64
+                     " bytes at the end belong to no tensor)",
+                     data_size, pos, data_size - pos);
+        goto done;
+    }
+    char v[32];
+    snprintf(v, sizeof v, "%" PRIu64, n);
+    if ((rc = tc_ckpt_add_fact(c, "header_bytes", v, d)))
+        goto done;
+    snprintf(v, sizeof v, "%" PRIu64, data_size);
+    if ((rc = tc_ckpt_add_fact(c, "data_bytes", v, d)))
+        goto done;
+    (void)have_meta;
+done:
+    cJSON_Delete(root);
+    free(sp);
+    free(names);
+    free(hdr);
+    return rc;
+}
+
+const tc_format tc_format_safetensors = {"safetensors", probe, open_st};
