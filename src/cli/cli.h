@@ -83,5 +83,7 @@ void tc_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void tc_progress_end(tc_progress *p);
 
 void tc_install_signal_cleanup(void);
+/* 1536 -> "1.5 KiB" */
+void tc_human_bytes(uint64_t b, char *out, size_t n);
 
 #endif

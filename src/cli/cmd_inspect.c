@@ -205,17 +205,6 @@ static void agg_add(agg *a, size_t *n, size_t cap, const char *key, uint64_t byt
     }
 }
 
-static void human(uint64_t b, char *out, size_t n)
-{
-    if (b < 1024)
-        snprintf(out, n, "%" PRIu64 " B", b);
-    else if (b < 1048576)
-        snprintf(out, n, "%.1f KiB", b / 1024.0);
-    else if (b < 1073741824ull)
-        snprintf(out, n, "%.1f MiB", b / 1048576.0);
-    else
-        snprintf(out, n, "%.2f GiB", b / 1073741824.0);
-}
 
 /* The name of the first tensor before i on the same storage, or NULL. */
 static const char *shares_with(const tc_ckpt *c, size_t i)
@@ -300,18 +289,18 @@ static void print_text(const tc_ckpt *c)
     for (size_t i = 0; i < c->ns; i++)
         total += c->s[i].nbytes;
     char h[32];
-    human(total, h, sizeof h);
+    tc_human_bytes(total, h, sizeof h);
     printf("\n%zu tensors on %zu storages, %s of tensor data", c->nt, c->ns, h);
     if (nparam)
         printf("; %zu nn.Parameter objects with %" PRIu64 " elements", nparam, pnumel);
     printf("\nbytes per device:");
     for (size_t i = 0; i < ndev; i++) {
-        human(dev[i].bytes, h, sizeof h);
+        tc_human_bytes(dev[i].bytes, h, sizeof h);
         printf("  %s %s (%zu storages)", dev[i].key, h, dev[i].count);
     }
     printf("\nbytes per dtype: ");
     for (size_t i = 0; i < ndt; i++) {
-        human(dt[i].bytes, h, sizeof h);
+        tc_human_bytes(dt[i].bytes, h, sizeof h);
         printf("  %s %s", dt[i].key, h);
     }
     printf("\n");

@@ -163,7 +163,10 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
         if (p->engine && tc_verbosity > 1)
             fprintf(stderr, " (cast on %s)", p->engine);
     }
-    fprintf(stderr, "; tensor data %.1f MB -> %.1f MB\n", p->in_bytes / 1e6, p->out_bytes / 1e6);
+    char a[32], b[32];
+    tc_human_bytes(p->in_bytes, a, sizeof a);
+    tc_human_bytes(p->out_bytes, b, sizeof b);
+    fprintf(stderr, "; tensor data %s -> %s\n", a, b);
     if (tc_dtype_is_v3(r->o.dtype) && p->ncast)
         fprintf(stderr, "tensorctl: note: %s tensors need torch >= 2.1 to load\n", tc_dtype_name(r->o.dtype));
 }
@@ -246,8 +249,9 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
     }
     uint64_t need = 0;
     for (size_t i = 0; i < c->ns; i++)
-        if (!strncmp(p->st[i].location, "cuda", 4))
-            need += c->s[i].nbytes / (p->st[i].cast ? 1 : 1);
+        if (!strcmp(p->st[i].location, r->o.all_to ? r->o.all_to : "cuda:0"))
+            need += p->st[i].cast ? c->s[i].nbytes / tc_dtype_size(c->s[i].dtype) * tc_dtype_size(p->st[i].dtype)
+                                  : c->s[i].nbytes;
     if (need > dev.free_mem)
         tc_warn(NULL, "the tensors need %.1f GB on cuda:%d (%s) but only %.1f GB is free", need / 1e9, idx, dev.name,
                 dev.free_mem / 1e9);

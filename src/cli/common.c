@@ -250,3 +250,15 @@ void tc_install_signal_cleanup(void)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         signal(sigs[i], on_signal);
 }
+
+void tc_human_bytes(uint64_t b, char *out, size_t n)
+{
+    if (b < 1024)
+        snprintf(out, n, "%" PRIu64 " B", b);
+    else if (b < 1048576)
+        snprintf(out, n, "%.1f KiB", b / 1024.0);
+    else if (b < 1073741824ull)
+        snprintf(out, n, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(out, n, "%.2f GiB", b / 1073741824.0);
+}

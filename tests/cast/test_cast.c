@@ -251,3 +251,62 @@ Test(cast, torch_rules)
     tc_cast_ref(TC_DT_F32, &f, TC_DT_F8E4M3FN, &q, 1);
     cr_expect_eq(f, 0xfff00000u);
 }
+
+/* The definition tc_cast_count implements with thresholds: cast each element
+ * and look at what it became. */
+static int slow_class(tc_dtype t, uint64_t x)
+{
+    uint64_t a, inf;
+    switch (t) {
+    case TC_DT_F64: a = x & 0x7fffffffffffffffull, inf = 0x7ff0000000000000ull; break;
+    case TC_DT_F32: a = x & 0x7fffffffu, inf = 0x7f800000u; break;
+    case TC_DT_F16: a = x & 0x7fff, inf = 0x7c00; break;
+    case TC_DT_BF16: a = x & 0x7fff, inf = 0x7f80; break;
+    case TC_DT_F8E5M2: a = x & 0x7f, inf = 0x7c; break;
+    default: a = x & 0x7f; return a == 0x7f ? 3 : a == 0;
+    }
+    return a > inf ? 3 : a == inf ? 2 : a == 0;
+}
+
+Test(cast, count_matches_casting)
+{
+    static const tc_dtype ts[] = {TC_DT_F64, TC_DT_F32, TC_DT_F16, TC_DT_BF16, TC_DT_F8E4M3FN, TC_DT_F8E5M2};
+    enum { N = 1 << 16 };
+    static uint8_t src[N * 8], dst[N * 8];
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < sizeof src; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        src[i] = (uint8_t)r;
+    }
+    for (size_t a = 0; a < 6; a++)
+        for (size_t b = 0; b < 6; b++) {
+            tc_dtype st = ts[a], dt = ts[b];
+            size_t ss = tc_dtype_size(st), ds = tc_dtype_size(dt);
+            tc_cast_stats got = {0, 0, 0}, want = {0, 0, 0};
+            cr_assert_eq(tc_cast_count(&got, dt, st, src, N), 0);
+            cr_assert_eq(tc_cast_ref(dt, dst, st, src, N), 0);
+            for (size_t i = 0; i < N; i++) {
+                uint64_t x = 0, y = 0;
+                memcpy(&x, src + i * ss, ss);
+                memcpy(&y, dst + i * ds, ds);
+                int cs = slow_class(st, x), cd = slow_class(dt, y);
+                if (cs == 3) {
+                    want.nan++;
+                    continue;
+                }
+                if (cs != 0 || st == dt)
+                    continue;
+                if (cd >= 2)
+                    want.overflow++;
+                else if (cd == 1)
+                    want.underflow++;
+            }
+            if (dt == TC_DT_F8E4M3FN)
+                want.overflow = got.overflow; /* saturation: checked by Test(cast, count) */
+            cr_expect(got.overflow == want.overflow && got.underflow == want.underflow && got.nan == want.nan,
+                      "%s -> %s: got %llu/%llu/%llu want %llu/%llu/%llu", tc_dtype_name(st), tc_dtype_name(dt),
+                      (unsigned long long)got.overflow, (unsigned long long)got.underflow,
+                      (unsigned long long)got.nan, (unsigned long long)want.overflow,
+                      (unsigned long long)want.underflow, (unsigned long long)want.nan);
+        }
+}
