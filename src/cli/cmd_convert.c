@@ -1,0 +1,241 @@
+/* convert: .pt/.bin <-> .safetensors, single files and sharded sets. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../formats/shard_index.h"
+#include "../convert.h"
+#include "../outfile.h"
+#include "cli.h"
+#include "move.h"
+
+static const tc_opt opts[] = {
+    {OPT_HELP, 'h', "help", NULL, "show this help", false},
+    {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)", false},
+    {OPT_DTYPE, 0, "dtype", "TYPE", "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", false},
+    {OPT_KEEP, 0, "keep", "GLOB", "with --dtype: leave matching tensor names as they are (repeatable)", true},
+    {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)", true},
+    {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage (default cpu)", false},
+    {OPT_KEY, 0, "key", "K", "to safetensors: only the tensors under entry K (e.g. model, state_dict), named relative to it", false},
+    {OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: start a new safetensors shard past SIZE (e.g. 5GB)", false},
+    {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false},
+    {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL, "convert even a file that names dangerous globals", false},
+    {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},
+    {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false},
+    {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},
+    {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept (default 1000)", false},
+    {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept (default 20000000)", false},
+    {0, 0, NULL, NULL, NULL, false},
+};
+
+enum { FMT_NONE, FMT_PT, FMT_ST };
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static int format_of(const char *path)
+{
+    if (ends_with(path, ".safetensors") || ends_with(path, ".safetensors.index.json"))
+        return FMT_ST;
+    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
+                                     ".pth.index.json", NULL};
+    for (const char *const *p = pt; *p; p++)
+        if (ends_with(path, *p))
+            return FMT_PT;
+    return FMT_NONE;
+}
+
+static void warn_list(const char *out, const char *what, char **v, size_t n)
+{
+    char line[900];
+    size_t l = 0;
+    for (size_t i = 0; i < n && l < sizeof line - 80; i++)
+        l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", v[i]);
+    if (n && l >= sizeof line - 80)
+        snprintf(line + l, sizeof line - l, ", ... (%zu in all)", n);
+    tc_warn(out, "%s: %s", what, line);
+}
+
+static void summary(const char *out, const tc_convert_report *r, bool st, const tc_convert_opts *o)
+{
+    if (r->ndropped)
+        warn_list(out, "not representable, dropped", r->dropped, r->ndropped);
+    if (r->ncopies)
+        tc_warn(out, "%zu tensors shared storages that no saved tensor covers whole; written as separate copies",
+                r->ncopies);
+    if (r->overflow)
+        tc_warn(out, "%" PRIu64 " values too large for %s became inf/NaN", r->overflow, tc_dtype_name(o->ro.dtype));
+    if (r->underflow)
+        tc_warn(out, "%" PRIu64 " nonzero values too small for %s became zero", r->underflow,
+                tc_dtype_name(o->ro.dtype));
+    if (tc_verbosity < 1)
+        return;
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", out, r->ntensors + r->ncopies);
+    if (r->naliases)
+        fprintf(stderr, st ? " + %zu aliases of shared storage (in __metadata__ \"%s\")" : " + %zu shared views",
+                r->naliases, TC_ST_ALIASES_KEY);
+    if (o->ro.dtype != TC_DT_INVALID)
+        fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", r->ncast, tc_dtype_name(o->ro.dtype), r->nkept);
+    fprintf(stderr, "; %.1f MB of tensor data\n", r->data_bytes / 1e6);
+}
+
+/* One file to one file. */
+static int convert_file(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
+                        tc_convert_opts *o, const tc_limits *lim)
+{
+    tc_ckpt *c = NULL;
+    tc_diag d = {0};
+    tc_outfile of = {.fd = -1};
+    tc_convert_report rep = {0};
+    tc_progress prog;
+    int rc = tc_ckpt_open(&c, in, lim, &d);
+    if (rc) {
+        tc_err(in, "%s", d.msg);
+        return tc_exit_for(rc);
+    }
+    if (tc_ckpt_has_dangerous(c) && !allow_unsafe) {
+        for (size_t g = 0; g < c->ngl; g++)
+            if (c->gl[g].dangerous)
+                tc_err(in, "refusing to convert: it names the dangerous global %s, which runs when the file is "
+                       "unpickled (inspect it; --allow-unsafe converts it anyway)", c->gl[g].name);
+        tc_ckpt_close(c);
+        return TC_EXIT_UNSAFE;
+    }
+    if (fmt == FMT_ST && !o->key && c->root && tc_verbosity > 0) {
+        static const char *const common[] = {"state_dict", "model", "module", "model_state_dict", NULL};
+        for (const char *const *k = common; *k; k++) {
+            size_t l = strlen(*k), n = 0;
+            for (size_t i = 0; i < c->nt; i++)
+                n += !strncmp(c->t[i].name, *k, l) && c->t[i].name[l] == '.';
+            if (n && n < c->nt) {
+                fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n",
+                        *k);
+                break;
+            }
+        }
+    }
+    if ((rc = tc_out_open(&of, out, force, &d)))
+        goto fail;
+    tc_progress_init(&prog, "converting", true);
+    o->ro.progress = tc_progress_cb;
+    o->ro.progress_ctx = &prog;
+    if (fmt == FMT_ST)
+        rc = tc_convert_to_safetensors(c, o, c->root ? NULL : c->meta, c->root ? 0 : c->nmeta, of.fd, &rep, &d);
+    else
+        rc = tc_convert_to_torch(c, o, of.fd, out, &rep, &d);
+    tc_progress_end(&prog);
+    if (rc || (rc = tc_out_commit(&of, &d)))
+        goto fail;
+    summary(out, &rep, fmt == FMT_ST, o);
+    tc_convert_report_free(&rep);
+    tc_ckpt_close(c);
+    return TC_EXIT_OK;
+fail:
+    tc_out_abort(&of);
+    tc_err(rc == TC_ERR_IO && strstr(d.msg, "write") ? out : rc == TC_ERR_USAGE ? NULL : in, "%s", d.msg);
+    tc_convert_report_free(&rep);
+    tc_ckpt_close(c);
+    return tc_exit_for(rc);
+}
+
+int tc_convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe, tc_convert_opts *o,
+                     const tc_limits *lim, uint64_t max_shard);
+
+static int run(const tc_cmd *cmd, int argc, char **argv)
+{
+    tc_args a;
+    tc_move_req r;
+    int ex = TC_EXIT_USAGE;
+    if (tc_parse(cmd, argc, argv, &a))
+        return TC_EXIT_USAGE;
+    if (a.set[OPT_HELP]) {
+        tc_print_cmd_help(cmd);
+        ex = TC_EXIT_OK;
+        goto done;
+    }
+    if (a.npos != 2) {
+        tc_err(NULL, "convert: expected IN and OUT, got %d argument(s) (see 'tensorctl convert --help')", a.npos);
+        goto done;
+    }
+    memset(&r, 0, sizeof r);
+    if (tc_move_parse_common(&a, &r))
+        goto done;
+    const char *in = a.pos[0], *out = a.pos[1];
+    int fmt = format_of(out);
+    if (a.set[OPT_FORMAT]) {
+        const char *f = a.val[OPT_FORMAT];
+        fmt = !strcmp(f, "pt") ? FMT_PT : !strcmp(f, "safetensors") ? FMT_ST : -1;
+        if (fmt < 0) {
+            tc_err(NULL, "--format '%s': choose pt or safetensors", f);
+            goto done;
+        }
+    }
+    if (fmt == FMT_NONE) {
+        tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "
+               ".index.json); give --format");
+        goto done;
+    }
+    tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
+    if (a.set[OPT_DEVICE]) {
+        const char *dv = a.val[OPT_DEVICE];
+        if (fmt != FMT_PT) {
+            tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
+            goto done;
+        }
+        if (!tc_valid_location(dv)) {
+            tc_err(NULL, "--device '%s': expected cpu, cuda, cuda:N, ...", dv);
+            goto done;
+        }
+        o.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
+    }
+    if (o.key && fmt != FMT_ST) {
+        tc_err(NULL, "--key '%s' selects what goes into a safetensors file; it does not apply to .pt output", o.key);
+        goto done;
+    }
+    uint64_t max_shard = 0;
+    if (a.set[OPT_MAX_SHARD] && (tc_parse_size(a.val[OPT_MAX_SHARD], &max_shard) || !max_shard)) {
+        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a.val[OPT_MAX_SHARD]);
+        goto done;
+    }
+    if (!strcmp(in, out) || tc_same_file(in, out)) {
+        tc_err(in, "OUT is the input file; write elsewhere");
+        goto done;
+    }
+    tc_install_signal_cleanup();
+    if (tc_index_path(in)) {
+        ex = tc_convert_index(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim, max_shard);
+        goto done;
+    }
+    if (tc_index_path(out)) {
+        tc_err(out, "an index output needs an index input (IN.index.json)");
+        goto done;
+    }
+    if (max_shard)
+        tc_warn(NULL, "--max-shard-size applies to index conversions; writing one file");
+    ex = convert_file(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim);
+done:
+    free(a.pos);
+    return ex;
+}
+
+/* ---- sharded sets ------------------------------------------------------------ */
+
+int tc_convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe, tc_convert_opts *o,
+                     const tc_limits *lim, uint64_t max_shard)
+{
+    (void)in; (void)out; (void)fmt; (void)force; (void)allow_unsafe; (void)o; (void)lim; (void)max_shard;
+    tc_err(in, "index conversion is not implemented yet");
+    return TC_EXIT_FAIL;
+}
+
+const tc_cmd tc_cmd_convert = {
+    "convert", "convert [options] IN OUT",
+    "Convert a checkpoint between torch's format (.pt/.bin/.pth/.ckpt) and safetensors, or a sharded set\n"
+    "through its index (*.index.json). Tensors are copied bit for bit (or cast with --dtype); shared storages\n"
+    "are written once (other names go to __metadata__ \"" TC_ST_ALIASES_KEY "\" and come back as views);\n"
+    "objects that are not tensors cannot go into safetensors and are listed as dropped.",
+    opts, run};

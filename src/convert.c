@@ -1,0 +1,888 @@
+#include "convert.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../formats/shard_index.h"
+#include "../kernels/cast.h"
+
+#define CHUNK (4u << 20)        /* elements gathered per cast/write step, in bytes */
+#define WINDOW (8u << 20)       /* read window over a storage for strided gathers */
+#define WHOLE_MAX (32u << 20)   /* strided views of storages up to this size are read whole */
+
+void tc_convert_report_free(tc_convert_report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->ndropped; i++)
+        free(r->dropped[i]);
+    free(r->dropped);
+    memset(r, 0, sizeof *r);
+}
+
+static int drop(tc_convert_report *r, tc_diag *d, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int drop(tc_convert_report *r, tc_diag *d, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **p = realloc(r->dropped, (r->ndropped + 1) * sizeof *p);
+    if (!p || !(p[r->ndropped] = strdup(buf))) {
+        if (p)
+            r->dropped = p;
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    r->dropped = p;
+    r->ndropped++;
+    return 0;
+}
+
+uint64_t tc_convert_tensor_bytes(const tc_tensor *t, tc_dtype dt) { return t->numel * tc_dtype_size(dt); }
+
+static bool contiguous(const tc_tensor *t)
+{
+    int64_t want = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != want)
+            return false;
+        want *= t->shape[i];
+    }
+    return true;
+}
+
+/* ---- gathering a tensor's elements ------------------------------------------ */
+
+typedef struct gather {
+    const tc_ckpt *c;
+    const tc_storage *s;
+    uint8_t *win;           /* window over the storage's bytes */
+    uint64_t wbeg, wlen;
+    size_t wcap;
+} gather;
+
+static int fetch(gather *g, uint64_t off, size_t len, uint8_t *dst, tc_diag *d)
+{
+    if (off >= g->wbeg && off + len <= g->wbeg + g->wlen) {
+        memcpy(dst, g->win + (off - g->wbeg), len);
+        return 0;
+    }
+    if (!g->s->raw)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is compressed and too large to gather a view of",
+                       g->s->key);
+    if (len >= g->wcap)
+        return tc_src_read(&g->c->src, g->s->file_off + off, dst, len, g->s->key, d);
+    uint64_t n = g->s->nbytes - off < g->wcap ? g->s->nbytes - off : g->wcap;
+    int rc = tc_src_read(&g->c->src, g->s->file_off + off, g->win, (size_t)n, g->s->key, d);
+    if (rc)
+        return rc;
+    g->wbeg = off;
+    g->wlen = n;
+    memcpy(dst, g->win, len);
+    return 0;
+}
+
+typedef struct out_stream {
+    tc_sink_fn sink;
+    void *ctx;
+    tc_dtype from, to;
+    uint8_t *cbuf;          /* cast output */
+    tc_convert_report *rep;
+} out_stream;
+
+static int emit(out_stream *os, const uint8_t *buf, size_t n, tc_diag *d)
+{
+    if (!n)
+        return 0;
+    if (os->from == os->to)
+        return os->sink(os->ctx, buf, n, d);
+    size_t esz = tc_dtype_size(os->from), cnt = n / esz;
+    tc_cast_stats cs = {0};
+    tc_cast_count(&cs, os->to, os->from, buf, cnt);
+    os->rep->overflow += cs.overflow;
+    os->rep->underflow += cs.underflow;
+    if (tc_cast_cpu(os->to, os->cbuf, os->from, buf, cnt))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(os->from), tc_dtype_name(os->to));
+    return os->sink(os->ctx, os->cbuf, cnt * tc_dtype_size(os->to), d);
+}
+
+/* Pass t's elements, in C order and cast to `to`, to sink. */
+static int stream_tensor(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sink_fn sink, void *ctx,
+                         tc_convert_report *rep, tc_diag *d)
+{
+    if (!t->numel)
+        return 0;
+    const tc_storage *s = &c->s[t->storage];
+    size_t esz = tc_dtype_size(t->dtype);
+    size_t chunk = CHUNK / esz * esz;
+    out_stream os = {sink, ctx, t->dtype, to, NULL, rep};
+    uint8_t *buf = malloc(chunk);
+    int rc = 0;
+    gather g = {.c = c, .s = s};
+    if (!buf || (to != t->dtype && !(os.cbuf = malloc(chunk / esz * tc_dtype_size(to))))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (to != t->dtype && !tc_cast_supported(to, t->dtype)) {
+        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': cannot cast %s to %s", t->name, tc_dtype_name(t->dtype),
+                     tc_dtype_name(to));
+        goto done;
+    }
+    uint64_t start = (uint64_t)t->offset * esz;
+    if (contiguous(t)) {
+        tc_srd r;
+        if ((rc = tc_srd_open(&r, c, s, d)))
+            goto done;
+        if (!r.zip) {
+            r.done = start;
+        } else {
+            for (uint64_t skip = start; skip && !rc;) {
+                size_t got, want = skip < chunk ? (size_t)skip : chunk;
+                if (!(rc = tc_srd_read(&r, buf, want, &got, d)) && !got)
+                    rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", s->key);
+                skip -= got;
+            }
+        }
+        for (uint64_t left = t->nbytes; left && !rc;) {
+            size_t got, want = left < chunk ? (size_t)left : chunk;
+            if (!(rc = tc_srd_read(&r, buf, want, &got, d)) && got != want)
+                rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", s->key);
+            if (!rc)
+                rc = emit(&os, buf, got, d);
+            left -= got;
+        }
+        tc_srd_close(&r);
+        goto done;
+    }
+    /* strided: the whole storage in memory when small, else a read window (raw storages) */
+    if (s->nbytes <= WHOLE_MAX) {
+        g.wcap = s->nbytes ? (size_t)s->nbytes : 1;
+        if (!(g.win = malloc(g.wcap))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        tc_srd r;
+        if ((rc = tc_srd_open(&r, c, s, d)))
+            goto done;
+        size_t got = 0;
+        rc = tc_srd_read(&r, g.win, (size_t)s->nbytes, &got, d);
+        tc_srd_close(&r);
+        if (!rc && got != s->nbytes)
+            rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", s->key);
+        if (rc)
+            goto done;
+        g.wbeg = 0;
+        g.wlen = s->nbytes;
+    } else {
+        g.wcap = WINDOW;
+        if (!(g.win = malloc(g.wcap))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+    }
+    {
+        int nd = t->ndim;
+        int64_t idx[TC_MAX_DIMS] = {0};
+        /* runs: the innermost dimension when it is contiguous, else single elements */
+        bool inner = nd > 0 && t->stride[nd - 1] == 1;
+        uint64_t run = inner ? (uint64_t)t->shape[nd - 1] : 1;
+        int outer = inner ? nd - 1 : nd;
+        size_t fill = 0;
+        for (uint64_t done_el = 0; done_el < t->numel && !rc;) {
+            uint64_t el = (uint64_t)t->offset;
+            for (int k = 0; k < outer; k++)
+                el += (uint64_t)idx[k] * (uint64_t)t->stride[k];
+            for (uint64_t r0 = 0; r0 < run && !rc;) {
+                uint64_t n = run - r0, room = (chunk - fill) / esz;
+                if (n > room)
+                    n = room;
+                rc = fetch(&g, (el + r0) * esz, (size_t)(n * esz), buf + fill, d);
+                fill += (size_t)(n * esz);
+                r0 += n;
+                if (!rc && fill == chunk) {
+                    rc = emit(&os, buf, fill, d);
+                    fill = 0;
+                }
+            }
+            done_el += run;
+            for (int k = outer - 1; k >= 0; k--) {
+                if (++idx[k] < t->shape[k])
+                    break;
+                idx[k] = 0;
+            }
+        }
+        if (!rc)
+            rc = emit(&os, buf, fill, d);
+    }
+done:
+    free(buf);
+    free(os.cbuf);
+    free(g.win);
+    return rc;
+}
+
+/* ---- safetensors writer ------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_fmt(sbuf *b, const char *fmt, ...)
+{
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        sb_add(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+/* A JSON string, escaped as serde_json does. */
+static void sb_json(sbuf *b, const char *s)
+{
+    sb_str(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': sb_str(b, "\\\""); break;
+        case '\\': sb_str(b, "\\\\"); break;
+        case '\n': sb_str(b, "\\n"); break;
+        case '\r': sb_str(b, "\\r"); break;
+        case '\t': sb_str(b, "\\t"); break;
+        case '\b': sb_str(b, "\\b"); break;
+        case '\f': sb_str(b, "\\f"); break;
+        default:
+            if (*p < 0x20)
+                sb_fmt(b, "\\u%04x", *p);
+            else
+                sb_add(b, (const char *)p, 1);
+        }
+    }
+    sb_str(b, "\"");
+}
+
+static int cmp_item(const void *x, const void *y)
+{
+    const tc_st_item *a = x, *b = y;
+    int ra = tc_st_dtype_of(a->out)->rank, rb = tc_st_dtype_of(b->out)->rank;
+    if (ra != rb)
+        return rb - ra;
+    return strcmp(a->name, b->name);
+}
+
+typedef struct fdsink {
+    int fd;
+    uint8_t *buf;
+    size_t n, cap;
+    uint64_t written, total;
+    const tc_rewrite_opts *ro;
+} fdsink;
+
+static int fd_flush(fdsink *f, tc_diag *d)
+{
+    if (f->n && tc_write_all(f->fd, f->buf, f->n))
+        return tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(errno));
+    f->n = 0;
+    return 0;
+}
+
+static int fd_sink(void *ctx, const void *p, size_t n, tc_diag *d)
+{
+    fdsink *f = ctx;
+    const uint8_t *b = p;
+    while (n) {
+        size_t k = f->cap - f->n < n ? f->cap - f->n : n;
+        memcpy(f->buf + f->n, b, k);
+        f->n += k;
+        b += k;
+        n -= k;
+        f->written += k;
+        if (f->n == f->cap && fd_flush(f, d))
+            return d->code;
+    }
+    if (f->ro && f->ro->progress)
+        f->ro->progress(f->ro->progress_ctx, f->written, f->total);
+    return 0;
+}
+
+int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, int fd, tc_convert_report *rep,
+                const tc_rewrite_opts *ro, tc_diag *d)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!tc_st_dtype_of(items[i].out))
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': safetensors has no dtype for %s", items[i].name,
+                           tc_dtype_name(items[i].out));
+    qsort(items, n, sizeof *items, cmp_item);
+    sbuf h = {0};
+    sb_str(&h, "{");
+    bool first = true;
+    if (nmeta) {
+        sb_str(&h, "\"__metadata__\":{");
+        for (size_t i = 0; i < nmeta; i++) {
+            if (i)
+                sb_str(&h, ",");
+            sb_json(&h, meta[i].key);
+            sb_str(&h, ":");
+            sb_json(&h, meta[i].value);
+        }
+        sb_str(&h, "}");
+        first = false;
+    }
+    uint64_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        tc_st_item *it = &items[i];
+        it->begin = pos;
+        pos += it->nbytes;
+        if (!first)
+            sb_str(&h, ",");
+        first = false;
+        sb_json(&h, it->name);
+        sb_fmt(&h, ":{\"dtype\":\"%s\",\"shape\":[", tc_st_dtype_of(it->out)->name);
+        for (int k = 0; k < it->t->ndim; k++)
+            sb_fmt(&h, "%s%" PRId64, k ? "," : "", it->t->shape[k]);
+        sb_fmt(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", it->begin, pos);
+    }
+    sb_str(&h, "}");
+    while (!h.oom && h.n % 8)
+        sb_str(&h, " ");
+    if (h.oom) {
+        free(h.p);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    fdsink f = {.fd = fd, .cap = CHUNK, .total = pos, .ro = ro};
+    uint8_t len8[8];
+    tc_put64(len8, h.n);
+    int rc = 0;
+    if (!(f.buf = malloc(f.cap)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    else if (tc_write_all(fd, len8, 8) || tc_write_all(fd, h.p, h.n))
+        rc = tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(errno));
+    free(h.p);
+    for (size_t i = 0; i < n && !rc; i++) {
+        uint64_t before = f.written;
+        rc = stream_tensor(items[i].c, items[i].t, items[i].out, fd_sink, &f, rep, d);
+        if (!rc && f.written - before != items[i].nbytes)
+            rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': wrote %" PRIu64 " bytes, expected %" PRIu64, items[i].name,
+                         f.written - before, items[i].nbytes);
+    }
+    if (!rc)
+        rc = fd_flush(&f, d);
+    free(f.buf);
+    if (!rc)
+        rep->data_bytes += pos;
+    return rc;
+}
+
+/* ---- torch -> safetensors ------------------------------------------------------ */
+
+static const pk_obj *dict_get(const pk_obj *o, const char *key)
+{
+    if (!o || !(o->kind == PK_DICT || (o->kind == PK_CALL && o->items_kind == PK_ITEMS_DICT)))
+        return NULL;
+    for (size_t i = 0; i + 1 < o->n; i += 2)
+        if (pk_is_str(o->items[i], key))
+            return o->items[i + 1];
+    return NULL;
+}
+
+static bool dictlike(const pk_obj *o)
+{
+    return o && (o->kind == PK_DICT || (o->kind == PK_CALL && o->items_kind == PK_ITEMS_DICT));
+}
+
+static const char *kind_text(const tc_ckpt *c, const pk_obj *o)
+{
+    switch (o->kind) {
+    case PK_NONE: return "None";
+    case PK_BOOL: return "bool";
+    case PK_INT:
+    case PK_BIGINT: return "int";
+    case PK_FLOAT: return "float";
+    case PK_STR: return "str";
+    case PK_BYTES:
+    case PK_BYTEARRAY: return "bytes";
+    case PK_TUPLE: return "tuple";
+    case PK_LIST: return "list";
+    case PK_DICT: return "dict";
+    case PK_SET:
+    case PK_FROZENSET: return "set";
+    case PK_CALL: {
+        const pk_obj *f = pk_call_global(o);
+        (void)c;
+        return f ? f->name : "object";
+    }
+    default: return "object";
+    }
+}
+
+/* Tensors whose name starts with prefix (prefix "" = all). */
+static size_t count_under(const tc_ckpt *c, const char *prefix)
+{
+    size_t n = 0, l = strlen(prefix);
+    for (size_t i = 0; i < c->nt; i++)
+        if (!strncmp(c->t[i].name, prefix, l) && (!l || c->t[i].name[l] == '.' || !c->t[i].name[l]))
+            n++;
+    return n;
+}
+
+/* The entries without any tensor under the selected object go to the report. */
+static int report_entries(const tc_ckpt *c, const char *key, tc_convert_report *rep, tc_diag *d)
+{
+    const pk_obj *o = c->root;
+    if (key && o)
+        o = dict_get(o, key);
+    if (!dictlike(o))
+        return 0;
+    for (size_t i = 0; i + 1 < o->n; i += 2) {
+        if (o->items[i]->kind != PK_STR)
+            continue;
+        char prefix[1024];
+        snprintf(prefix, sizeof prefix, "%s%s%s", key ? key : "", key ? "." : "", o->items[i]->s);
+        if (!count_under(c, prefix)) {
+            int rc = drop(rep, d, "%s (%s)", prefix, kind_text(c, o->items[i + 1]));
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+typedef struct sel {
+    const char *name;     /* output name */
+    tc_dtype out;
+    int role;             /* 0 skip, 1 write, 2 alias */
+    long of;              /* alias: tensor index of the written one */
+    bool same;
+} sel;
+
+int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv *extra_meta, size_t nextra,
+                              int fd, tc_convert_report *rep, tc_diag *d)
+{
+    tc_plan p = {0};
+    sel *sl = NULL;
+    tc_st_item *items = NULL;
+    tc_kv *meta = NULL;
+    cJSON *aliases = NULL;
+    char *alias_text = NULL;
+    int rc = 0;
+    size_t klen = o->key ? strlen(o->key) : 0;
+    if (o->key && !count_under(c, o->key)) {
+        char ents[512] = "";
+        size_t el = 0;
+        const pk_obj *r = c->root;
+        for (size_t i = 0; dictlike(r) && i + 1 < r->n && el < sizeof ents - 64; i += 2)
+            if (r->items[i]->kind == PK_STR)
+                el += (size_t)snprintf(ents + el, sizeof ents - el, "%s%s", el ? ", " : "", r->items[i]->s);
+        return tc_fail(d, TC_ERR_USAGE, "--key '%s': no tensors under that entry (top-level entries: %s)", o->key,
+                       el ? ents : "none");
+    }
+    if ((rc = tc_plan_make(&p, c, &o->ro, d)))
+        return rc;
+    rep->ncast = p.ncast;
+    rep->nkept = p.nkept;
+    if (!(sl = calloc(c->nt + 1, sizeof *sl)) || !(items = calloc(c->nt + 1, sizeof *items)) ||
+        !(aliases = cJSON_CreateObject())) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = report_entries(c, o->key, rep, d)))
+        goto done;
+    static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data",
+                                        "tensor subclass"};
+    for (size_t i = 0; i < c->nt; i++) {
+        const tc_tensor *t = &c->t[i];
+        sel *s = &sl[i];
+        if (o->key) {
+            if (strncmp(t->name, o->key, klen) || t->name[klen] != '.')
+                continue;
+            s->name = t->name + klen + 1;
+        } else {
+            s->name = t->name;
+        }
+        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
+            if ((rc = drop(rep, d, "%s (%s)", s->name, kinds[t->kind])))
+                goto done;
+            continue;
+        }
+        const tc_plan_st *ps = &p.st[t->storage];
+        s->out = ps->cast ? ps->dtype : t->dtype;
+        if (!tc_st_dtype_of(s->out)) {
+            if ((rc = drop(rep, d, "%s (%s: safetensors has no such dtype)", s->name, tc_dtype_name(s->out))))
+                goto done;
+            continue;
+        }
+        s->role = 1;
+        if (t->alias_of >= 0 && sl[t->alias_of].role == 1) {
+            s->role = 2;
+            s->of = t->alias_of;
+            s->same = true;
+        }
+    }
+    /* views sharing a storage: aliases of the one tensor covering it whole */
+    for (size_t i = 0; i < c->nt; i++) {
+        const tc_tensor *t = &c->t[i];
+        if (sl[i].role != 1 || c->s[t->storage].ntensors < 2)
+            continue;
+        long cover = -1;
+        size_t nshare = 0;
+        bool same_dtype = true;
+        for (size_t k = 0; k < c->nt; k++) {
+            if (sl[k].role != 1 || c->t[k].storage != t->storage)
+                continue;
+            nshare++;
+            same_dtype &= c->t[k].dtype == t->dtype;
+            if (cover < 0 && c->t[k].offset == 0 && contiguous(&c->t[k]) &&
+                c->t[k].nbytes == c->s[t->storage].nbytes)
+                cover = (long)k;
+        }
+        if (nshare < 2)
+            continue;
+        for (size_t k = 0; k < c->nt; k++) {
+            if (sl[k].role != 1 || c->t[k].storage != t->storage)
+                continue;
+            if (cover >= 0 && same_dtype) {
+                if ((long)k != cover) {
+                    sl[k].role = 2;
+                    sl[k].of = cover;
+                }
+            } else {
+                sl[k].role = 3; /* written as a copy; counted below */
+            }
+        }
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < c->nt; i++) {
+        const tc_tensor *t = &c->t[i];
+        if (sl[i].role == 1 || sl[i].role == 3) {
+            items[n++] = (tc_st_item){c, t, sl[i].name, sl[i].out, tc_convert_tensor_bytes(t, sl[i].out), 0};
+            rep->ncopies += sl[i].role == 3;
+        } else if (sl[i].role == 2) {
+            cJSON *a = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *st = cJSON_CreateArray();
+            if (!a || !sh || !st) {
+                cJSON_Delete(a);
+                cJSON_Delete(sh);
+                cJSON_Delete(st);
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            cJSON_AddStringToObject(a, "of", sl[sl[i].of].name);
+            cJSON_AddNumberToObject(a, "offset", (double)t->offset);
+            for (int k = 0; k < t->ndim; k++) {
+                cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[k]));
+                cJSON_AddItemToArray(st, cJSON_CreateNumber((double)t->stride[k]));
+            }
+            cJSON_AddItemToObject(a, "shape", sh);
+            cJSON_AddItemToObject(a, "stride", st);
+            cJSON_AddBoolToObject(a, "same", sl[i].same);
+            cJSON_AddItemToObject(aliases, sl[i].name, a);
+            rep->naliases++;
+        }
+    }
+    rep->ntensors = n - rep->ncopies;
+    size_t nmeta = 0;
+    if (!(meta = calloc(nextra + 2, sizeof *meta))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    meta[nmeta++] = (tc_kv){"format", "pt"};
+    for (size_t i = 0; i < nextra; i++)
+        if (strcmp(extra_meta[i].key, "format") && (strcmp(extra_meta[i].key, TC_ST_ALIASES_KEY) || !rep->naliases))
+            meta[nmeta++] = extra_meta[i];
+    if (rep->naliases) {
+        if (!(alias_text = cJSON_PrintUnformatted(aliases))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        meta[nmeta++] = (tc_kv){TC_ST_ALIASES_KEY, alias_text};
+    }
+    rc = tc_st_write(items, n, meta, nmeta, fd, rep, &o->ro, d);
+done:
+    tc_plan_free(&p);
+    free(sl);
+    free(items);
+    free(meta);
+    free(alias_text);
+    cJSON_Delete(aliases);
+    return rc;
+}
+
+/* ---- safetensors -> torch ------------------------------------------------------ */
+
+typedef struct gb {
+    pk_graph *g;
+    tc_diag *d;
+    pk_obj *s_storage, *od, *v2, *v3, *untyped, *loc, *f;
+    bool oom;
+} gb;
+
+static pk_obj *chk(gb *b, pk_obj *o)
+{
+    if (!o)
+        b->oom = true;
+    return o;
+}
+
+static pk_obj *int_tuple(gb *b, const int64_t *v, int n)
+{
+    pk_obj *t = chk(b, pk_new(b->g, PK_TUPLE));
+    for (int i = 0; t && i < n; i++)
+        if (pk_push(b->g, t, chk(b, pk_new_int(b->g, v[i]))))
+            b->oom = true;
+    return t;
+}
+
+static int add_pid(tc_storage *s, pk_obj *pid, tc_diag *d)
+{
+    if (s->npids == s->pcap) {
+        size_t cap = s->pcap ? s->pcap * 2 : 2;
+        pk_obj **p = realloc(s->pids, cap * sizeof *p);
+        if (!p)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        s->pids = p;
+        s->pcap = cap;
+    }
+    s->pids[s->npids++] = pid;
+    return 0;
+}
+
+/* _rebuild_tensor_v2/v3 call for a view of storage si. */
+static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t offset, const int64_t *shape,
+                            const int64_t *stride, int nd)
+{
+    tc_storage *s = &c->s[si];
+    bool v3 = tc_dtype_is_v3(dt);
+    pk_obj *type = v3 ? b->untyped : chk(b, pk_new_global(b->g, "torch", tc_dtype_get(dt)->storage));
+    pk_obj *it[5] = {b->s_storage, type, chk(b, pk_new_str(b->g, s->key, strlen(s->key))), b->loc,
+                     chk(b, pk_new_int(b->g, (int64_t)(v3 ? s->nbytes : s->numel)))};
+    pk_obj *tup = b->oom ? NULL : chk(b, pk_new_tuple(b->g, 5, it));
+    pk_obj *pid = chk(b, pk_new(b->g, PK_PERSID));
+    pk_obj *hooks = chk(b, pk_new(b->g, PK_CALL)), *empty = chk(b, pk_new(b->g, PK_TUPLE));
+    pk_obj *call = chk(b, pk_new(b->g, PK_CALL));
+    pk_obj *f = chk(b, pk_new(b->g, PK_BOOL));
+    if (b->oom)
+        return NULL;
+    pid->args = tup;
+    hooks->func = b->od;
+    hooks->args = empty;
+    pk_obj *a[7] = {pid, chk(b, pk_new_int(b->g, offset)), int_tuple(b, shape, nd), int_tuple(b, stride, nd), f,
+                    hooks, v3 ? chk(b, pk_new_global(b->g, "torch", tc_dtype_name(dt))) : NULL};
+    if (b->oom || !(call->args = chk(b, pk_new_tuple(b->g, v3 ? 7 : 6, a))))
+        return NULL;
+    call->func = v3 ? b->v3 : b->v2;
+    if (add_pid(s, tup, b->d))
+        return NULL;
+    return call;
+}
+
+static int json_i64s(const cJSON *a, int64_t *out, int *n)
+{
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > TC_MAX_DIMS)
+        return -1;
+    int k = 0;
+    for (const cJSON *x = a->child; x; x = x->next) {
+        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 9007199254740992.0 ||
+            x->valuedouble != (double)(int64_t)x->valuedouble)
+            return -1;
+        out[k++] = (int64_t)x->valuedouble;
+    }
+    *n = k;
+    return 0;
+}
+
+static long find_tensor(const tc_ckpt *c, const char *name, size_t upto)
+{
+    for (size_t i = 0; i < upto; i++)
+        if (!strcmp(c->t[i].name, name))
+            return (long)i;
+    return -1;
+}
+
+/* Restore the aliases recorded by tc_convert_to_safetensors. */
+static int restore_aliases(gb *b, tc_ckpt *c, pk_obj *root, size_t nst, tc_convert_report *rep, tc_diag *d)
+{
+    const char *text = NULL;
+    for (size_t i = 0; i < c->nmeta; i++)
+        if (!strcmp(c->meta[i].key, TC_ST_ALIASES_KEY))
+            text = c->meta[i].value;
+    if (!text)
+        return 0;
+    cJSON *j = cJSON_Parse(text);
+    int rc = 0;
+    if (!cJSON_IsObject(j)) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "__metadata__ %s is not a JSON object", TC_ST_ALIASES_KEY);
+        goto done;
+    }
+    for (const cJSON *a = j->child; a && !rc; a = a->next) {
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(a, "of");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(a, "offset");
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, "same");
+        int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
+        int nd = 0, nd2 = 0;
+        long base = cJSON_IsString(of) ? find_tensor(c, of->valuestring, nst) : -1;
+        if (base < 0 || !cJSON_IsNumber(off) || off->valuedouble < 0 ||
+            json_i64s(cJSON_GetObjectItemCaseSensitive(a, "shape"), shape, &nd) ||
+            json_i64s(cJSON_GetObjectItemCaseSensitive(a, "stride"), stride, &nd2) || nd != nd2) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is malformed or names a tensor not in the file",
+                         TC_ST_ALIASES_KEY, a->string);
+            break;
+        }
+        if (find_tensor(c, a->string, c->nt) >= 0) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is also a tensor of the file", TC_ST_ALIASES_KEY,
+                         a->string);
+            break;
+        }
+        /* bounds: the view must stay inside the storage */
+        const tc_storage *s = &c->s[c->t[base].storage];
+        uint64_t last = (uint64_t)off->valuedouble, numel = 1;
+        bool bad = false;
+        for (int k = 0; k < nd; k++) {
+            uint64_t span;
+            bad |= __builtin_mul_overflow(numel, (uint64_t)shape[k], &numel);
+            if (shape[k])
+                bad |= __builtin_mul_overflow((uint64_t)(shape[k] - 1), (uint64_t)stride[k], &span) ||
+                       __builtin_add_overflow(last, span, &last);
+        }
+        if (bad || (numel && last >= s->numel)) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' reaches past tensor '%s'", TC_ST_ALIASES_KEY, a->string,
+                         of->valuestring);
+            break;
+        }
+        tc_tensor *bt = &c->t[base];
+        pk_obj *node = cJSON_IsTrue(same) ? bt->node
+                                           : rebuild_call(b, c, bt->storage, bt->dtype, (int64_t)off->valuedouble,
+                                                          shape, stride, nd);
+        if (!node) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        tc_tensor *t = tc_ckpt_new_tensor(c, a->string, d);
+        if (!t) {
+            rc = d->code;
+            break;
+        }
+        bt = &c->t[base];
+        t->kind = TC_TENSOR_DENSE;
+        t->dtype = bt->dtype;
+        t->ndim = nd;
+        memcpy(t->shape, shape, sizeof shape[0] * (size_t)nd);
+        memcpy(t->stride, stride, sizeof stride[0] * (size_t)nd);
+        t->offset = (int64_t)off->valuedouble;
+        t->storage = bt->storage;
+        t->numel = numel;
+        t->nbytes = numel * tc_dtype_size(t->dtype);
+        t->node = node;
+        if (cJSON_IsTrue(same))
+            t->alias_of = base;
+        else
+            c->s[bt->storage].ntensors++;
+        if (pk_push(b->g, root, chk(b, pk_new_str(b->g, a->string, strlen(a->string)))) ||
+            pk_push(b->g, root, node) || b->oom) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        rep->naliases++;
+    }
+done:
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* Give a safetensors checkpoint the pickle graph torch.save would write for its state_dict. */
+static int build_graph(tc_ckpt *c, const char *device, tc_convert_report *rep, tc_diag *d)
+{
+    gb b = {.g = c->g, .d = d};
+    b.s_storage = chk(&b, pk_new_str(c->g, "storage", 7));
+    b.od = chk(&b, pk_new_global(c->g, "collections", "OrderedDict"));
+    b.v2 = chk(&b, pk_new_global(c->g, "torch._utils", "_rebuild_tensor_v2"));
+    b.v3 = chk(&b, pk_new_global(c->g, "torch._utils", "_rebuild_tensor_v3"));
+    b.untyped = chk(&b, pk_new_global(c->g, "torch.storage", "UntypedStorage"));
+    b.loc = chk(&b, pk_new_str(c->g, device, strlen(device)));
+    pk_obj *root = chk(&b, pk_new(c->g, PK_CALL)), *empty = chk(&b, pk_new(c->g, PK_TUPLE));
+    if (b.oom)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    root->func = b.od;
+    root->args = empty;
+    root->items_kind = PK_ITEMS_DICT;
+    size_t nst = c->nt;
+    for (size_t i = 0; i < nst; i++) {
+        tc_tensor *t = &c->t[i];
+        pk_obj *call = rebuild_call(&b, c, t->storage, t->dtype, 0, t->shape, t->stride, t->ndim);
+        if (!call || pk_push(c->g, root, chk(&b, pk_new_str(c->g, t->name, strlen(t->name)))) ||
+            pk_push(c->g, root, call) || b.oom)
+            return d->code ? d->code : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        t->node = call;
+    }
+    rep->ntensors = nst;
+    int rc = restore_aliases(&b, c, root, nst, rep, d);
+    if (rc)
+        return rc;
+    c->root = root;
+    return 0;
+}
+
+int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, int fd, const char *out_path, tc_convert_report *rep,
+                        tc_diag *d)
+{
+    const char *dev = o->device ? o->device : "cpu";
+    int rc;
+    if (o->key && c->root)
+        return tc_fail(d, TC_ERR_USAGE, "--key applies to conversions to safetensors");
+    if (!c->root) {
+        if (o->key)
+            return tc_fail(d, TC_ERR_USAGE, "--key selects an entry of a .pt checkpoint; %s files have none",
+                           tc_ckpt_format(c));
+        if ((rc = build_graph(c, dev, rep, d)))
+            return rc;
+    } else {
+        rep->ntensors = c->nt;
+    }
+    tc_rewrite_opts ro = o->ro;
+    ro.all_to = dev;
+    ro.maps = NULL;
+    ro.nmaps = 0;
+    tc_plan p;
+    if ((rc = tc_plan_make(&p, c, &ro, d)))
+        return rc;
+    rep->ncast = p.ncast;
+    rep->nkept = p.nkept;
+    rc = tc_write_torch(c, &p, &ro, fd, out_path, d);
+    if (!rc) {
+        rep->data_bytes = p.out_bytes;
+        for (size_t i = 0; i < c->ns; i++) {
+            rep->overflow += p.st[i].overflow;
+            rep->underflow += p.st[i].underflow;
+        }
+    }
+    tc_plan_free(&p);
+    return rc;
+}
