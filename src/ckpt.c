@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../formats/format.h"
 
@@ -186,6 +187,9 @@ typedef struct walker {
     char *path;
     size_t len, cap;
     uint64_t visits, max_visits;
+    uint64_t aliases, max_aliases; /* tensor entries for an already seen rebuild call */
+    const char *stack_top;         /* the walk recurses: bound its stack use */
+    size_t max_stack;
 } walker;
 
 static int path_push(walker *w, const char *comp, size_t *saved)
@@ -292,9 +296,14 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
     if (!t)
         return w->d->code;
     pk_obj *node = param ? param : call; /* memo holds the first tensor built by it, + 1 */
-    if (node->memo)
+    if (node->memo) {
         t->alias_of = (long)node->memo - 1;
-    else
+        if (++w->aliases > w->max_aliases)
+            return tc_fail(w->d, TC_ERR_LIMIT,
+                           "more than %" PRIu64 " names lead to tensors already named (objects shared very "
+                           "many times; raise with --max-objects)",
+                           w->max_aliases);
+    } else
         node->memo = (uint32_t)c->nt;
     t->node = call;
     t->param = param;
@@ -520,6 +529,11 @@ static int walk(walker *w, pk_obj *o)
                        "the object graph has more than %" PRIu64
                        " paths (objects shared very many times; raise with --max-objects)",
                        w->max_visits);
+    char here;
+    uintptr_t a = (uintptr_t)w->stack_top, b = (uintptr_t)&here;
+    if ((a > b ? a - b : b - a) > w->max_stack)
+        return tc_fail(w->d, TC_ERR_LIMIT, "objects nested too deeply to walk with this stack (ulimit -s), at "
+                       "'%.60s...'", w->path);
     if (o->mark)
         return 0; /* a cycle */
     int rc = 0;
@@ -652,7 +666,11 @@ int tc_ckpt_index_graph(tc_ckpt *c, tc_diag *d)
     if (c->ngl) /* qsort's base must not be NULL, even for 0 items */
         qsort(c->gl, c->ngl, sizeof *c->gl, cmp_global);
     pk_graph_clear_marks(c->g);
-    walker w = {.c = c, .d = d, .max_visits = c->lim.max_objects * 4 + 1000};
+    char top;
+    struct rlimit rl;
+    size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
+    walker w = {.c = c, .d = d, .max_visits = c->lim.max_objects * 4 + 1000,
+                .max_aliases = c->lim.max_objects / 256 + 1000, .stack_top = &top, .max_stack = stack / 2};
     size_t sv;
     int rc = path_push(&w, "", &sv);
     w.len = 0;
