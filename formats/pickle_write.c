@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 typedef struct wr {
     uint8_t *buf;
@@ -14,6 +15,8 @@ typedef struct wr {
     pk_graph *g;
     tc_diag *d;
     int err;
+    const char *stack_top; /* save recurses: bound its stack use */
+    size_t max_stack;
 } wr;
 
 static void put(wr *w, const void *p, size_t n)
@@ -177,6 +180,11 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
     if (depth > w->max_depth)
         return w->err = tc_fail(w->d, TC_ERR_LIMIT,
                                 "objects nested deeper than %u (raise with --max-depth)", w->max_depth);
+    char here;
+    uintptr_t a = (uintptr_t)w->stack_top, b = (uintptr_t)&here;
+    if ((a > b ? a - b : b - a) > w->max_stack)
+        return w->err = tc_fail(w->d, TC_ERR_LIMIT,
+                                "objects nested too deeply (%u) to write with this stack (ulimit -s)", depth);
     if (memo_get(w, o))
         return w->err;
     if (o->mark)
@@ -302,7 +310,10 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
 
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d)
 {
-    wr w = {.max_depth = max_depth, .g = g, .d = d};
+    char top;
+    struct rlimit rl;
+    size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
+    wr w = {.max_depth = max_depth, .g = g, .d = d, .stack_top = &top, .max_stack = stack / 2};
     pk_graph_clear_marks(g);
     uint8_t proto[2] = {0x80, 2};
     put(&w, proto, 2);
