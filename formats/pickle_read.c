@@ -538,11 +538,11 @@ static int step(rd *r, bool *stop)
         *stop = true;
         return 0;
     case MARK:
+        if (r->mp >= r->o->limits.max_depth * 4ULL + 64)
+            return FAIL(r, TC_ERR_LIMIT, "more than %llu nested MARKs (raise with --max-depth)",
+                        r->o->limits.max_depth * 4ULL + 64);
         if (r->mp == r->mcap) {
             size_t cap = r->mcap ? r->mcap * 2 : 32;
-            if (cap > r->o->limits.max_depth * 4ULL + 64)
-                return FAIL(r, TC_ERR_LIMIT, "more than %llu nested MARKs (raise with --max-depth)",
-                            r->o->limits.max_depth * 4ULL + 64);
             size_t *m = realloc(r->marks, cap * sizeof *m);
             if (!m)
                 return oom(r);
