@@ -77,6 +77,9 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
         return tc_fail(d, TC_ERR_FORMAT, "no %s/data.pkl record", c->archive);
     uint8_t *pkl;
     size_t plen;
+    if (pe->usize > c->lim.max_pickle_bytes)
+        return tc_fail(d, TC_ERR_LIMIT, "%s is %llu bytes, more than %llu (raise with --max-pickle-size)", pe->name,
+                       (unsigned long long)pe->usize, (unsigned long long)c->lim.max_pickle_bytes);
     if ((rc = tc_zip_read_all(&c->zip, pe, c->lim.max_pickle_bytes, &pkl, &plen, d)))
         return rc;
     pk_read_opts o = {.limits = {c->lim.max_objects, c->lim.max_depth, c->lim.max_objects},
