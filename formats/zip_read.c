@@ -96,6 +96,11 @@ static int check_entries(tc_zip *z, tc_diag *d)
                          e->name, e->method);
             goto done;
         }
+        if (e->method == 8 && e->usize > e->csize * 1032 + 1024) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "zip: %s: claims to inflate %llu bytes to %llu, beyond deflate's limit",
+                         e->name, (unsigned long long)e->csize, (unsigned long long)e->usize);
+            goto done;
+        }
         if (e->method == 0 && e->csize != e->usize) {
             rc = tc_fail(d, TC_ERR_FORMAT, "zip: %s: stored record with sizes %llu and %llu", e->name,
                          (unsigned long long)e->csize, (unsigned long long)e->usize);
