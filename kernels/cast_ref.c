@@ -52,6 +52,9 @@ static bool count_limits(tc_dtype dst, limits *l)
 }
 
 /* The common case, a float32 source: branch-free so the compiler vectorises it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default"), optimize("O3")))
+#endif
 static void count_f32(tc_cast_stats *c, const uint8_t *src, size_t n, limits l)
 {
     uint64_t ov = 0, uf = 0, nan = 0;
