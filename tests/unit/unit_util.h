@@ -1,0 +1,62 @@
+/* Helpers shared by the unit tests: byte buffers, files, fixtures, a
+ * canonical text form of pickle graphs and a pickle opcode walker. */
+#ifndef TC_UNIT_UTIL_H
+#define TC_UNIT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/pickle.h"
+
+/* A growing byte buffer; aborts on OOM (tests only). */
+typedef struct bbuf {
+    uint8_t *p;
+    size_t n, cap;
+} bbuf;
+
+void bb_put(bbuf *b, const void *p, size_t n);
+void bb_u8(bbuf *b, uint8_t v);
+void bb_u16(bbuf *b, uint16_t v);
+void bb_u32(bbuf *b, uint32_t v);
+void bb_u64(bbuf *b, uint64_t v);
+void bb_str(bbuf *b, const char *s); /* without the NUL */
+void bb_free(bbuf *b);
+
+/* Whole files. slurp returns NULL when the file cannot be read. */
+uint8_t *slurp(const char *path, size_t *n);
+void spit(const char *path, const void *p, size_t n);
+
+/* $UNIT_DATA/name, $CORPUS_DIR/name (static buffers, rotated 8 deep). */
+const char *data_path(const char *name);
+const char *corpus_path(const char *name);
+
+/* A fresh directory under $TMPDIR (or /tmp) and its recursive removal. */
+char *tmpdir_new(void);
+void tmpdir_rm(char *dir);
+/* dir/name in a static rotating buffer. */
+const char *in_dir(const char *dir, const char *name);
+
+/* xorshift32 bytes; matches xorshift() in gen_fixtures.py. */
+void xorshift_bytes(uint8_t *out, size_t n, uint32_t seed);
+
+/* Read a pickle with the default limits (or lim) and no persid callback. */
+int read_pk(pk_graph *g, const void *p, size_t n, const pk_limits *lim, pk_obj **out, tc_diag *d);
+
+/* Canonical text of the graph below root (rules in gen_fixtures.py): bytes,
+ * bytearrays and sets read the same whatever opcodes carried them. Lists,
+ * dicts and generic calls are labelled #n= on first sight and #n# later.
+ * Uses and resets the nodes' memo fields. Caller frees. */
+char *canon(pk_graph *g, pk_obj *root);
+
+/* Walk the opcodes of a pickle. For each opcode calls fn (may be NULL) with
+ * the opcode, its offset, and its argument (integer value for the integer
+ * and memo opcodes). Fails (returns -1, message in err) on an unknown opcode,
+ * a truncated argument, bytes after STOP or no STOP. */
+typedef void (*op_fn)(void *ctx, uint8_t op, size_t pos, uint64_t arg);
+int walk_ops(const uint8_t *p, size_t n, op_fn fn, void *ctx, char *err, size_t errlen);
+
+/* The opcodes torch's weights_only unpickler accepts (torch-format.md §6). */
+bool weights_only_op(uint8_t op);
+
+#endif
