@@ -391,6 +391,11 @@ static pk_obj *mk_global(rd *r, const char *mod, size_t ml, const char *name, si
         FAIL(r, TC_ERR_FORMAT, "global name contains a NUL byte");
         return NULL;
     }
+    /* written back as GLOBAL text lines, a newline would smuggle opcodes into the output */
+    if (memchr(m, '\n', ml) || memchr(n, '\n', nl)) {
+        FAIL(r, TC_ERR_FORMAT, "global name contains a newline (crafted to hide opcodes in a rewrite?)");
+        return NULL;
+    }
     if (pk_graph_count(r->g) >= r->o->limits.max_objects) {
         FAIL(r, TC_ERR_LIMIT, "more than %llu objects (raise with --max-objects)",
              (unsigned long long)r->o->limits.max_objects);
