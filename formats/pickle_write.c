@@ -114,6 +114,11 @@ static void put_unicode(wr *w, const char *s, size_t len)
 
 static void put_global(wr *w, const char *module, const char *name)
 {
+    if (strchr(module, '\n') || strchr(name, '\n')) { /* would end the text line early: opcodes */
+        if (!w->err)
+            w->err = tc_fail(w->d, TC_ERR_FORMAT, "global name '%.60s' contains a newline", module);
+        return;
+    }
     op(w, 'c');
     put(w, module, strlen(module));
     op(w, '\n');
