@@ -1,5 +1,7 @@
 #include "unit_util.h"
 
+#include "formats/zip.h"
+
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -155,6 +157,33 @@ void xorshift_bytes(uint8_t *out, size_t n, uint32_t seed)
         x ^= x << 5;
         out[i] = (uint8_t)x;
     }
+}
+
+uint8_t *zip_record(const char *path, const char *suffix, size_t *len)
+{
+    size_t n;
+    uint8_t *file = slurp(path, &n), *out = NULL;
+    if (!file)
+        return NULL;
+    tc_src src;
+    tc_src_init_mem(&src, file, n, path);
+    tc_zip z;
+    tc_diag d = {0};
+    tc_zip_limits zl = {.max_entries = 100000};
+    if (tc_zip_open(&z, &src, &zl, &d) == 0) {
+        size_t sl = strlen(suffix);
+        for (size_t i = 0; i < z.n; i++) {
+            size_t nl = strlen(z.e[i].name);
+            if (nl >= sl && !strcmp(z.e[i].name + nl - sl, suffix)) {
+                if (tc_zip_read_all(&z, &z.e[i], 1u << 30, &out, len, &d))
+                    out = NULL;
+                break;
+            }
+        }
+        tc_zip_free(&z);
+    }
+    free(file);
+    return out;
 }
 
 int read_pk(pk_graph *g, const void *p, size_t n, const pk_limits *lim, pk_obj **out, tc_diag *d)

@@ -40,6 +40,10 @@ const char *in_dir(const char *dir, const char *name);
 /* xorshift32 bytes; matches xorshift() in gen_fixtures.py. */
 void xorshift_bytes(uint8_t *out, size_t n, uint32_t seed);
 
+/* The uncompressed bytes of the first record of the zip at path whose name
+ * ends with suffix (e.g. "/data.pkl"); NULL when absent. Caller frees. */
+uint8_t *zip_record(const char *path, const char *suffix, size_t *len);
+
 /* Read a pickle with the default limits (or lim) and no persid callback. */
 int read_pk(pk_graph *g, const void *p, size_t n, const pk_limits *lim, pk_obj **out, tc_diag *d);
 
