@@ -1,0 +1,43 @@
+/* Shared helpers of the fuzz targets: inputs as anonymous in-memory files
+ * (memfd) opened by path through /proc/self/fd, so the file readers run
+ * exactly as on disk without touching the disk. */
+#ifndef TC_FUZZ_COMMON_H
+#define TC_FUZZ_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../src/io.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* An in-memory file holding data; its path in path. -1 on failure. */
+static inline int fz_memfd(const uint8_t *data, size_t size, char *path, size_t plen)
+{
+    int fd = memfd_create("tensorctl-fuzz", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (size && tc_write_all(fd, data, size)) {
+        close(fd);
+        return -1;
+    }
+    snprintf(path, plen, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+/* An invariant the code under test broke: crash loudly so the fuzzer keeps the input. */
+#define FZ_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz invariant failed: %s: ", #cond);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#endif

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Fill fuzz/corpus/<target>/ with small seeds: the reference checkpoints
+(from ../shared/corpus and sample_models), their pickles, and a few
+hand-made pickles and zips. No torch needed; nothing is unpickled.
+
+    python3 fuzz/tools/make_seeds.py [--max-size 65536]
+"""
+import argparse, collections, io, os, pickle, pickletools, sys, zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, 'fuzz', 'corpus')
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+def sources(max_size):
+    dirs = [os.path.join(ROOT, '..', 'shared', 'corpus', v) for v in ('torch-1.13', 'torch-2.14')]
+    dirs.append(os.path.join(ROOT, 'sample_models'))
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        for n in sorted(os.listdir(d)):
+            p = os.path.join(d, n)
+            if n.endswith(('.json', '.py', '.md')) or not os.path.isfile(p):
+                continue
+            data = open(p, 'rb').read()
+            if len(data) <= max_size:
+                yield os.path.basename(d) + '_' + n, data
+
+
+def legacy_pickles(data):
+    """The pickles at the head of a legacy file, split at each STOP."""
+    out, pos = [], 0
+    for _ in range(5):
+        try:
+            ops = list(pickletools.genops(data[pos:]))
+        except Exception:
+            break
+        end = ops[-1][2] + 1
+        out.append(data[pos:pos + end])
+        pos += end
+    return out
+
+
+def tiny_torch_zip(pkl, records, archive='archive', method=zipfile.ZIP_STORED):
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, 'w', method) as z:
+        z.writestr(archive + '/data.pkl', pkl)
+        z.writestr(archive + '/byteorder', 'little')
+        for k, v in records.items():
+            z.writestr(archive + '/data/' + k, v)
+        z.writestr(archive + '/version', '3\n')
+    return b.getvalue()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--max-size', type=int, default=65536)
+    a = ap.parse_args()
+    for name, data in sources(a.max_size):
+        put('fuzz_ckpt', name, data)
+        put('fuzz_roundtrip', name, data)
+        if data[:4] == b'PK\x03\x04':
+            put('fuzz_zip', name, data)
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                for info in z.infolist():
+                    if info.filename.endswith('.pkl'):
+                        put('fuzz_pickle', name + '.' + os.path.basename(info.filename), z.read(info))
+        elif data[:1] == b'\x80':
+            for i, p in enumerate(legacy_pickles(data)):
+                put('fuzz_pickle', '%s.%d.pkl' % (name, i), p)
+    for name, data in handmade():
+        put('fuzz_pickle', name, data)
+    # a deflated torch zip, and a plain zip with a zip64 end record
+    pkl = pickle.dumps({'w': 1}, protocol=2)
+    put('fuzz_zip', 'deflated.zip', tiny_torch_zip(pkl, {'0': b'\0' * 64}, method=zipfile.ZIP_DEFLATED))
+    put('fuzz_ckpt', 'deflated_no_tensors.pt', tiny_torch_zip(pkl, {}, method=zipfile.ZIP_DEFLATED))
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, 'w', allowZip64=True) as z:
+        with z.open('a/big', 'w', force_zip64=True) as f:
+            f.write(b'x' * 100)
+    put('fuzz_zip', 'zip64.zip', b.getvalue())
+
+
+if __name__ == '__main__':
+    main()

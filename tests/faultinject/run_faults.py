@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Fault injection over tensorctl's rewrites.
+
+    run_faults.py --tensorctl T --shim libtc_inject.so --input FILE [--part calls|rofs|kill]
+
+calls: for `to-cpu` and `to-cpu --dtype bfloat16`, make each call of write,
+pwrite, fsync, close, rename, copy_file_range, read, pread, open and mkostemp
+fail in turn (every call the clean run makes), with ENOSPC, EIO and EACCES.
+Each run must end either in success with a complete, readable OUT, or in a
+non-zero exit with exactly one `tensorctl: ...` line on stderr, no OUT and no
+`.OUT.tensorctl-*` temporary. Failures of the output's write, copy,
+rename, close or first fsync must never be reported as success. The input
+never changes.
+
+rofs: OUT in a read-only folder (as an unprivileged user when run as root).
+
+kill: a ~200 MB checkpoint (made here with zipfile, no torch) is frozen
+(SIGSTOP) once its temporary appears, then SIGKILLed: no OUT, input intact;
+the same with SIGTERM: no OUT and the temporary removed.
+"""
+import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
+
+CALLS = ['write', 'pwrite', 'fsync', 'close', 'rename', 'copy_file_range', 'read', 'pread', 'open', 'mkostemp']
+ERRNOS = ['ENOSPC', 'EIO', 'EACCES']
+MUST_FAIL = {'write', 'pwrite', 'copy_file_range', 'rename', 'mkostemp'}
+
+
+def digest(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for b in iter(lambda: f.read(1 << 20), b''):
+            h.update(b)
+    return h.hexdigest()
+
+
+def leftovers(folder, name):
+    return sorted(n for n in os.listdir(folder) if n == name or n.startswith('.' + name + '.tensorctl-'))
+
+
+def env_with(extra):
+    e = dict(os.environ)
+    e.update(extra)
+    # sanitizer builds: the shim comes before the ASan runtime in the load order
+    e['ASAN_OPTIONS'] = (e.get('ASAN_OPTIONS', '') + ':verify_asan_link_order=0').lstrip(':')
+    return e
+
+
+def counts_of(log):
+    for line in open(log):
+        if line.startswith('counts:'):
+            return {k: int(v) for k, v in (x.split('=') for x in line.split()[1:])}
+    return {}
+
+
+def part_calls(a, tmp, fails):
+    for variant in (['to-cpu'], ['to-cpu', '--dtype', 'bfloat16']):
+        outdir = os.path.join(tmp, 'out')
+        os.makedirs(outdir, exist_ok=True)
+        out = os.path.join(outdir, 'out.pt')
+        log = os.path.join(tmp, 'clean.log')
+        if os.path.exists(log):
+            os.unlink(log)
+        cmd = [a.tensorctl] + variant + ['-q', a.input, '-o', out]
+        p = subprocess.run(cmd, env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            fails.append('%s: clean run failed: %s' % (' '.join(variant), p.stderr.decode()))
+            return
+        counts = counts_of(log)
+        os.unlink(log)
+        os.unlink(out)
+        print('%s: calls %s' % (' '.join(variant), counts))
+        runs = tolerated = 0
+        for call in CALLS:
+            for n in range(1, counts.get(call, 0) + 1):
+                for err in ERRNOS:
+                    runs += 1
+                    if os.path.exists(log):
+                        os.unlink(log)
+                    p = subprocess.run(cmd, env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log,
+                                                          'TC_FAULT_CALL': call, 'TC_FAULT_NTH': str(n),
+                                                          'TC_FAULT_ERRNO': err}),
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+                    what = '%s, %s #%d fails with %s' % (' '.join(variant), call, n, err)
+                    fired = 'fired:' in open(log).read() if os.path.exists(log) else False
+                    errl = p.stderr.decode(errors='replace').splitlines()
+                    left = leftovers(outdir, 'out.pt')
+                    if p.returncode < 0:
+                        fails.append('%s: killed by signal %d' % (what, -p.returncode))
+                    elif p.returncode == 0:
+                        if fired and call in MUST_FAIL or (fired and call == 'fsync' and n == 1):
+                            fails.append('%s: reported success' % what)
+                        chk = subprocess.run([a.tensorctl, 'inspect', out], stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.PIPE)
+                        if chk.returncode != 0:
+                            fails.append('%s: success, but OUT does not read back: %s' % (what, chk.stderr.decode()))
+                        if left != ['out.pt']:
+                            fails.append('%s: success, but the folder holds %s' % (what, left))
+                        if fired:
+                            tolerated += 1
+                            print('note: %s: tolerated (exit 0, OUT complete)' % what)
+                    else:
+                        if len(errl) != 1 or not errl[0].startswith('tensorctl: '):
+                            fails.append('%s: expected one error line, got %r' % (what, errl))
+                        if left:
+                            fails.append('%s: left %s behind' % (what, left))
+                    for n2 in left:
+                        os.unlink(os.path.join(outdir, n2))
+        print('%s: %d injected runs, %d tolerated' % (' '.join(variant), runs, tolerated))
+
+
+def part_rofs(a, tmp, fails):
+    ro = os.path.join(tmp, 'ro')
+    os.makedirs(ro)
+    src = os.path.join(tmp, 'in.pt')
+    shutil.copy(a.input, src)
+    os.chmod(tmp, 0o755)
+    os.chmod(src, 0o644)
+    os.chmod(ro, 0o555)
+    pre = None
+    if os.geteuid() == 0:  # root writes anywhere: run as nobody
+        nobody = pwd.getpwnam('nobody')
+        pre = lambda: (os.setgid(nobody.pw_gid), os.setuid(nobody.pw_uid))
+    for variant in (['to-cpu'], ['to-cpu', '--dtype', 'bfloat16']):
+        p = subprocess.run([a.tensorctl] + variant + ['-q', src, '-o', os.path.join(ro, 'out.pt')],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=pre)
+        errl = p.stderr.decode().splitlines()
+        if p.returncode in (0,) or p.returncode < 0:
+            fails.append('read-only folder: exit %d' % p.returncode)
+        if len(errl) != 1 or not errl[0].startswith('tensorctl: '):
+            fails.append('read-only folder: expected one error line, got %r' % errl)
+        if os.listdir(ro):
+            fails.append('read-only folder: holds %s' % os.listdir(ro))
+        print('read-only folder: exit %d: %s' % (p.returncode, errl[:1]))
+
+
+def big_checkpoint(path, mib=200):
+    """A torch zip with one float32 tensor of `mib` MiB, stored, made without torch."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'hostile'))
+    from hostile import state_dict, dict_of, tensor
+    n = mib << 18
+    pkl = state_dict(dict_of([('w', tensor(numel=n, shape=(n,), stride=(1,)))]))
+    chunk = struct.pack('<f', 1.5) * (1 << 18)
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_STORED, allowZip64=True) as z:
+        z.writestr('big/data.pkl', pkl)
+        z.writestr('big/byteorder', 'little')
+        with z.open('big/data/0', 'w', force_zip64=True) as f:
+            for _ in range(mib):
+                f.write(chunk)
+        z.writestr('big/version', '3\n')
+
+
+def part_kill(a, tmp, fails):
+    src = os.path.join(tmp, 'big.pt')
+    big_checkpoint(src)
+    before = digest(src)
+    for sig, variant in ((signal.SIGKILL, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGKILL, ['to-cpu']),
+                         (signal.SIGTERM, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGINT, ['to-cpu', '--dtype', 'float16'])):
+        outdir = os.path.join(tmp, 'kill-out')
+        shutil.rmtree(outdir, ignore_errors=True)
+        os.makedirs(outdir)
+        out = os.path.join(outdir, 'out.pt')
+        p = subprocess.Popen([a.tensorctl] + variant + ['-q', src, '-o', out],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        caught = False
+        while time.time() < deadline and p.poll() is None:
+            tmps = leftovers(outdir, 'out.pt')
+            if tmps and os.path.getsize(os.path.join(outdir, tmps[0])) > 0:
+                p.send_signal(signal.SIGSTOP)
+                caught = True
+                break
+            time.sleep(0.0005)
+        what = '%s during %s' % (signal.Signals(sig).name, ' '.join(variant))
+        if not caught:
+            p.wait()
+            print('note: %s: finished before it could be frozen (exit %d)' % (what, p.returncode))
+            continue
+        midway = leftovers(outdir, 'out.pt')
+        if 'out.pt' in midway:
+            fails.append('%s: OUT exists while the conversion is frozen midway' % what)
+        p.send_signal(sig)
+        if sig != signal.SIGKILL:
+            p.send_signal(signal.SIGCONT)
+        p.wait(timeout=60)
+        left = leftovers(outdir, 'out.pt')
+        if 'out.pt' in left:
+            fails.append('%s: left OUT behind' % what)
+        if sig != signal.SIGKILL and left:
+            fails.append('%s: left %s behind' % (what, left))
+        print('%s: frozen with %s, exit %s, then %s' % (what, midway, p.returncode, left))
+    if digest(src) != before:
+        fails.append('the input changed')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--tensorctl', required=True)
+    ap.add_argument('--shim', required=True)
+    ap.add_argument('--input', required=True)
+    ap.add_argument('--part', choices=['calls', 'rofs', 'kill'], default='calls')
+    a = ap.parse_args()
+    a.tensorctl, a.shim = os.path.abspath(a.tensorctl), os.path.abspath(a.shim)
+    before = digest(a.input)
+    tmp = tempfile.mkdtemp(prefix='faultinject-')
+    fails = []
+    try:
+        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill}[a.part](a, tmp, fails)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if digest(a.input) != before:
+        fails.append('the input file changed')
+    for f in fails:
+        print('FAIL', f)
+    print('ok' if not fails else '%d failures' % len(fails))
+    return 1 if fails else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

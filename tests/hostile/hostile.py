@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Hostile checkpoints, made byte by byte (no torch; nothing is unpickled),
+and the checks tensorctl must pass on each.
+
+    hostile.py list                      case names, one a line
+    hostile.py gen OUTDIR                write every case's file(s)
+    hostile.py check --tensorctl T --case NAME [--tmp DIR]
+
+A case is a file plus runs. A failing run must exit non-zero (3 unless said
+otherwise), print exactly one stderr line `tensorctl: FILE: ...` containing the
+expected fragment, and leave no OUT and no `.OUT.tensorctl-*` temporary. A
+passing run (a raised limit) must exit 0.
+"""
+import argparse, io, os, shutil, struct, subprocess, sys, tempfile, zipfile, zlib
+
+# ---- pickle bytes --------------------------------------------------------------
+
+def op_int(v):
+    if 0 <= v < 256:
+        return b'K' + bytes([v])
+    if -2**31 <= v < 2**31:
+        return b'J' + struct.pack('<i', v)
+    n = (v.bit_length() + 8) // 8
+    return b'\x8a' + bytes([n]) + v.to_bytes(n, 'little', signed=True)
+
+def op_str(s):
+    b = s.encode()
+    return b'X' + struct.pack('<I', len(b)) + b
+
+def op_global(mod, name):
+    return b'c' + mod.encode() + b'\n' + name.encode() + b'\n'
+
+def op_tuple(items):
+    return b'(' + b''.join(items) + b't'
+
+FALSE = b'\x89'
+PROTO = b'\x80\x02'
+STOP = b'.'
+
+def storage_pid(key, numel, stype='FloatStorage', loc='cpu'):
+    return op_tuple([op_str('storage'), op_global('torch', stype), op_str(key), op_str(loc), op_int(numel)]) + b'Q'
+
+def tensor(key='0', numel=4, offset=0, shape=(2, 2), stride=(2, 1), stype='FloatStorage'):
+    hooks = op_global('collections', 'OrderedDict') + b')R'
+    args = [storage_pid(key, numel, stype), op_int(offset), op_tuple([op_int(x) for x in shape]),
+            op_tuple([op_int(x) for x in stride]), FALSE, hooks]
+    return op_global('torch._utils', '_rebuild_tensor_v2') + op_tuple(args) + b'R'
+
+def dict_of(pairs):
+    return b'}(' + b''.join(op_str(k) + v for k, v in pairs) + b'u'
+
+def state_dict(body):
+    return PROTO + body + STOP
+
+# ---- containers ------------------------------------------------------------------
+
+def torch_zip(pkl, records=None, archive='archive', method=zipfile.ZIP_STORED, extra=()):
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, 'w', method) as z:
+        z.writestr(archive + '/data.pkl', pkl)
+        z.writestr(archive + '/byteorder', 'little')
+        for k, v in (records or {}).items():
+            z.writestr(archive + '/data/' + k, v)
+        for name, v in extra:
+            z.writestr(name, v)
+        z.writestr(archive + '/version', '3\n')
+    return b.getvalue()
+
+LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
+
+def legacy(obj_pkl, keys, storages):
+    """torch's legacy stream: magic, protocol, sys_info, object, keys, then storages."""
+    out = PROTO + op_int(LEGACY_MAGIC) + STOP
+    out += PROTO + op_int(1001) + STOP
+    out += PROTO + dict_of([('protocol_version', op_int(1001)), ('little_endian', b'\x88'),
+                            ('type_sizes', b'}')]) + STOP
+    out += obj_pkl
+    out += PROTO + b'(' + b''.join(op_str(k) for k in keys) + b'l' + STOP
+    for numel, data in storages:
+        out += struct.pack('<q', numel) + data
+    return out
+
+FOUR_FLOATS = struct.pack('<4f', 1, 2, 3, 4)
+
+def good():
+    return torch_zip(state_dict(dict_of([('w', tensor())])), {'0': FOUR_FLOATS})
+
+def patch_cd(data, fn):
+    """Apply fn(buf, cd_entry_offset, index) to every central directory entry."""
+    buf = bytearray(data)
+    eocd = buf.rfind(b'PK\x05\x06')
+    n, = struct.unpack_from('<H', buf, eocd + 10)
+    p, = struct.unpack_from('<I', buf, eocd + 16)
+    for i in range(n):
+        fn(buf, p, i)
+        nl, xl, cl = struct.unpack_from('<HHH', buf, p + 28)
+        p += 46 + nl + xl + cl
+    return bytes(buf)
+
+def cd_names(data):
+    out = []
+    def f(buf, p, i):
+        nl, = struct.unpack_from('<H', buf, p + 28)
+        out.append((p, bytes(buf[p + 46:p + 46 + nl])))
+    patch_cd(data, f)
+    return out
+
+def rename_entry(data, old, new):
+    """Same-length rename in both the local and central headers."""
+    assert len(old) == len(new)
+    return data.replace(old.encode(), new.encode())
+
+# ---- the cases -------------------------------------------------------------------
+
+def deep_marks(n=5000):
+    # n MARKs open at once (each immediately popped later): a huge MARK stack
+    body = b'(' * n + b'1' * n + dict_of([('w', tensor())])
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
+def deep_nesting(n):
+    inner = dict_of([('w', tensor())])
+    body = inner + b'\x85' * n  # tuple(tuple(...({'w': t},)...))
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
+def deep_late_nesting(n=60000):
+    # n empty lists memoized first, then linked so that each is appended
+    # before it gets its own child: nesting depth n that no container sees
+    # growing while it is built
+    body = b']' + b'r' + struct.pack('<I', 0)
+    for i in range(1, n):
+        body += b']r' + struct.pack('<I', i) + b'0'
+    for i in range(n - 1, 0, -1):  # list[i-1].append(list[i]), outermost first
+        body += b'j' + struct.pack('<I', i - 1) + b'j' + struct.pack('<I', i) + b'a0'
+    body += b'j' + struct.pack('<I', n - 1) + dict_of([('w', tensor())]) + b'a0'
+    body += b'j' + struct.pack('<I', 0)
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
+def memo_unset():
+    return torch_zip(state_dict(b'}(' + op_str('w') + b'h\x29u'), {})
+
+def shared_million(n=1000000):
+    # one tensor referenced n times from a list
+    body = tensor() + b'q\x00' + b'0' + b'](' + b'h\x00' * n + b'e'
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
+def shared_doubling(levels=40):
+    # x0 = tensor; x(k+1) = [xk, xk]: 2**levels paths through 2*levels objects
+    body = tensor() + b'r' + struct.pack('<I', 0) + b'0'
+    for k in range(levels):
+        body += b'j' + struct.pack('<I', k) + b'j' + struct.pack('<I', k) + b'\x86r' + struct.pack('<I', k + 1) + b'0'
+    body += b'j' + struct.pack('<I', levels)
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
+def dims_overflow():
+    return torch_zip(state_dict(dict_of([('w', tensor(shape=(2**40, 2**40), stride=(1, 1)))])), {'0': FOUR_FLOATS})
+
+def strides_overflow():
+    return torch_zip(state_dict(dict_of([('w', tensor(shape=(4, 4), stride=(2**62, 1)))])), {'0': FOUR_FLOATS})
+
+def storage_numel_overflow():
+    return torch_zip(state_dict(dict_of([('w', tensor(numel=2**62))])), {'0': FOUR_FLOATS})
+
+def offset_past_record():
+    return torch_zip(state_dict(dict_of([('w', tensor(offset=100))])), {'0': FOUR_FLOATS})
+
+def record_past_eof():
+    data = bytearray(good())
+    # grow data/0's sizes in the central directory (stored: both sizes)
+    def f(buf, p, i):
+        nl, = struct.unpack_from('<H', buf, p + 28)
+        if bytes(buf[p + 46:p + 46 + nl]) == b'archive/data/0':
+            struct.pack_into('<II', buf, p + 20, 1 << 30, 1 << 30)
+    return patch_cd(data, f)
+
+def legacy_past_eof():
+    obj = state_dict(dict_of([('w', tensor(numel=1000, shape=(10, 100), stride=(100, 1)))]))
+    return legacy(obj, ['0'], [(1000, b'\0' * 64)])  # 4000 bytes promised, 64 present
+
+def zip_overlap():
+    data = good()
+    # point data/0's central entry at data.pkl's local header: two entries, one span
+    def f(buf, p, i):
+        nl, = struct.unpack_from('<H', buf, p + 28)
+        if bytes(buf[p + 46:p + 46 + nl]) == b'archive/byteorder':
+            struct.pack_into('<I', buf, p + 42, 0)
+    return patch_cd(data, f)
+
+def name_dotdot():
+    return torch_zip(state_dict(dict_of([('w', tensor())])), {'0': FOUR_FLOATS},
+                     extra=[('archive/../../etc/evil', b'x')])
+
+def name_absolute():
+    return torch_zip(state_dict(dict_of([('w', tensor())])), {'0': FOUR_FLOATS}, extra=[('/etc/evil', b'x')])
+
+def duplicate_names():
+    data = torch_zip(state_dict(dict_of([('w', tensor())])), {'0': FOUR_FLOATS, '1': FOUR_FLOATS})
+    return rename_entry(data, 'archive/data/1', 'archive/data/0')
+
+def cd_lies_offset():
+    def f(buf, p, i):
+        if i == 1:
+            struct.pack_into('<I', buf, p + 42, 7)
+    return patch_cd(good(), f)
+
+def cd_lies_count():
+    buf = bytearray(good())
+    eocd = buf.rfind(b'PK\x05\x06')
+    struct.pack_into('<HH', buf, eocd + 8, 60000, 60000)
+    return bytes(buf)
+
+def inflate_bomb_pickle():
+    # data.pkl: a valid pickle padded with 64 MiB of zeros past its STOP, deflated to ~64 KiB
+    pkl = state_dict(dict_of([('w', tensor())])) + b'\0' * (64 << 20)
+    return torch_zip(pkl, {'0': FOUR_FLOATS}, method=zipfile.ZIP_DEFLATED)
+
+def inflate_claim_storage():
+    # data/0 claims 4 GiB - 1 inflated from a few bytes; the pickle agrees
+    n = (1 << 30) - 1
+    pkl = state_dict(dict_of([('w', tensor(numel=n, shape=(n,), stride=(1,)))]))
+    data = torch_zip(pkl, {'0': b'\0' * 4096}, method=zipfile.ZIP_DEFLATED)
+    def f(buf, p, i):
+        nl, = struct.unpack_from('<H', buf, p + 28)
+        if bytes(buf[p + 46:p + 46 + nl]) == b'archive/data/0':
+            struct.pack_into('<I', buf, p + 24, n * 4)
+    return patch_cd(data, f)
+
+def big_pickle():
+    # a 2 MiB string inside an otherwise normal checkpoint
+    return torch_zip(state_dict(dict_of([('w', tensor()), ('blob', op_str('x' * (2 << 20)))])), {'0': FOUR_FLOATS})
+
+def big_legacy_pickle():
+    obj = state_dict(dict_of([('w', tensor()), ('blob', op_str('x' * (3 << 20)))]))
+    return legacy(obj, ['0'], [(4, FOUR_FLOATS)])
+
+def many_objects(n=5000):
+    body = b']q\x00(' + b'N' * n + b'e' + dict_of([('w', tensor())]) + b'a'
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
+def not_a_checkpoint():
+    return b'hello, this is not a checkpoint at all\n'
+
+def truncated():
+    return good()[:-30]
+
+# name -> (generator, runs). A run: (args before FILE, expected fragment or None
+# for success, exit status). 'OUT' in args is replaced by an output path.
+INSPECT_AND_MOVE = lambda frag: [([], frag, 3), (['to-cpu-out'], frag, 3)]
+
+CASES = {
+    'deep_marks': (deep_marks, [([], 'raise with --max-depth', 3), (['to-cpu-out'], 'raise with --max-depth', 3),
+                                (['--max-depth', '1300'], None, 0), (['to-cpu-out', '--max-depth', '1300'], None, 0)]),
+    'deep_nesting': (lambda: deep_nesting(1500), [([], 'raise with --max-depth', 3),
+                                                  (['to-cpu-out'], 'raise with --max-depth', 3),
+                                                  (['--max-depth', '2000'], None, 0),
+                                                  (['to-cpu-out', '--max-depth', '2000'], None, 0)]),
+    'deep_nesting_extreme': (lambda: deep_nesting(99000), [(['--max-depth', '100000'], 'ANY', None),
+                                                           (['to-cpu-out', '--max-depth', '100000'], 'ANY', None)]),
+    'deep_late_nesting': (deep_late_nesting, INSPECT_AND_MOVE('raise with --max-depth')),
+    'memo_unset': (memo_unset, INSPECT_AND_MOVE('memo slot 41 read but never set')),
+    'shared_million': (shared_million, [([], 'ANY', None), (['to-cpu-out'], 'ANY', None)]),
+    'shared_doubling': (shared_doubling, INSPECT_AND_MOVE('shared very many times')),
+    'dims_overflow': (dims_overflow, INSPECT_AND_MOVE('dimensions overflow 64 bits')),
+    'strides_overflow': (strides_overflow, INSPECT_AND_MOVE('overflow')),
+    'storage_numel_overflow': (storage_numel_overflow, INSPECT_AND_MOVE('overflow')),
+    'offset_past_record': (offset_past_record, INSPECT_AND_MOVE('offset or strides past the storage')),
+    'record_past_eof': (record_past_eof, INSPECT_AND_MOVE('runs past the central directory')),
+    'legacy_past_eof': (legacy_past_eof, INSPECT_AND_MOVE('past the end of the file')),
+    'zip_overlap': (zip_overlap, INSPECT_AND_MOVE('overlap')),
+    'name_dotdot': (name_dotdot, INSPECT_AND_MOVE("contains '..'")),
+    'name_absolute': (name_absolute, INSPECT_AND_MOVE('absolute path')),
+    'duplicate_names': (duplicate_names, INSPECT_AND_MOVE('duplicate entry name')),
+    'cd_lies_offset': (cd_lies_offset, INSPECT_AND_MOVE('the central directory lies')),
+    'cd_lies_count': (cd_lies_count, INSPECT_AND_MOVE('cannot fit in a central directory')),
+    'inflate_bomb_pickle': (inflate_bomb_pickle, [(['--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
+                                                  (['to-cpu-out', '--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
+                                                  ([], None, 0)]),
+    'inflate_claim_storage': (inflate_claim_storage, INSPECT_AND_MOVE("beyond deflate's limit")),
+    'big_pickle': (big_pickle, [(['--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
+                                (['to-cpu-out', '--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
+                                (['--max-pickle-size', '3MiB'], None, 0), ([], None, 0)]),
+    'big_legacy_pickle': (big_legacy_pickle, [(['--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
+                                              (['to-cpu-out', '--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
+                                              ([], None, 0), (['to-cpu-out'], None, 0)]),
+    'many_objects': (many_objects, [(['--max-objects', '1000'], '--max-objects', 3),
+                                    (['to-cpu-out', '--max-objects', '1000'], '--max-objects', 3),
+                                    ([], None, 0), (['to-cpu-out'], None, 0)]),
+    'not_a_checkpoint': (not_a_checkpoint, INSPECT_AND_MOVE('not a checkpoint')),
+    'truncated': (truncated, INSPECT_AND_MOVE('truncated')),
+}
+
+# ---- checking ----------------------------------------------------------------------
+
+def leftovers(folder, out_name):
+    return [n for n in os.listdir(folder) if n == out_name or n.startswith('.' + out_name + '.tensorctl-')]
+
+def run_case(tensorctl, name, tmp):
+    gen, runs = CASES[name]
+    path = os.path.join(tmp, name + '.pt')
+    with open(path, 'wb') as f:
+        f.write(gen())
+    before = open(path, 'rb').read()
+    failures = []
+    for args, frag, status in runs:
+        outdir = tempfile.mkdtemp(dir=tmp)
+        out = os.path.join(outdir, 'out.pt')
+        if args and args[0] == 'to-cpu-out':
+            cmd = [tensorctl, 'to-cpu', '-q'] + args[1:] + [path, '-o', out]
+        else:
+            cmd = [tensorctl, 'inspect'] + args + [path]
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        except subprocess.TimeoutExpired:
+            failures.append('%s: hung (no answer in 120 s)' % ' '.join(cmd[1:]))
+            continue
+        err = p.stderr.decode(errors='replace').splitlines()
+        what = ' '.join(cmd[1:])
+        if p.returncode < 0:
+            failures.append('%s: killed by signal %d' % (what, -p.returncode))
+        elif frag is None:
+            if p.returncode != 0:
+                failures.append('%s: exit %d, expected success; stderr: %s' % (what, p.returncode, err))
+        else:
+            if p.returncode == 0 and frag != 'ANY':
+                failures.append('%s: accepted, expected a failure with "%s"' % (what, frag))
+            if p.returncode != 0:
+                if status is not None and p.returncode != status:
+                    failures.append('%s: exit %d, expected %d; stderr: %s' % (what, p.returncode, status, err))
+                if len(err) != 1:
+                    failures.append('%s: %d stderr lines, expected 1: %s' % (what, len(err), err))
+                elif not err[0].startswith('tensorctl: %s: ' % path):
+                    failures.append('%s: stderr does not name the file: %s' % (what, err[0]))
+                elif frag != 'ANY' and frag not in err[0]:
+                    failures.append('%s: stderr lacks "%s": %s' % (what, frag, err[0]))
+                if leftovers(outdir, 'out.pt'):
+                    failures.append('%s: left %s behind' % (what, leftovers(outdir, 'out.pt')))
+        shutil.rmtree(outdir, ignore_errors=True)
+    if open(path, 'rb').read() != before:
+        failures.append('the input file changed')
+    return failures
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('action', choices=['list', 'gen', 'check'])
+    ap.add_argument('outdir', nargs='?')
+    ap.add_argument('--tensorctl')
+    ap.add_argument('--case')
+    ap.add_argument('--tmp')
+    a = ap.parse_args()
+    if a.action == 'list':
+        print('\n'.join(CASES))
+        return 0
+    if a.action == 'gen':
+        os.makedirs(a.outdir, exist_ok=True)
+        for name, (gen, _) in CASES.items():
+            with open(os.path.join(a.outdir, name + '.pt'), 'wb') as f:
+                f.write(gen())
+        return 0
+    tmp = tempfile.mkdtemp(prefix='hostile-', dir=a.tmp)
+    try:
+        fails = run_case(a.tensorctl, a.case, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in fails:
+        print('FAIL %s: %s' % (a.case, f))
+    if not fails:
+        print('ok %s' % a.case)
+    return 1 if fails else 0
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Nothing in a checkpoint ever runs: every command over pickles that would
+create a marker file when unpickled (os.system, builtins.exec, through
+REDUCE, INST, OBJ, STACK_GLOBAL, legacy format; a global whose name hides
+opcodes that a naive rewrite would emit), and the reference malicious.pt
+files. Asserts the marker never appears, the refusals exit 4 (3 for the
+malformed one), and what --allow-unsafe writes is still reported dangerous.
+
+    nothing_runs.py --tensorctl T --corpus DIR
+"""
+import argparse, glob, os, pickletools, shutil, struct, subprocess, sys, tempfile, zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hostile import (PROTO, STOP, FOUR_FLOATS, op_str, op_global, op_tuple, dict_of, tensor, state_dict,
+                     torch_zip, legacy)
+
+
+def payloads(marker):
+    cmd = 'touch ' + marker
+    code = "open(%r, 'w').close()" % marker
+    w = ('w', tensor())
+    # os.system(cmd) via REDUCE
+    yield 'reduce_os_system', torch_zip(state_dict(dict_of([w, ('p', op_global('os', 'system') + op_tuple([op_str(cmd)]) + b'R')])), {'0': FOUR_FLOATS}), 4
+    # builtins.exec(code)
+    yield 'reduce_builtins_exec', torch_zip(state_dict(dict_of([w, ('p', op_global('builtins', 'exec') + op_tuple([op_str(code)]) + b'R')])), {'0': FOUR_FLOATS}), 4
+    # python 2 names: __builtin__.eval
+    yield 'reduce_py2_eval', torch_zip(state_dict(dict_of([w, ('p', op_global('__builtin__', 'eval') + op_tuple([op_str('__import__("os").system(%r)' % cmd)]) + b'R')])), {'0': FOUR_FLOATS}), 4
+    # INST and OBJ
+    yield 'inst_os_system', torch_zip(state_dict(dict_of([w, ('p', b'(' + op_str(cmd) + b'ios\nsystem\n')])), {'0': FOUR_FLOATS}), 4
+    yield 'obj_subprocess', torch_zip(state_dict(dict_of([w, ('p', b'(' + op_global('subprocess', 'call') + op_str(cmd) + b'o')])), {'0': FOUR_FLOATS}), 4
+    # protocol 4 STACK_GLOBAL
+    sg = b'\x80\x04' + b'}(' + op_str('w') + tensor() + op_str('p') + op_str('posix') + op_str('system') + b'\x93' + op_tuple([op_str(cmd)]) + b'Ru.'
+    yield 'stack_global_posix', torch_zip(sg, {'0': FOUR_FLOATS}), 4
+    # legacy stream with the payload in the object pickle
+    obj = state_dict(dict_of([w, ('p', op_global('os', 'system') + op_tuple([op_str(cmd)]) + b'R')]))
+    yield 'legacy_os_system', legacy(obj, ['0'], [(4, FOUR_FLOATS)]), 4
+    # a global whose name carries a newline: harmless to read (no such
+    # attribute), but written back as GLOBAL text it would become
+    # GLOBAL torch.Size; POP; os.system(cmd)
+    hidden = 'Size\n0cos\nsystem\n(V%s\ntR0V' % cmd
+    smug = PROTO + b'}(' + op_str('w') + tensor() + op_str('p') + op_str('torch') + op_str(hidden) + b'\x93u' + STOP
+    yield 'newline_smuggle', torch_zip(smug, {'0': FOUR_FLOATS}), 3
+
+
+def out_globals(path):
+    """Globals named by a rewritten file's pickle (parsed, never loaded)."""
+    names = []
+    with zipfile.ZipFile(path) as z:
+        pkl = [n for n in z.namelist() if n.endswith('/data.pkl')][0]
+        data = z.read(pkl)
+    ops = list(pickletools.genops(data))
+    for i, (op, arg, pos) in enumerate(ops):
+        if op.name in ('GLOBAL', 'INST'):
+            names.append(arg)
+    return names
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--tensorctl', required=True)
+    ap.add_argument('--corpus', required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix='nothing-runs-')
+    marker = os.path.join(tmp, 'MARKER-code-ran')
+    fails = []
+    try:
+        has_convert = subprocess.run([a.tensorctl, 'convert', '--help'], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL).returncode == 0
+        files = []
+        for name, data, refusal in payloads(marker):
+            p = os.path.join(tmp, name + '.pt')
+            with open(p, 'wb') as f:
+                f.write(data)
+            files.append((p, refusal))
+        for m in sorted(glob.glob(os.path.join(a.corpus, '*', 'malicious.pt'))):
+            files.append((m, 4))
+        if len(files) < 9:
+            fails.append('expected the reference malicious.pt files under %s' % a.corpus)
+        for path, refusal in files:
+            before = open(path, 'rb').read()
+            out = os.path.join(tmp, 'out.pt')
+            runs = [(['inspect', path], refusal), (['inspect', '--json', path], refusal),
+                    (['to-cpu', '-q', path, '-o', out], refusal), (['to-cuda', '-q', path, '-o', out], refusal),
+                    (['to-cpu', '-q', '--dtype', 'bfloat16', path, '-o', out], refusal),
+                    (['to-cpu', '-q', '--allow-unsafe', path, '-o', out], 0 if refusal == 4 else refusal),
+                    (['to-cuda', '-q', '--allow-unsafe', path, '-o', out], 0 if refusal == 4 else refusal)]
+            if has_convert:
+                runs += [(['convert', '-q', path, out + '.safetensors'], refusal),
+                         (['convert', '-q', path, out + '.conv.pt'], refusal),
+                         (['convert', '-q', '--allow-unsafe', path, out + '.safetensors'], None)]
+            for args, want in runs:
+                for leftover in (out, out + '.safetensors', out + '.conv.pt'):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
+                p = subprocess.run([a.tensorctl] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+                what = '%s %s' % (' '.join(args[:-1] if args[-1].startswith(out) else args[:-1]), os.path.basename(path))
+                if os.path.exists(marker):
+                    fails.append('%s: THE PAYLOAD RAN (marker created)' % what)
+                    os.unlink(marker)
+                if p.returncode < 0:
+                    fails.append('%s: killed by signal %d' % (what, -p.returncode))
+                elif want is not None and p.returncode != want:
+                    fails.append('%s: exit %d, expected %d: %s' % (what, p.returncode, want, p.stderr.decode()[:300]))
+                if want and want != 0 and any(os.path.exists(x) for x in (out, out + '.safetensors', out + '.conv.pt')):
+                    fails.append('%s: refused but wrote an output' % what)
+                if want == 0 and args[0].startswith('to-') and os.path.exists(out):
+                    # kept, never run: the rewrite still names the danger and inspect still refuses it
+                    r = subprocess.run([a.tensorctl, 'inspect', out], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, timeout=120)
+                    if r.returncode != 4:
+                        fails.append('%s: the rewritten file inspects with exit %d, expected 4' % (what, r.returncode))
+                    try:
+                        bad = [g for g in out_globals(out) if '\n' in g]
+                        if bad:
+                            fails.append('%s: rewritten pickle has odd globals %r' % (what, bad))
+                    except Exception as e:
+                        fails.append('%s: rewritten pickle does not parse: %s' % (what, e))
+            if open(path, 'rb').read() != before:
+                fails.append('%s: the input changed' % path)
+        if os.path.exists(marker):
+            fails.append('THE PAYLOAD RAN (marker created)')
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in fails:
+        print('FAIL', f)
+    print('ok' if not fails else '%d failures' % len(fails))
+    return 1 if fails else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
