@@ -873,8 +873,48 @@ def _reference_tool(argv):
                 nt = torch.nn.Parameter(nt, requires_grad=t.requires_grad)
             loaded.tags_by_ptr[storage_ptr(nt) if storage_ptr(nt) is not None else -1] = loaded.device_of(t)
             _replace(loaded.obj, p, nt)
+    # Deliberate defects, to prove the judge catches them (TORCH_VERIFY_REFERENCE_BUG=...).
+    bug = os.environ.get("TORCH_VERIFY_REFERENCE_BUG", "")
+    if bug:
+        flat = flatten(loaded.obj)
+        firstf = next((p for p, t in flat.items() if t.dtype.is_floating_point and t.numel()), None)
+        if bug == "flip-bit" and firstf:
+            t = flat[firstf].detach()
+            t.view(-1)[:1].view(_int_dtype(t.element_size())).bitwise_xor_(1) if t.is_contiguous() else None
+        elif bug == "untie":
+            seen = {}
+            for p, t in flat.items():
+                k = storage_ptr(t)
+                if k in seen:
+                    c = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype)
+                    c.copy_(t.detach())
+                    _replace(loaded.obj, p, c)
+                    break
+                seen[k] = p
+        elif bug == "contiguous":
+            for p, t in flat.items():
+                if not t.is_contiguous():
+                    _replace(loaded.obj, p, t.contiguous())
+                    break
+        elif bug == "unparam":
+            for p, t in flat.items():
+                if isinstance(t, torch.nn.Parameter):
+                    _replace(loaded.obj, p, t.detach())
+                    break
+        elif bug == "drop":
+            _replace(loaded.obj, next(iter(flat)), None)
+        elif bug == "truncate-cast" and a.dtype:
+            for p, t in flat.items():
+                if t.dtype == torch.bfloat16:
+                    t.detach().view(torch.int16).bitwise_and_(-2)
+        flat = flatten(loaded.obj)
+        for t in flat.values():
+            if storage_ptr(t) is not None and storage_ptr(t) not in loaded.tags_by_ptr:
+                loaded.tags_by_ptr[storage_ptr(t)] = loaded.tags[0] if loaded.tags else "cpu"
     for ptr, tag in list(loaded.tags_by_ptr.items()):
         newtag[ptr] = maps.get(tag, tag) if maps else target
+        if bug == "keep-cuda":
+            newtag[ptr] = tag
     orig = torch.serialization.location_tag
 
     def tagger(storage):
