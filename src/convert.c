@@ -762,7 +762,8 @@ static int restore_aliases(gb *b, tc_ckpt *c, pk_obj *root, size_t nst, tc_conve
             break;
         }
         /* bounds: the view must stay inside the storage */
-        const tc_storage *s = &c->s[c->t[base].storage];
+        const tc_tensor *bt0 = &c->t[base];
+        const tc_storage *s = &c->s[bt0->storage];
         uint64_t last = (uint64_t)off->valuedouble, numel = 1;
         bool bad = false;
         for (int k = 0; k < nd; k++) {
@@ -772,7 +773,7 @@ static int restore_aliases(gb *b, tc_ckpt *c, pk_obj *root, size_t nst, tc_conve
                 bad |= __builtin_mul_overflow((uint64_t)(shape[k] - 1), (uint64_t)stride[k], &span) ||
                        __builtin_add_overflow(last, span, &last);
         }
-        if (bad || (numel && last >= s->numel)) {
+        if (bad || (numel && last >= s->nbytes / tc_dtype_size(bt0->dtype))) {
             rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' reaches past tensor '%s'", TC_ST_ALIASES_KEY, a->string,
                          of->valuestring);
             break;
@@ -841,6 +842,12 @@ static int build_graph(tc_ckpt *c, const char *device, tc_convert_report *rep, t
             pk_push(c->g, root, call) || b.oom)
             return d->code ? d->code : tc_fail(d, TC_ERR_NOMEM, "out of memory");
         t->node = call;
+        if (tc_dtype_is_v3(t->dtype)) { /* as torch saves them: an UntypedStorage counted in bytes */
+            tc_storage *s = &c->s[t->storage];
+            s->untyped = true;
+            s->dtype = TC_DT_U8;
+            s->numel = s->nbytes;
+        }
     }
     rep->ntensors = nst;
     int rc = restore_aliases(&b, c, root, nst, rep, d);

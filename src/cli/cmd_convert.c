@@ -76,7 +76,7 @@ static void summary(const char *out, const tc_convert_report *r, bool st, const 
         return;
     fprintf(stderr, "tensorctl: wrote %s: %zu tensors", out, r->ntensors + r->ncopies);
     if (r->naliases)
-        fprintf(stderr, st ? " + %zu aliases of shared storage (in __metadata__ \"%s\")" : " + %zu shared views",
+        fprintf(stderr, st ? " + %zu alias(es) of shared storage (in __metadata__ \"%s\")" : " + %zu shared view(s)",
                 r->naliases, TC_ST_ALIASES_KEY);
     if (o->ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", r->ncast, tc_dtype_name(o->ro.dtype), r->nkept);

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Check tensorctl's safetensors reading and .pt <-> safetensors conversion.
+
+    check_st.py TENSORCTL OUTDIR CORPUS_DIR SAMPLES_DIR
+
+Without torch (pure Python, always run):
+  * every corpus .safetensors file: `inspect --json` agrees with its .expect.json (names, dtypes,
+    shapes, strides) and the bytes of every tensor hash to the expected sha256;
+  * every corpus/sample .pt: `convert IN OUT.safetensors` writes a file whose header is valid
+    (8-byte length, JSON padded with spaces to a multiple of 8, data covered exactly, sorted by
+    dtype then name as the reference library sorts) and whose tensors -- and aliases recorded in
+    __metadata__ "tensorctl.aliases" -- hash to the input's expected sha256;
+  * converting back (`convert OUT.safetensors BACK.pt`) gives, per `inspect --json`, the same
+    names, dtypes, shapes, strides, offsets and the same storage sharing as the input.
+With each interpreter of $TENSORCTL_EXTRA_PYTHONS (colon-separated) and /usr/bin/python3:
+  * where torch imports: torch.load(BACK.pt, weights_only=True) gives tensors equal (sha256) to
+    the expected ones, sharing storages where the input did (torch 1.x: files without
+    _rebuild_tensor_v3 dtypes only);
+  * where safetensors imports: safetensors.torch.load_file(OUT) loads every tensor and it equals
+    the expected one; save_file of those tensors with the same metadata writes the same bytes
+    as tensorctl (header order, padding, offsets).
+One line per check, then a count. Exit 1 on any failure, 0 otherwise.
+"""
+
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+
+SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1,
+         "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4,
+         "C64": 8, "F64": 8, "I64": 8, "U64": 8}
+RANK = ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ",
+        "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64", "U64"]
+ST_NAMES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "float8_e5m2": "F8_E5M2",
+            "float8_e4m3fn": "F8_E4M3", "int16": "I16", "uint16": "U16", "float16": "F16",
+            "bfloat16": "BF16", "int32": "I32", "uint32": "U32", "float32": "F32", "complex64": "C64",
+            "float64": "F64", "int64": "I64", "uint64": "U64"}
+V3 = {"float8_e5m2", "float8_e4m3fn", "uint16", "uint32", "uint64"}
+ALIASES = "tensorctl.aliases"
+
+# (file under CORPUS or SAMPLES, --key or None)
+PT_INPUTS = [
+    ("torch-2.14/lm_cpu.pt", None), ("torch-2.14/lm_cuda0.pt", None), ("torch-2.14/dtypes_views.pt", None),
+    ("torch-2.14/new_dtypes_cuda0.pt", None), ("torch-2.14/train_ckpt_cuda.pt", "model"),
+    ("torch-2.14/mixed_devices.pt", None), ("torch-2.14/dataparallel_cuda1.pt", None),
+    ("torch-2.14/legacy_cuda0.pt", None), ("torch-2.14/whole_module_cuda0.pt", None),
+    ("torch-2.14/lightning_style_cuda0.ckpt", "state_dict"), ("torch-1.13/lm_cpu.pt", None),
+    ("torch-1.13/dtypes_views.pt", None), ("torch-1.13/legacy_cuda0.pt", None),
+    ("samples:tied_views_cpu.pt", None), ("samples:bigger_than_a_chunk.pt", None),
+    ("samples:optimizer_ckpt_cuda1.pt", "model"), ("samples:tiny_mlp_cuda0.pt", None),
+]
+
+HELPER = r'''
+import hashlib, json, sys, warnings
+warnings.filterwarnings("ignore")
+mode, path = sys.argv[1], sys.argv[2]
+import torch
+def digest(t):
+    t = t.detach().contiguous().reshape(-1)
+    if t.numel() == 0:
+        return hashlib.sha256(b"").hexdigest()
+    return hashlib.sha256(t.view(torch.uint8).numpy().tobytes()).hexdigest()
+def sptr(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except AttributeError:
+        return t.storage().data_ptr()
+def flat(obj, prefix, out):
+    if isinstance(obj, torch.Tensor):
+        out[prefix] = obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            flat(v, prefix + "." + str(k) if prefix else str(k), out)
+res = {}
+if mode == "pt":
+    obj = torch.load(path, weights_only=True)
+    ts = {}
+    flat(obj, "", ts)
+elif mode in ("st", "resave"):
+    from safetensors.torch import load_file, save_file
+    ts = load_file(path)
+    if mode == "resave":
+        from safetensors import safe_open
+        with safe_open(path, framework="pt") as f:
+            meta = f.metadata()
+        save_file(ts, sys.argv[3], metadata=meta)
+        ts = {}
+for k, t in ts.items():
+    res[k] = {"sha256": digest(t), "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
+              "storage": sptr(t), "device": str(t.device)}
+print(json.dumps(res))
+'''
+
+
+class Report:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+
+    def check(self, ok, what, why=""):
+        if ok:
+            self.passed += 1
+            print("PASS", what)
+        else:
+            self.failed += 1
+            print("FAIL", what, "--", why)
+        return ok
+
+    def skip(self, what, why):
+        self.skipped += 1
+        print("SKIP", what, "--", why)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def read_st(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    raw = data[8:8 + n]
+    hdr = json.loads(raw)
+    return n, raw, hdr, data[8 + n:]
+
+
+def gather(buf, esz, offset, shape, stride):
+    """Bytes of a strided view of buf, in C order."""
+    out = bytearray()
+    if any(s == 0 for s in shape):
+        return bytes(out)
+    idx = [0] * len(shape)
+    while True:
+        el = offset + sum(i * s for i, s in zip(idx, stride))
+        out += buf[el * esz:(el + 1) * esz]
+        k = len(shape) - 1
+        while k >= 0:
+            idx[k] += 1
+            if idx[k] < shape[k]:
+                break
+            idx[k] = 0
+            k -= 1
+        if k < 0:
+            return bytes(out)
+
+
+def st_tensors(path, r, what):
+    """{name: sha256} of a safetensors file, aliases included; checks the layout."""
+    n, raw, hdr, data = read_st(path)
+    r.check(n % 8 == 0 and raw.rstrip(b" ").endswith(b"}"), what + ": header padded with spaces to 8")
+    meta = hdr.pop("__metadata__", {})
+    items = sorted(hdr.items(), key=lambda kv: kv[1]["data_offsets"])
+    pos = 0
+    ok = True
+    for name, info in items:
+        b, e = info["data_offsets"]
+        ok &= b == pos
+        pos = e
+    ok &= pos == len(data)
+    r.check(ok, what + ": data covered exactly")
+    order = list(hdr.keys())
+    want = sorted(order, key=lambda k: (-RANK.index(hdr[k]["dtype"]), k.encode()))
+    r.check(order == want and [k for k, _ in items] == want, what + ": sorted as the reference library sorts")
+    out = {}
+    for name, info in hdr.items():
+        b, e = info["data_offsets"]
+        out[name] = hashlib.sha256(data[b:e]).hexdigest()
+    aliases = json.loads(meta.get(ALIASES, "{}"))
+    for name, a in aliases.items():
+        base = hdr[a["of"]]
+        b, e = base["data_offsets"]
+        view = gather(data[b:e], SIZES[base["dtype"]], a["offset"], a["shape"], a["stride"])
+        out[name] = hashlib.sha256(view).hexdigest()
+    return out, meta, aliases
+
+
+def expect_of(path, key):
+    with open(path + ".expect.json") as f:
+        ex = json.load(f)
+    out = {}
+    for t in ex["tensors"]:
+        name = ".".join(str(p) for p in t["path"])
+        if key:
+            if not name.startswith(key + "."):
+                continue
+            name = name[len(key) + 1:]
+        out[name] = t
+    return out
+
+
+def inspect(tc, path):
+    rc, so, se = run([tc, "inspect", "--json", path])
+    if rc not in (0, 4):
+        raise RuntimeError("inspect %s: exit %d: %s" % (path, rc, se.strip()))
+    return json.loads(so)
+
+
+def sharing(insp, names):
+    """Partition of names by storage."""
+    groups = {}
+    for t in insp["tensors"]:
+        if t["name"] in names and t["storage"] is not None:
+            groups.setdefault(t["storage"], set()).add(t["name"])
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
+def contiguous_strides(shape):
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= max(d, 1)
+    return list(reversed(out))
+
+
+def interpreters():
+    seen, out = set(), []
+    for p in os.environ.get("TENSORCTL_EXTRA_PYTHONS", "").split(":") + ["/usr/bin/python3"]:
+        if p and os.path.exists(p) and os.path.realpath(p) not in seen:
+            seen.add(os.path.realpath(p))
+            out.append(p)
+    return out
+
+
+def probe(py):
+    code = ("import importlib.util as u, json; import torch; print(json.dumps({'torch': torch.__version__, "
+            "'st': u.find_spec('safetensors') is not None}))")
+    rc, so, _ = run([py, "-c", code])
+    if rc:
+        return None
+    return json.loads(so.strip().splitlines()[-1])
+
+
+def helper(py, outdir, *args):
+    hp = os.path.join(outdir, "st_helper.py")
+    with open(hp, "w") as f:
+        f.write(HELPER)
+    rc, so, se = run([py, hp] + list(args))
+    if rc:
+        return None, se.strip().splitlines()[-1] if se.strip() else "exit %d" % rc
+    return json.loads(so.strip().splitlines()[-1]), None
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__)
+        return 2
+    tc, outdir, corpus, samples = sys.argv[1:]
+    os.makedirs(outdir, exist_ok=True)
+    r = Report()
+    pys = [(p, probe(p)) for p in interpreters()]
+    pys = [(p, v) for p, v in pys if v]
+    if not pys:
+        r.skip("torch checks", "no interpreter with torch (set TENSORCTL_EXTRA_PYTHONS)")
+
+    # corpus safetensors files against their expect files
+    for fn in ("dtypes.safetensors", "lm.safetensors"):
+        path = os.path.join(corpus, "torch-2.14", fn)
+        ex = expect_of(path, None)
+        insp = inspect(tc, path)
+        r.check(insp["format"] == "safetensors" and "metadata" in insp, fn + ": format and metadata in --json")
+        got = {t["name"]: t for t in insp["tensors"]}
+        r.check(set(got) == set(ex), fn + ": tensor names", str(set(got) ^ set(ex)))
+        bad = [n for n in ex if n in got and (got[n]["dtype"] != ex[n]["dtype"] or got[n]["shape"] != ex[n]["shape"]
+                                              or got[n]["stride"] != ex[n]["stride"] or got[n]["device"] != "-")]
+        r.check(not bad, fn + ": dtype, shape, stride, device '-'", str(bad))
+        hashes, _, _ = st_tensors(path, r, fn)
+        bad = [n for n in ex if hashes.get(n) != ex[n]["sha256"]]
+        r.check(not bad, fn + ": tensor bytes match sha256", str(bad))
+
+    for rel, key in PT_INPUTS:
+        path = os.path.join(samples, rel[8:]) if rel.startswith("samples:") else os.path.join(corpus, rel)
+        if not os.path.exists(path + ".expect.json"):
+            r.skip(rel, "no expect file")
+            continue
+        tag = rel.replace("/", "_").replace(":", "_")
+        st = os.path.join(outdir, tag + ".safetensors")
+        back = os.path.join(outdir, tag + ".back.pt")
+        ex = expect_of(path, key)
+        cmd = [tc, "convert", "-f", path, st] + (["--key", key] if key else [])
+        rc, _, se = run(cmd)
+        if not r.check(rc == 0, rel + ": convert to safetensors", se.strip()):
+            continue
+        hashes, meta, aliases = st_tensors(st, r, rel)
+        r.check(meta.get("format") == "pt", rel + ": __metadata__ format pt")
+        dropped = {n for n, t in ex.items() if t["dtype"] not in ST_NAMES}
+        bad = [n for n in ex if n not in dropped and hashes.get(n) != ex[n]["sha256"]]
+        r.check(not bad, rel + ": every tensor bit for bit (aliases included)", str(bad[:5]))
+        r.check(not (set(hashes) - set(ex)), rel + ": no extra tensors", str(set(hashes) - set(ex)))
+        rc, _, se = run([tc, "convert", "-f", st, back])
+        if not r.check(rc == 0, rel + ": convert back to .pt", se.strip()):
+            continue
+        ib, ii = inspect(tc, back), inspect(tc, path)
+        if key:
+            for t in ii["tensors"]:
+                t["name"] = t["name"][len(key) + 1:] if t["name"].startswith(key + ".") else "\0" + t["name"]
+        names = set(hashes)
+        gb = {t["name"]: t for t in ib["tensors"]}
+        gi = {t["name"]: t for t in ii["tensors"] if t["name"] in names}
+        for n, t in gi.items():
+            if n not in aliases and n in gb:  # written tensors come back contiguous
+                t["stride"] = contiguous_strides(t["shape"])
+                t["storage_offset"] = 0
+        bad = [n for n in gi if n not in gb or any(gi[n][k] != gb[n][k] for k in
+                                                   ("dtype", "shape", "stride", "storage_offset"))]
+        r.check(not bad and set(gb) == names,
+                rel + ": round trip keeps names, dtypes, shapes, alias strides and offsets", str(bad[:5]))
+        r.check(sharing(ii, names) == sharing(ib, names), rel + ": round trip keeps storage sharing",
+                "%s vs %s" % (sharing(ii, names), sharing(ib, names)))
+        r.check(all(t["device"] == "cpu" for t in ib["tensors"]), rel + ": .pt output tagged cpu")
+        has_v3 = any(ex[n]["dtype"] in V3 for n in names)
+        for py, ver in pys:
+            who = "%s (torch %s)" % (py, ver["torch"])
+            if has_v3 and ver["torch"].startswith("1."):
+                r.skip(rel + ": torch.load with " + who, "float8/uint16+ need torch >= 2.1")
+            else:
+                res, err = helper(py, outdir, "pt", back)
+                if r.check(res is not None, rel + ": torch.load(weights_only=True) with " + who, err):
+                    bad = [n for n in names if res.get(n, {}).get("sha256") != ex[n]["sha256"]]
+                    r.check(not bad and set(res) == names, rel + ": torch tensors equal the input with " + who,
+                            str(bad[:5]))
+                    ptr = {}
+                    for n in names:
+                        ptr.setdefault(res[n]["storage"], set()).add(n)
+                    torch_share = sorted(sorted(g) for g in ptr.values() if len(g) > 1)
+                    r.check(torch_share == sharing(ii, names), rel + ": torch sees the same sharing with " + who,
+                            str(torch_share))
+            if not ver["st"]:
+                continue
+            res, err = helper(py, outdir, "st", st)
+            if r.check(res is not None, rel + ": safetensors.load_file with " + who, err):
+                written = names - set(aliases)
+                bad = [n for n in written if res.get(n, {}).get("sha256") != ex[n]["sha256"]]
+                r.check(not bad and set(res) == written, rel + ": load_file tensors equal the input with " + who,
+                        str(bad[:5]))
+                ref = st + ".ref"
+                res2, err = helper(py, outdir, "resave", st, ref)
+                if r.check(res2 is not None, rel + ": save_file of the same tensors with " + who, err):
+                    # the reference keeps metadata in a hash map: its key order varies from run to run
+                    na, rawa, ha, da = read_st(st)
+                    nb, rawb, hb, db = read_st(ref)
+                    same = na == nb and da == db and ha == hb and list(ha) == list(hb)
+                    if len(meta) <= 1:
+                        same &= rawa == rawb
+                    r.check(same, rel + ": same header (order, offsets, padding) and data as safetensors.save_file")
+    print("%d passed, %d failed, %d skipped" % (r.passed, r.failed, r.skipped))
+    return 1 if r.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
