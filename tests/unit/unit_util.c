@@ -186,6 +186,121 @@ uint8_t *zip_record(const char *path, const char *suffix, size_t *len)
     return out;
 }
 
+static uint64_t le(const uint8_t *p, int k)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int k)
+{
+    for (int i = 0; i < k; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+bool zip_find_ends(const uint8_t *f, size_t n, zip_ends *e)
+{
+    if (n < 22 + 20 + 56)
+        return false;
+    e->eocd_off = n - 22;
+    e->loc_off = n - 22 - 20;
+    if (le(f + e->eocd_off, 4) != 0x06054b50u || le(f + e->loc_off, 4) != 0x07064b50u)
+        return false;
+    e->z64_off = le(f + e->loc_off + 8, 8);
+    if (e->z64_off + 56 > n || le(f + e->z64_off, 4) != 0x06064b50u)
+        return false;
+    e->n = le(f + e->z64_off + 32, 8);
+    e->cd_size = le(f + e->z64_off + 40, 8);
+    e->cd_off = le(f + e->z64_off + 48, 8);
+    return e->cd_off <= e->z64_off;
+}
+
+uint8_t *zip_cut(const uint8_t *f, size_t n, size_t cut, size_t *out_n)
+{
+    zip_ends e;
+    if (!zip_find_ends(f, n, &e) || cut > e.cd_off)
+        return NULL;
+    size_t tail = n - (size_t)e.cd_off, shift = (size_t)e.cd_off - cut;
+    uint8_t *o = xrealloc(NULL, cut + tail);
+    memcpy(o, f, cut);
+    memcpy(o + cut, f + e.cd_off, tail);
+    uint64_t z64 = e.z64_off - shift, loc = e.loc_off - shift, eocd = e.eocd_off - shift;
+    put_le(o + z64 + 48, cut, 8);
+    put_le(o + loc + 8, z64, 8);
+    if (le(o + eocd + 16, 4) != 0xFFFFFFFFu)
+        put_le(o + eocd + 16, cut, 4);
+    *out_n = cut + tail;
+    return o;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t zip_boundaries(const uint8_t *f, size_t n, uint64_t *out, size_t max)
+{
+    size_t k = 0;
+#define ADD(v)                                                                                     \
+    do {                                                                                           \
+        if (k < max && (v) <= n)                                                                   \
+            out[k++] = (v);                                                                        \
+    } while (0)
+    zip_ends e;
+    out[k++] = 0;
+    ADD(n);
+    if (zip_find_ends(f, n, &e)) {
+        ADD(e.cd_off);
+        ADD(e.z64_off);
+        ADD(e.loc_off);
+        ADD(e.eocd_off);
+        uint64_t p = e.cd_off;
+        for (uint64_t i = 0; i < e.n && p + 46 <= n; i++) {
+            const uint8_t *h = f + p;
+            uint64_t csize = le(h + 20, 4), lfh = le(h + 42, 4);
+            uint16_t flags = (uint16_t)le(h + 8, 2);
+            size_t nl = le(h + 28, 2), xl = le(h + 30, 2), cl = le(h + 32, 2);
+            /* ZIP64 extra */
+            for (const uint8_t *x = h + 46 + nl, *xe = x + xl; xe - x >= 4; x += 4 + le(x + 2, 2)) {
+                if (le(x, 2) != 1)
+                    continue;
+                const uint8_t *v = x + 4;
+                if (le(h + 24, 4) == 0xFFFFFFFFu)
+                    v += 8;
+                if (csize == 0xFFFFFFFFu) {
+                    csize = le(v, 8);
+                    v += 8;
+                }
+                if (lfh == 0xFFFFFFFFu)
+                    lfh = le(v, 8);
+            }
+            ADD(p);
+            ADD(p + 46);
+            ADD(lfh);
+            ADD(lfh + 30);
+            if (lfh + 30 <= n) {
+                uint64_t data = lfh + 30 + le(f + lfh + 26, 2) + le(f + lfh + 28, 2);
+                ADD(data);
+                ADD(data + csize);
+                if ((flags & 8) && csize)
+                    ADD(data + csize + 16);
+            }
+            p += 46 + nl + xl + cl;
+        }
+        ADD(p);
+    }
+#undef ADD
+    qsort(out, k, sizeof *out, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || out[u - 1] != out[i])
+            out[u++] = out[i];
+    return u;
+}
+
 int read_pk(pk_graph *g, const void *p, size_t n, const pk_limits *lim, pk_obj **out, tc_diag *d)
 {
     pk_read_opts o = {.limits = PK_LIMITS_DEFAULT, .what = "test.pkl"};

@@ -44,6 +44,23 @@ void xorshift_bytes(uint8_t *out, size_t n, uint32_t seed);
  * ends with suffix (e.g. "/data.pkl"); NULL when absent. Caller frees. */
 uint8_t *zip_record(const char *path, const char *suffix, size_t *len);
 
+/* End records of a zip that has the ZIP64 ones and no comment (what
+ * tc_zipw and torch write). false when they are not where expected. */
+typedef struct zip_ends {
+    uint64_t cd_off, cd_size, n;
+    uint64_t z64_off, loc_off, eocd_off;
+} zip_ends;
+bool zip_find_ends(const uint8_t *f, size_t n, zip_ends *e);
+
+/* The archive with the bytes [cut, cd_off) removed and the end records
+ * patched to match: the records after cut are gone but the central directory
+ * still names them. Caller frees. */
+uint8_t *zip_cut(const uint8_t *f, size_t n, size_t cut, size_t *out_n);
+
+/* Offsets where a zip's parts begin and end: local headers, data, data
+ * descriptors, central directory entries, end records. Sorted, unique. */
+size_t zip_boundaries(const uint8_t *f, size_t n, uint64_t *out, size_t max);
+
 /* Read a pickle with the default limits (or lim) and no persid callback. */
 int read_pk(pk_graph *g, const void *p, size_t n, const pk_limits *lim, pk_obj **out, tc_diag *d);
 

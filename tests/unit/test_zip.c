@@ -1,0 +1,899 @@
+/* Zip writer (torch's layout) and reader (bounds, names, overlaps, CRCs,
+ * deflate), on archives made by tc_zipw and by CPython's zipfile. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "formats/zip.h"
+#include "unit_util.h"
+
+static uint32_t rd32(const uint8_t *p) { return tc_le32(p); }
+static uint16_t rd16(const uint8_t *p) { return tc_le16(p); }
+
+/* ---- making archives with tc_zipw ---------------------------------------------- */
+
+typedef struct rec {
+    char name[128];
+    size_t size;
+    uint32_t seed;
+} rec;
+
+static uint8_t *content(const rec *r)
+{
+    uint8_t *p = malloc(r->size ? r->size : 1);
+    xorshift_bytes(p, r->size, r->seed);
+    return p;
+}
+
+static uint8_t *fd_bytes(int fd, size_t *n)
+{
+    off_t end = lseek(fd, 0, SEEK_END);
+    cr_assert_geq(end, 0);
+    uint8_t *p = malloc((size_t)end + 1);
+    cr_assert_eq(pread(fd, p, (size_t)end, 0), end);
+    *n = (size_t)end;
+    return p;
+}
+
+/* Write recs with tc_zipw under folder `archive`; chunk > 0 feeds the data in
+ * pieces of that size. Returns the file's bytes. */
+static uint8_t *make_zip(const char *archive, const rec *recs, size_t nrec, size_t chunk, size_t *n)
+{
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    tc_zipw w;
+    tc_diag d = {0};
+    cr_assert_eq(tc_zipw_init(&w, fileno(f), archive, &d), 0, "%s", d.msg);
+    for (size_t i = 0; i < nrec; i++) {
+        uint8_t *c = content(&recs[i]);
+        if (!chunk) {
+            cr_assert_eq(tc_zipw_add(&w, recs[i].name, c, recs[i].size, &d), 0, "%s", d.msg);
+        } else {
+            cr_assert_eq(tc_zipw_begin(&w, recs[i].name, recs[i].size, &d), 0, "%s", d.msg);
+            for (size_t o = 0; o < recs[i].size; o += chunk) {
+                size_t k = recs[i].size - o < chunk ? recs[i].size - o : chunk;
+                cr_assert_eq(tc_zipw_write(&w, c + o, k, &d), 0, "%s", d.msg);
+            }
+            cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
+        }
+        free(c);
+    }
+    cr_assert_eq(tc_zipw_finish(&w, &d), 0, "%s", d.msg);
+    tc_zipw_free(&w);
+    uint8_t *p = fd_bytes(fileno(f), n);
+    fclose(f);
+    return p;
+}
+
+/* Check, with a parser independent of zip_read.c, that the bytes are laid out
+ * as PyTorchStreamWriter lays them out (torch-format.md §2.3). */
+static void check_torch_layout(const uint8_t *f, size_t n, const char *archive, const rec *recs, size_t nrec)
+{
+    size_t off = 0, pl = strlen(archive) + 1;
+    uint64_t *lfh = calloc(nrec + 1, sizeof *lfh);
+    uint32_t *crcs = calloc(nrec + 1, sizeof *crcs);
+    for (size_t i = 0; i < nrec; i++) {
+        const rec *r = &recs[i];
+        char full[300];
+        snprintf(full, sizeof full, "%s/%s", archive, r->name);
+        size_t nl = strlen(full);
+        cr_assert_leq(off + 30, n);
+        const uint8_t *h = f + off;
+        lfh[i] = off;
+        cr_assert_eq(rd32(h), 0x04034b50u, "record %zu: no local header at %zu", i, off);
+        cr_assert_eq(rd16(h + 4), 0, "version needed");
+        cr_assert_eq(rd16(h + 6), r->size ? 0x0808 : 0x0800, "record %zu flags %04x", i, rd16(h + 6));
+        cr_assert_eq(rd16(h + 8), 0, "method");
+        cr_assert_eq(rd32(h + 10), 0, "time/date");
+        cr_assert_eq(rd32(h + 14), 0, "crc in the local header");
+        cr_assert_eq(rd32(h + 18), 0, "csize in the local header");
+        cr_assert_eq(rd32(h + 22), 0, "usize in the local header");
+        cr_assert_eq(rd16(h + 26), nl);
+        cr_assert(!memcmp(h + 30, full, nl), "record %zu name", i);
+        size_t xl = rd16(h + 28);
+        const uint8_t *x = h + 30 + nl;
+        /* only the FB padding extra for small records */
+        cr_assert_eq(rd16(x), 0x4246, "record %zu: extra field is not FB padding", i);
+        size_t pad = rd16(x + 2);
+        cr_assert_eq(xl, 4 + pad);
+        cr_assert_lt(pad, 64);
+        for (size_t k = 0; k < pad; k++)
+            cr_assert_eq(x[4 + k], 'Z');
+        size_t data = off + 30 + nl + xl;
+        cr_assert_eq(data % 64, 0, "record %zu (%s): data at %zu is not 64-byte aligned", i, full, data);
+        /* torch's padding formula */
+        size_t start = off + 30 + nl + 4;
+        cr_assert_eq(pad, (64 - start % 64) % 64);
+        uint8_t *c = content(r);
+        cr_assert_leq(data + r->size, n);
+        cr_assert(!memcmp(f + data, c, r->size), "record %zu data", i);
+        uint32_t crc = (uint32_t)crc32(0, c, (uInt)r->size);
+        crcs[i] = crc;
+        free(c);
+        off = data + r->size;
+        if (r->size) {
+            cr_assert_eq(rd32(f + off), 0x08074b50u, "record %zu: no data descriptor", i);
+            cr_assert_eq(rd32(f + off + 4), crc, "record %zu: descriptor CRC", i);
+            cr_assert_eq(rd32(f + off + 8), r->size);
+            cr_assert_eq(rd32(f + off + 12), r->size);
+            off += 16;
+        }
+    }
+    /* central directory */
+    size_t cd = off;
+    for (size_t i = 0; i < nrec; i++) {
+        const uint8_t *h = f + off;
+        char full[300];
+        snprintf(full, sizeof full, "%s/%s", archive, recs[i].name);
+        size_t nl = strlen(full);
+        cr_assert_eq(rd32(h), 0x02014b50u, "central directory entry %zu", i);
+        cr_assert_eq(rd16(h + 4), 0);
+        cr_assert_eq(rd16(h + 6), 0);
+        cr_assert_eq(rd16(h + 8), recs[i].size ? 0x0808 : 0x0800);
+        cr_assert_eq(rd16(h + 10), 0);
+        cr_assert_eq(rd32(h + 12), 0);
+        cr_assert_eq(rd32(h + 16), crcs[i], "entry %zu CRC %08x, expected %08x", i, rd32(h + 16), crcs[i]);
+        cr_assert_eq(rd32(h + 20), recs[i].size);
+        cr_assert_eq(rd32(h + 24), recs[i].size);
+        cr_assert_eq(rd16(h + 28), nl);
+        cr_assert_eq(rd16(h + 30), 0, "extra field in the central directory");
+        cr_assert_eq(rd16(h + 32), 0);
+        cr_assert_eq(rd16(h + 34), 0);
+        cr_assert_eq(rd16(h + 36), 0);
+        cr_assert_eq(rd32(h + 38), 0);
+        cr_assert_eq(rd32(h + 42), lfh[i]);
+        cr_assert(!memcmp(h + 46, full, nl));
+        off += 46 + nl;
+    }
+    (void)pl;
+    /* ZIP64 end record, locator, classic end record: always */
+    const uint8_t *z = f + off;
+    cr_assert_eq(rd32(z), 0x06064b50u, "no ZIP64 end record");
+    cr_assert_eq(tc_le64(z + 4), 44);
+    cr_assert_eq(rd16(z + 12), 0x031E);
+    cr_assert_eq(rd16(z + 14), 0x002D);
+    cr_assert_eq(tc_le64(z + 24), nrec);
+    cr_assert_eq(tc_le64(z + 32), nrec);
+    cr_assert_eq(tc_le64(z + 40), off - cd);
+    cr_assert_eq(tc_le64(z + 48), cd);
+    const uint8_t *l = z + 56;
+    cr_assert_eq(rd32(l), 0x07064b50u, "no ZIP64 locator");
+    cr_assert_eq(rd32(l + 4), 0);
+    cr_assert_eq(tc_le64(l + 8), off);
+    cr_assert_eq(rd32(l + 16), 1);
+    const uint8_t *e = l + 20;
+    cr_assert_eq(rd32(e), 0x06054b50u);
+    cr_assert_eq(rd16(e + 8), nrec);
+    cr_assert_eq(rd16(e + 10), nrec);
+    cr_assert_eq(rd32(e + 12), off - cd);
+    cr_assert_eq(rd32(e + 16), cd);
+    cr_assert_eq(rd16(e + 20), 0);
+    cr_assert_eq((size_t)(e + 22 - f), n, "bytes after the end record");
+    free(lfh);
+    free(crcs);
+}
+
+/* Open from memory; every record reads back equal, CRC checked. */
+static void check_reads_back(const uint8_t *f, size_t n, const char *archive, const rec *recs, size_t nrec)
+{
+    tc_src src;
+    tc_src_init_mem(&src, f, n, "mem.zip");
+    tc_zip z;
+    tc_diag d = {0};
+    tc_zip_limits lim = {.max_entries = 100000};
+    cr_assert_eq(tc_zip_open(&z, &src, &lim, &d), 0, "%s", d.msg);
+    cr_assert_eq(z.n, nrec);
+    cr_assert(z.zip64);
+    for (size_t i = 0; i < nrec; i++) {
+        char full[300];
+        snprintf(full, sizeof full, "%s/%s", archive, recs[i].name);
+        const tc_zip_entry *e = tc_zip_find(&z, full);
+        cr_assert_not_null(e, "%s not found", full);
+        cr_assert_eq(e->data_off % 64, 0);
+        cr_assert_eq(e->usize, recs[i].size);
+        uint8_t *buf;
+        size_t len;
+        cr_assert_eq(tc_zip_read_all(&z, e, 1u << 30, &buf, &len, &d), 0, "%s: %s", full, d.msg);
+        uint8_t *c = content(&recs[i]);
+        cr_assert_eq(len, recs[i].size);
+        cr_assert(!memcmp(buf, c, len), "%s reads back different", full);
+        free(c);
+        free(buf);
+    }
+    cr_assert_null(tc_zip_find(&z, "nope"));
+    tc_zip_free(&z);
+}
+
+/* ---- writer -------------------------------------------------------------------------- */
+
+Test(zip_write, torch_layout_every_padding)
+{
+    /* names of 1..64 characters walk the padding through all 64 values */
+    rec recs[70];
+    size_t nrec = 0;
+    static const size_t sizes[] = {0, 1, 63, 64, 65, 100, 4096, 3};
+    for (size_t i = 0; i < 64; i++, nrec++) {
+        memset(recs[i].name, 'a' + (int)(i % 26), i + 1);
+        recs[i].name[i + 1] = 0;
+        recs[i].size = sizes[i % 8];
+        recs[i].seed = (uint32_t)i + 1;
+    }
+    size_t n;
+    uint8_t *f = make_zip("model", recs, nrec, 0, &n);
+    check_torch_layout(f, n, "model", recs, nrec);
+    check_reads_back(f, n, "model", recs, nrec);
+    free(f);
+}
+
+Test(zip_write, torch_record_set_and_big_record)
+{
+    rec recs[] = {{"data.pkl", 731, 1},     {".format_version", 1, 2}, {".storage_alignment", 2, 3},
+                  {"byteorder", 6, 4},      {"data/0", 1572865, 5},    {"data/1", 0, 6},
+                  {"data/2", 1048576, 7},   {"version", 2, 8},         {".data/serialization_id", 40, 9}};
+    size_t nrec = sizeof recs / sizeof *recs;
+    for (size_t chunk = 0; chunk < 3; chunk++) {
+        static const size_t chunks[] = {0, 4093, 1 << 20};
+        size_t n;
+        uint8_t *f = make_zip("archive", recs, nrec, chunks[chunk], &n);
+        check_torch_layout(f, n, "archive", recs, nrec);
+        check_reads_back(f, n, "archive", recs, nrec);
+        free(f);
+    }
+}
+
+Test(zip_write, copy_from_file)
+{
+    FILE *src = tmpfile();
+    uint8_t big[300000];
+    xorshift_bytes(big, sizeof big, 99);
+    cr_assert_eq(fwrite(big, 1, sizeof big, src), sizeof big);
+    fflush(src);
+    for (int mode = 0; mode < 2; mode++) {
+        FILE *out = tmpfile();
+        tc_zipw w;
+        tc_diag d = {0};
+        cr_assert_eq(tc_zipw_init(&w, fileno(out), "cp", &d), 0);
+        cr_assert_eq(tc_zipw_add(&w, "before", "xyz", 3, &d), 0);
+        cr_assert_eq(tc_zipw_begin(&w, "copied", 200000, &d), 0);
+        if (mode == 0) { /* read through, CRC computed */
+            cr_assert_eq(tc_zipw_copy(&w, fileno(src), 1000, 200000, true, &d), 0, "%s", d.msg);
+        } else { /* copy_file_range, CRC supplied */
+            cr_assert_eq(tc_zipw_copy(&w, fileno(src), 1000, 50000, false, &d), 0, "%s", d.msg);
+            cr_assert_eq(tc_zipw_copy(&w, fileno(src), 51000, 150000, false, &d), 0, "%s", d.msg);
+            tc_zipw_set_crc(&w, (uint32_t)crc32(0, big + 1000, 200000));
+        }
+        /* more than declared is refused */
+        cr_assert_eq(tc_zipw_copy(&w, fileno(src), 0, 1, true, &d), TC_ERR_USAGE);
+        tc_diag_clear(&d);
+        cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
+        cr_assert_eq(tc_zipw_add(&w, "after", "", 0, &d), 0);
+        cr_assert_eq(tc_zipw_finish(&w, &d), 0);
+        tc_zipw_free(&w);
+        size_t n;
+        uint8_t *f = fd_bytes(fileno(out), &n);
+        fclose(out);
+        tc_src s;
+        tc_src_init_mem(&s, f, n, "cp.zip");
+        tc_zip z;
+        tc_zip_limits lim = {.max_entries = 10};
+        cr_assert_eq(tc_zip_open(&z, &s, &lim, &d), 0, "%s", d.msg);
+        const tc_zip_entry *e = tc_zip_find(&z, "cp/copied");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->data_off % 64, 0);
+        uint8_t *buf;
+        size_t len;
+        cr_assert_eq(tc_zip_read_all(&z, e, 1 << 20, &buf, &len, &d), 0, "mode %d: %s", mode, d.msg);
+        cr_assert_eq(len, 200000);
+        cr_assert(!memcmp(buf, big + 1000, len));
+        free(buf);
+        cr_assert_eq(tc_zip_read_all(&z, tc_zip_find(&z, "cp/after"), 10, &buf, &len, &d), 0);
+        free(buf);
+        tc_zip_free(&z);
+        free(f);
+    }
+    fclose(src);
+}
+
+Test(zip_write, usage_errors)
+{
+    FILE *out = tmpfile();
+    tc_zipw w;
+    tc_diag d = {0};
+    cr_assert_eq(tc_zipw_init(&w, fileno(out), "u", &d), 0);
+    cr_assert_eq(tc_zipw_begin(&w, "r", 4, &d), 0);
+    cr_assert_eq(tc_zipw_write(&w, "abc", 3, &d), 0);
+    cr_assert_eq(tc_zipw_write(&w, "de", 2, &d), TC_ERR_USAGE);
+    cr_assert(strstr(d.msg, "more data than its declared size"), "%s", d.msg);
+    tc_diag_clear(&d);
+    cr_assert_eq(tc_zipw_end(&w, &d), TC_ERR_USAGE);
+    cr_assert(strstr(d.msg, "wrote 3 of 4 bytes"), "%s", d.msg);
+    tc_diag_clear(&d);
+    char longname[70000];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    cr_assert_eq(tc_zipw_begin(&w, longname, 1, &d), TC_ERR_USAGE);
+    tc_zipw_free(&w);
+    tc_zipw_free(NULL);
+    fclose(out);
+    /* a full disk is an error */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        tc_diag d2 = {0};
+        cr_assert_eq(tc_zipw_init(&w, fileno(full), "f", &d2), 0);
+        int rc = tc_zipw_add(&w, "x", "abc", 3, &d2);
+        if (!rc)
+            rc = tc_zipw_finish(&w, &d2);
+        cr_assert_eq(rc, TC_ERR_IO, "writing to /dev/full succeeded");
+        cr_assert(strstr(d2.msg, "write failed"), "%s", d2.msg);
+        tc_zipw_free(&w);
+        fclose(full);
+    }
+}
+
+Test(zip_write, archive_name)
+{
+    static const char *const cases[][2] = {
+        {"model.pt", "model"}, {"a/b/ckpt.tar.gz", "ckpt.tar"}, {"noext", "noext"}, {"dir.d/file", "file"},
+        {"x/.pt", "archive"}, {"caf\xc3\xa9.pt", "archive"}, {"a\\b\\win.pt", "win"}, {"", "archive"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[64];
+        tc_zip_archive_name(cases[i][0], out, sizeof out);
+        cr_assert_str_eq(out, cases[i][1], "'%s' -> '%s', expected '%s'", cases[i][0], out, cases[i][1]);
+    }
+    char small[4];
+    tc_zip_archive_name("longname.pt", small, sizeof small);
+    cr_assert_str_eq(small, "arc");
+}
+
+/* ---- reading CPython's zips -------------------------------------------------------------- */
+
+typedef struct pyrec {
+    const char *name;
+    size_t size;
+    int kind; /* 0 text, 1 xorshift(seed), 2 zeros, 3 abc */
+    uint32_t seed;
+    int method;
+} pyrec;
+
+static const pyrec py_records[] = {
+    {"arch/text", 20, 0, 0, 0},        {"arch/empty", 0, 2, 0, 8},         {"arch/rand", 80000, 1, 0x12345678, 8},
+    {"arch/zeros", 1u << 20, 2, 0, 8}, {"arch/small", 180, 3, 0, 8},
+};
+
+static uint8_t *py_content(const pyrec *r)
+{
+    uint8_t *p = calloc(1, r->size + 1);
+    if (r->kind == 0)
+        memcpy(p, "hello, stored world\n", 20);
+    else if (r->kind == 1)
+        xorshift_bytes(p, r->size, r->seed);
+    else if (r->kind == 3)
+        for (size_t i = 0; i < r->size; i++)
+            p[i] = (uint8_t)("abc"[i % 3]);
+    return p;
+}
+
+static void open_fixture(const char *name, uint8_t **file, size_t *n, tc_src *src, tc_zip *z)
+{
+    *file = slurp(data_path(name), n);
+    cr_assert_not_null(*file, "missing fixture %s", data_path(name));
+    tc_src_init_mem(src, *file, *n, name);
+    tc_diag d = {0};
+    tc_zip_limits lim = {.max_entries = 100};
+    cr_assert_eq(tc_zip_open(z, src, &lim, &d), 0, "%s: %s", name, d.msg);
+}
+
+static void check_py_zip(const char *fixture, uint16_t flag)
+{
+    uint8_t *file;
+    size_t n;
+    tc_src src;
+    tc_zip z;
+    open_fixture(fixture, &file, &n, &src, &z);
+    cr_assert_eq(z.n, 5);
+    for (size_t i = 0; i < 5; i++) {
+        const pyrec *r = &py_records[i];
+        const tc_zip_entry *e = tc_zip_find(&z, r->name);
+        cr_assert_not_null(e, "%s: no %s", fixture, r->name);
+        cr_assert_eq(e->method, r->method);
+        cr_assert_eq(e->flags & 8, flag, "%s: %s flags %04x", fixture, r->name, e->flags);
+        cr_assert_eq(e->usize, r->size);
+        uint8_t *want = py_content(r), *buf;
+        size_t len;
+        tc_diag d = {0};
+        cr_assert_eq(tc_zip_read_all(&z, e, 1u << 30, &buf, &len, &d), 0, "%s: %s: %s", fixture, r->name, d.msg);
+        cr_assert_eq(len, r->size);
+        cr_assert(!memcmp(buf, want, len), "%s: %s reads back different", fixture, r->name);
+        free(buf);
+        /* streaming in odd small pieces gives the same bytes */
+        tc_zip_rd rd;
+        cr_assert_eq(tc_zip_rd_open(&rd, &z, e, &d), 0);
+        size_t total = 0, got;
+        uint8_t piece[777];
+        for (;;) {
+            cr_assert_eq(tc_zip_rd_read(&rd, piece, sizeof piece, &got, true, &d), 0, "%s", d.msg);
+            if (!got)
+                break;
+            cr_assert(!memcmp(piece, want + total, got));
+            total += got;
+        }
+        cr_assert_eq(total, r->size);
+        tc_zip_rd_close(&rd);
+        free(want);
+    }
+    tc_zip_free(&z);
+    free(file);
+}
+
+Test(zip_read, cpython_deflated)
+{
+    check_py_zip("deflated.zip", 0);
+}
+
+Test(zip_read, cpython_data_descriptors)
+{
+    check_py_zip("descriptor.zip", 8);
+}
+
+Test(zip_read, cpython_zip64)
+{
+    uint8_t *file;
+    size_t n;
+    tc_src src;
+    tc_zip z;
+    open_fixture("zip64.zip", &file, &n, &src, &z);
+    cr_assert(z.zip64, "ZIP64 end record not used");
+    cr_assert_eq(z.n, 3);
+    /* the classic end record was patched to say 0xFFFF entries at 0xFFFFFFFF */
+    cr_assert_lt(z.cd_off, n);
+    static const struct {
+        const char *name;
+        size_t size;
+        uint64_t lfh;
+    } want[] = {{"z64/a", 50, 0}, {"z64/b", 4, 105}, {"z64/c", 3000, 164}};
+    for (size_t i = 0; i < 3; i++) {
+        const tc_zip_entry *e = tc_zip_find(&z, want[i].name);
+        cr_assert_not_null(e);
+        cr_assert_eq(e->usize, want[i].size, "%s usize %llu", want[i].name, (unsigned long long)e->usize);
+        cr_assert_eq(e->lfh_off, want[i].lfh, "%s at %llu", want[i].name, (unsigned long long)e->lfh_off);
+        uint8_t *buf;
+        size_t len;
+        tc_diag d = {0};
+        cr_assert_eq(tc_zip_read_all(&z, e, 1 << 20, &buf, &len, &d), 0, "%s: %s", want[i].name, d.msg);
+        uint8_t *exp = malloc(want[i].size);
+        if (i == 0)
+            for (size_t k = 0; k < 50; k++)
+                exp[k] = (uint8_t)('0' + k % 10);
+        else if (i == 1)
+            memcpy(exp, "tiny", 4);
+        else
+            xorshift_bytes(exp, 3000, 7);
+        cr_assert(!memcmp(buf, exp, len), "%s reads back different", want[i].name);
+        free(exp);
+        free(buf);
+    }
+    tc_zip_free(&z);
+    free(file);
+}
+
+/* ---- reader errors ---------------------------------------------------------------------- */
+
+static const rec base_recs[] = {{"a", 100, 1}, {"b", 0, 2}, {"c", 200, 3}};
+
+static uint8_t *base_zip(size_t *n) { return make_zip("arc", base_recs, 3, 0, n); }
+
+/* Open must fail with code (0: any) and a one-line message holding frag. */
+static void open_fails(const uint8_t *f, size_t n, int code, const char *frag)
+{
+    tc_src src;
+    tc_src_init_mem(&src, f, n, "bad.zip");
+    tc_zip z;
+    tc_diag d = {0};
+    tc_zip_limits lim = {.max_entries = 1000};
+    int rc = tc_zip_open(&z, &src, &lim, &d);
+    cr_assert_neq(rc, 0, "a bad zip opened (expected '%s')", frag);
+    if (code)
+        cr_assert_eq(rc, code, "code %d, expected %d: %s", rc, code, d.msg);
+    cr_assert(strstr(d.msg, frag), "message '%s' lacks '%s'", d.msg, frag);
+    cr_assert_null(strchr(d.msg, '\n'));
+    cr_assert_null(z.e, "entry table left behind after a failure");
+}
+
+/* Offset of central directory entry i. */
+static size_t cd_entry(const uint8_t *f, size_t n, size_t i)
+{
+    zip_ends e;
+    cr_assert(zip_find_ends(f, n, &e));
+    size_t p = (size_t)e.cd_off;
+    while (i--)
+        p += 46 + rd16(f + p + 28) + rd16(f + p + 30) + rd16(f + p + 32);
+    return p;
+}
+
+Test(zip_read, duplicate_names)
+{
+    rec recs[] = {{"x", 10, 1}, {"y", 10, 2}, {"x", 20, 3}};
+    size_t n;
+    uint8_t *f = make_zip("arc", recs, 3, 0, &n);
+    open_fails(f, n, TC_ERR_FORMAT, "duplicate entry name 'arc/x'");
+    free(f);
+}
+
+Test(zip_read, overlapping_entries)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    /* entry c claims a's local header */
+    size_t c = cd_entry(f, n, 2);
+    tc_put32(f + c + 42, 0);
+    open_fails(f, n, TC_ERR_FORMAT, "overlap");
+    free(f);
+    /* entry a claims more data than it has: runs into b's header */
+    f = base_zip(&n);
+    size_t a = cd_entry(f, n, 0);
+    tc_put32(f + a + 20, 150);
+    tc_put32(f + a + 24, 150);
+    open_fails(f, n, TC_ERR_FORMAT, "overlap");
+    free(f);
+}
+
+static void bad_name(const char *archive, const char *name, const char *frag)
+{
+    rec recs[2] = {{"ok", 5, 1}, {"", 5, 2}};
+    snprintf(recs[1].name, sizeof recs[1].name, "%s", name);
+    size_t n;
+    uint8_t *f = make_zip(archive, recs, 2, 0, &n);
+    open_fails(f, n, TC_ERR_FORMAT, frag);
+    free(f);
+}
+
+Test(zip_read, escaping_names)
+{
+    bad_name("arc", "../evil", "contains '..'");
+    bad_name("arc", "x/../../evil", "contains '..'");
+    bad_name("arc", "..", "contains '..'");
+    bad_name("arc", "x/..\\evil", "contains '..'");
+    bad_name("..", "x", "contains '..'");
+    bad_name("", "abs", "absolute path");
+    bad_name("\\abs", "x", "absolute path");
+    /* dots that do not climb are fine */
+    rec recs[] = {{"...", 1, 1}, {"..x", 1, 2}, {"x..", 1, 3}, {".hidden", 1, 4}, {"a/./b", 1, 5}};
+    size_t n;
+    uint8_t *f = make_zip("arc", recs, 5, 0, &n);
+    check_reads_back(f, n, "arc", recs, 5);
+    free(f);
+}
+
+Test(zip_read, nul_in_name)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    size_t a = cd_entry(f, n, 0);
+    f[a + 46 + 1] = 0; /* "arc/a" -> "a\0c/a" */
+    open_fails(f, n, TC_ERR_FORMAT, "NUL byte in its name");
+    free(f);
+}
+
+Test(zip_read, central_directory_past_the_end)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    zip_ends e;
+    cr_assert(zip_find_ends(f, n, &e));
+    tc_put64(f + e.z64_off + 48, n + 100);
+    open_fails(f, n, TC_ERR_FORMAT, "lies outside the file");
+    free(f);
+    f = base_zip(&n);
+    tc_put64(f + e.z64_off + 40, 1ull << 40);
+    open_fails(f, n, TC_ERR_FORMAT, "lies outside the file");
+    free(f);
+    f = base_zip(&n);
+    tc_put64(f + e.z64_off + 48, UINT64_MAX - 10);
+    open_fails(f, n, TC_ERR_FORMAT, "lies outside the file");
+    free(f);
+    /* the ZIP64 locator points at garbage or past the end */
+    f = base_zip(&n);
+    tc_put64(f + e.loc_off + 8, 3);
+    open_fails(f, n, TC_ERR_FORMAT, "no zip64 end");
+    free(f);
+    f = base_zip(&n);
+    tc_put64(f + e.loc_off + 8, UINT64_MAX - 3);
+    open_fails(f, n, TC_ERR_FORMAT, "zip64 end record");
+    free(f);
+    /* an entry's local header offset past the end */
+    f = base_zip(&n);
+    tc_put32(f + cd_entry(f, n, 1) + 42, 0xFFFFFFF0u);
+    open_fails(f, n, TC_ERR_FORMAT, "truncated");
+    free(f);
+}
+
+Test(zip_read, local_header_missing)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    size_t c = cd_entry(f, n, 2);
+    size_t lfh = rd32(f + c + 42);
+    f[lfh] = 'X';
+    open_fails(f, n, TC_ERR_FORMAT, "no local header at offset");
+    free(f);
+    /* pointing into another record's data */
+    f = base_zip(&n);
+    tc_put32(f + cd_entry(f, n, 1) + 42, 64);
+    open_fails(f, n, TC_ERR_FORMAT, "no local header");
+    free(f);
+}
+
+Test(zip_read, entry_count_and_limits)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    zip_ends e;
+    cr_assert(zip_find_ends(f, n, &e));
+    tc_put64(f + e.z64_off + 32, 1000000);
+    open_fails(f, n, 0, "entries");
+    free(f);
+    f = base_zip(&n);
+    tc_put64(f + e.z64_off + 32, 50);
+    open_fails(f, n, TC_ERR_FORMAT, "cannot fit");
+    free(f);
+    f = base_zip(&n);
+    tc_put64(f + e.z64_off + 32, 4);
+    open_fails(f, n, TC_ERR_FORMAT, "4 entries cannot fit");
+    free(f);
+    f = base_zip(&n);
+    tc_put16(f + cd_entry(f, n, 2) + 28, 60000);
+    open_fails(f, n, TC_ERR_FORMAT, "runs past its end");
+    free(f);
+    /* a configured limit */
+    f = base_zip(&n);
+    tc_src src;
+    tc_src_init_mem(&src, f, n, "lim.zip");
+    tc_zip z;
+    tc_diag d = {0};
+    tc_zip_limits lim = {.max_entries = 2};
+    cr_assert_eq(tc_zip_open(&z, &src, &lim, &d), TC_ERR_LIMIT);
+    cr_assert(strstr(d.msg, "more than the limit of 2"), "%s", d.msg);
+    free(f);
+}
+
+Test(zip_read, not_a_zip)
+{
+    open_fails((const uint8_t *)"", 0, TC_ERR_FORMAT, "too small");
+    open_fails((const uint8_t *)"PK\x03\x04 short", 10, TC_ERR_FORMAT, "too small");
+    uint8_t junk[5000];
+    xorshift_bytes(junk, sizeof junk, 5);
+    for (size_t i = 0; i + 4 <= sizeof junk; i++)
+        if (!memcmp(junk + i, "PK\x05\x06", 4))
+            junk[i] = 0;
+    open_fails(junk, sizeof junk, TC_ERR_FORMAT, "no end-of-central-directory record");
+    /* an empty archive opens, with no entries */
+    uint8_t empty[22] = "PK\x05\x06";
+    tc_src src;
+    tc_src_init_mem(&src, empty, sizeof empty, "empty.zip");
+    tc_zip z;
+    tc_diag d = {0};
+    tc_zip_limits lim = {.max_entries = 10};
+    cr_assert_eq(tc_zip_open(&z, &src, &lim, &d), 0, "%s", d.msg);
+    cr_assert_eq(z.n, 0);
+    tc_zip_free(&z);
+    tc_zip_free(NULL);
+}
+
+Test(zip_read, unsupported_entries)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    tc_put16(f + cd_entry(f, n, 0) + 10, 12); /* bzip2 */
+    open_fails(f, n, TC_ERR_UNSUPPORTED, "compression method 12");
+    free(f);
+    f = base_zip(&n);
+    tc_put16(f + cd_entry(f, n, 0) + 8, 0x0809);
+    open_fails(f, n, TC_ERR_UNSUPPORTED, "encrypted");
+    free(f);
+    f = base_zip(&n);
+    tc_put32(f + cd_entry(f, n, 0) + 20, 50); /* csize != usize, stored */
+    open_fails(f, n, TC_ERR_FORMAT, "stored record with sizes 50 and 100");
+    free(f);
+}
+
+/* Every strict prefix, and every cut that keeps the central directory. */
+static void truncations_fail(const uint8_t *f, size_t n, const char *what)
+{
+    uint64_t bounds[4096];
+    size_t nb = zip_boundaries(f, n, bounds, 4096);
+    cr_assert_gt(nb, 8);
+    for (size_t i = 0; i < nb; i++) {
+        if (bounds[i] >= n)
+            continue;
+        tc_src src;
+        uint8_t *cp = malloc(bounds[i] + 1);
+        memcpy(cp, f, bounds[i]);
+        tc_src_init_mem(&src, cp, bounds[i], what);
+        tc_zip z;
+        tc_diag d = {0};
+        tc_zip_limits lim = {.max_entries = 1000};
+        cr_assert_neq(tc_zip_open(&z, &src, &lim, &d), 0, "%s truncated at %llu opened", what,
+                      (unsigned long long)bounds[i]);
+        cr_assert(d.msg[0] && !strchr(d.msg, '\n'));
+        free(cp);
+    }
+    zip_ends e;
+    cr_assert(zip_find_ends(f, n, &e));
+    for (size_t i = 0; i < nb; i++) {
+        if (bounds[i] >= e.cd_off)
+            continue;
+        size_t cn;
+        uint8_t *cut = zip_cut(f, n, bounds[i], &cn);
+        cr_assert_not_null(cut);
+        tc_src src;
+        tc_src_init_mem(&src, cut, cn, what);
+        tc_zip z;
+        tc_diag d = {0};
+        tc_zip_limits lim = {.max_entries = 1000};
+        int rc = tc_zip_open(&z, &src, &lim, &d);
+        if (rc == 0) {
+            /* only the last data descriptor went: readers do not need it */
+            cr_assert(e.cd_off - bounds[i] == 16 && rd32(f + bounds[i]) == 0x08074b50u,
+                      "%s with its records cut at %llu opened", what, (unsigned long long)bounds[i]);
+            tc_zip_free(&z);
+        } else {
+            cr_assert(d.msg[0] && !strchr(d.msg, '\n'), "%s", d.msg);
+        }
+        free(cut);
+    }
+}
+
+Test(zip_read, truncated_at_every_boundary)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    truncations_fail(f, n, "base");
+    /* small enough for every byte */
+    for (size_t k = 0; k < n; k++) {
+        tc_src src;
+        tc_src_init_mem(&src, f, k, "prefix");
+        tc_zip z;
+        tc_diag d = {0};
+        tc_zip_limits lim = {.max_entries = 1000};
+        cr_assert_neq(tc_zip_open(&z, &src, &lim, &d), 0, "prefix of %zu bytes opened", k);
+    }
+    free(f);
+    static const char *const fx[] = {"deflated.zip", "descriptor.zip"};
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t *p = slurp(data_path(fx[i]), &n);
+        cr_assert_not_null(p);
+        uint64_t bounds[256];
+        size_t nb = zip_boundaries(p, n, bounds, 256);
+        (void)nb; /* no ZIP64 end records: plain prefixes only */
+        for (size_t k = 0; k + 1 < n; k += 397) {
+            tc_src src;
+            tc_src_init_mem(&src, p, k, fx[i]);
+            tc_zip z;
+            tc_diag d = {0};
+            tc_zip_limits lim = {.max_entries = 1000};
+            cr_assert_neq(tc_zip_open(&z, &src, &lim, &d), 0, "%s prefix of %zu bytes opened", fx[i], k);
+        }
+        free(p);
+    }
+}
+
+static const tc_zip_entry *fixture_entry(const char *fixture, const char *name, uint8_t **file, size_t *n,
+                                         tc_src *src, tc_zip *z)
+{
+    open_fixture(fixture, file, n, src, z);
+    const tc_zip_entry *e = tc_zip_find(z, name);
+    cr_assert_not_null(e);
+    return e;
+}
+
+static void read_fails(const tc_zip *z, const tc_zip_entry *e, int code, const char *frag)
+{
+    uint8_t *buf = NULL;
+    size_t len;
+    tc_diag d = {0};
+    int rc = tc_zip_read_all(z, e, 1u << 30, &buf, &len, &d);
+    cr_assert_neq(rc, 0, "%s read despite '%s'", e->name, frag);
+    if (code)
+        cr_assert_eq(rc, code, "%d: %s", rc, d.msg);
+    cr_assert(strstr(d.msg, frag), "message '%s' lacks '%s'", d.msg, frag);
+    cr_assert_null(buf);
+}
+
+Test(zip_read, deflate_bomb_and_lying_sizes)
+{
+    uint8_t *file;
+    size_t n;
+    tc_src src;
+    tc_zip z;
+    /* 8 compressed bytes cannot inflate to 100 MB */
+    tc_zip_entry *e = (tc_zip_entry *)fixture_entry("deflated.zip", "arch/small", &file, &n, &src, &z);
+    e->usize = 100u << 20;
+    read_fails(&z, e, TC_ERR_FORMAT, "beyond deflate's limit");
+    e->usize = 1ull << 62;
+    read_fails(&z, e, 0, "");
+    /* within the ratio, but the stream ends first */
+    e->usize = 5000;
+    read_fails(&z, e, TC_ERR_FORMAT, "inflates to fewer bytes");
+    /* claims fewer bytes: the CRC of what was read does not match */
+    e->usize = 100;
+    read_fails(&z, e, TC_ERR_FORMAT, "CRC-32");
+    /* a real high-ratio record (1 MiB of zeros in ~1 KB) is not a bomb */
+    const tc_zip_entry *zeros = tc_zip_find(&z, "arch/zeros");
+    uint8_t *buf;
+    size_t len;
+    tc_diag d = {0};
+    cr_assert_eq(tc_zip_read_all(&z, zeros, 1u << 30, &buf, &len, &d), 0, "%s", d.msg);
+    free(buf);
+    /* the caller's limit */
+    tc_diag d2 = {0};
+    cr_assert_eq(tc_zip_read_all(&z, zeros, 1000, &buf, &len, &d2), TC_ERR_LIMIT);
+    cr_assert(strstr(d2.msg, "more than the limit of 1000"), "%s", d2.msg);
+    tc_zip_free(&z);
+    free(file);
+}
+
+Test(zip_read, corrupt_deflate_stream)
+{
+    uint8_t *file;
+    size_t n;
+    tc_src src;
+    tc_zip z;
+    const tc_zip_entry *e = fixture_entry("deflated.zip", "arch/rand", &file, &n, &src, &z);
+    /* garbage in place of the deflate stream */
+    memset(file + e->data_off, 0xff, 64);
+    read_fails(&z, e, TC_ERR_FORMAT, "");
+    tc_zip_free(&z);
+    free(file);
+    e = fixture_entry("deflated.zip", "arch/rand", &file, &n, &src, &z);
+    ((tc_zip_entry *)e)->csize = 100; /* the stream is cut short */
+    read_fails(&z, e, TC_ERR_FORMAT, "");
+    tc_zip_free(&z);
+    free(file);
+}
+
+Test(zip_read, crc_mismatch)
+{
+    size_t n;
+    uint8_t *f = base_zip(&n);
+    tc_src src;
+    tc_src_init_mem(&src, f, n, "crc.zip");
+    tc_zip z;
+    tc_diag d = {0};
+    tc_zip_limits lim = {.max_entries = 10};
+    cr_assert_eq(tc_zip_open(&z, &src, &lim, &d), 0);
+    const tc_zip_entry *c = tc_zip_find(&z, "arc/c");
+    f[c->data_off + 17] ^= 0x20;
+    read_fails(&z, c, TC_ERR_FORMAT, "CRC-32");
+    /* streaming without the check reads the damaged bytes as they are */
+    tc_zip_rd rd;
+    cr_assert_eq(tc_zip_rd_open(&rd, &z, c, &d), 0);
+    uint8_t buf[300];
+    size_t got, total = 0;
+    do {
+        cr_assert_eq(tc_zip_rd_read(&rd, buf + total, sizeof buf - total, &got, false, &d), 0, "%s", d.msg);
+        total += got;
+    } while (got);
+    cr_assert_eq(total, 200);
+    tc_zip_rd_close(&rd);
+    f[c->data_off + 17] ^= 0x20;
+    uint8_t *out;
+    size_t len;
+    cr_assert_eq(tc_zip_read_all(&z, c, 1000, &out, &len, &d), 0, "%s", d.msg);
+    free(out);
+    /* a wrong CRC in the directory, deflated record */
+    tc_zip_free(&z);
+    free(f);
+    uint8_t *file;
+    tc_src s2;
+    tc_zip z2;
+    tc_zip_entry *e = (tc_zip_entry *)fixture_entry("deflated.zip", "arch/rand", &file, &n, &s2, &z2);
+    e->crc ^= 1;
+    read_fails(&z2, e, TC_ERR_FORMAT, "CRC-32");
+    tc_zip_free(&z2);
+    free(file);
+}
