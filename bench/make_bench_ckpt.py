@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Write a GPT-2-medium-shaped float32 state_dict (~1.4 GB) tagged cuda:0, for bench/bench.sh.
+
+usage: make_bench_ckpt.py OUT [--layers N]   (24 layers, d=1024, vocab 50257, ctx 1024)
+
+lm_head.weight is tied to wte.weight (one storage, two names), as in GPT-2. Tensors are filled
+from a fixed seed. Storages are tagged cuda:0 by swapping torch.serialization.location_tag
+during the save, so the file is what a GPU machine would write.
+"""
+
+import argparse
+import collections
+import time
+
+import torch
+
+
+def gpt2_state_dict(layers=24, d=1024, vocab=50257, ctx=1024):
+    g = torch.Generator().manual_seed(1234)
+
+    def w(*shape):
+        return torch.randn(*shape, generator=g) * 0.02
+
+    sd = collections.OrderedDict()
+    sd["wte.weight"] = w(vocab, d)
+    sd["wpe.weight"] = w(ctx, d)
+    for i in range(layers):
+        p = "h.%d." % i
+        sd[p + "ln_1.weight"] = torch.ones(d)
+        sd[p + "ln_1.bias"] = torch.zeros(d)
+        sd[p + "attn.c_attn.weight"] = w(d, 3 * d)
+        sd[p + "attn.c_attn.bias"] = torch.zeros(3 * d)
+        sd[p + "attn.c_proj.weight"] = w(d, d)
+        sd[p + "attn.c_proj.bias"] = torch.zeros(d)
+        sd[p + "ln_2.weight"] = torch.ones(d)
+        sd[p + "ln_2.bias"] = torch.zeros(d)
+        sd[p + "mlp.c_fc.weight"] = w(d, 4 * d)
+        sd[p + "mlp.c_fc.bias"] = torch.zeros(4 * d)
+        sd[p + "mlp.c_proj.weight"] = w(4 * d, d)
+        sd[p + "mlp.c_proj.bias"] = torch.zeros(d)
+    sd["ln_f.weight"] = torch.ones(d)
+    sd["ln_f.bias"] = torch.zeros(d)
+    sd["lm_head.weight"] = sd["wte.weight"]  # tied
+    return sd
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--layers", type=int, default=24)
+    ap.add_argument("--d", type=int, default=1024)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--ctx", type=int, default=1024)
+    a = ap.parse_args()
+    t0 = time.time()
+    sd = gpt2_state_dict(a.layers, a.d, a.vocab, a.ctx)
+    t1 = time.time()
+    orig = torch.serialization.location_tag
+    torch.serialization.location_tag = lambda storage: "cuda:0"
+    try:
+        torch.save(sd, a.out)
+    finally:
+        torch.serialization.location_tag = orig
+    t2 = time.time()
+    n = sum(t.numel() for k, t in sd.items() if k != "lm_head.weight")
+    print("%s: %d parameters (%.2f GB float32), generated in %.1fs, saved in %.1fs"
+          % (a.out, n, n * 4 / 1e9, t1 - t0, t2 - t1))
+
+
+if __name__ == "__main__":
+    main()
