@@ -3,6 +3,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -896,4 +898,113 @@ Test(zip_read, crc_mismatch)
     read_fails(&z2, e, TC_ERR_FORMAT, "CRC-32");
     tc_zip_free(&z2);
     free(file);
+}
+
+/* ZIP64 without writing 4 GiB: a 5 GiB record that is a hole in a sparse
+ * file, and a record after it whose local header lies past 4 GiB. */
+Test(zip_write, zip64_sizes_and_offsets_sparse)
+{
+    char *dir = tmpdir_new();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sparse.zip", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    const uint64_t huge = (5ull << 30) + 100;
+    tc_zipw w;
+    tc_diag d = {0};
+    uint8_t first[100], after[200];
+    xorshift_bytes(first, sizeof first, 11);
+    xorshift_bytes(after, sizeof after, 12);
+    cr_assert_eq(tc_zipw_init(&w, fd, "big", &d), 0);
+    cr_assert_eq(tc_zipw_add(&w, "first", first, sizeof first, &d), 0);
+    cr_assert_eq(tc_zipw_begin(&w, "huge", huge, &d), 0);
+    cr_assert_eq(tc_zipw_copy(&w, fd, 0, 0, false, &d), 0); /* flushes the header */
+    /* the record's bytes: a hole of zeros */
+    cr_assert_eq(lseek(fd, (off_t)huge, SEEK_CUR), (off_t)(w.off + huge));
+    w.off += huge;
+    w.rec_done += huge;
+    static uint8_t zeros[1 << 20];
+    uint32_t mib = (uint32_t)crc32(0, zeros, sizeof zeros), crc = (uint32_t)crc32(0, NULL, 0);
+    for (uint64_t k = 0; k < huge / sizeof zeros; k++)
+        crc = (uint32_t)crc32_combine(crc, mib, sizeof zeros);
+    crc = (uint32_t)crc32(crc, zeros, (uInt)(huge % sizeof zeros));
+    tc_zipw_set_crc(&w, crc);
+    cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
+    uint64_t after_lfh = w.off;
+    cr_assert_gt(after_lfh, 0xFFFFFFFFull);
+    cr_assert_eq(tc_zipw_add(&w, "after", after, sizeof after, &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_zipw_finish(&w, &d), 0, "%s", d.msg);
+    tc_zipw_free(&w);
+    struct stat st;
+    cr_assert_eq(fstat(fd, &st), 0);
+    if ((uint64_t)st.st_blocks * 512 > (64u << 20)) {
+        close(fd);
+        tmpdir_rm(dir);
+        cr_skip_test("no sparse files here");
+    }
+    /* the writer's ZIP64 fields, read by hand */
+    uint8_t h[128];
+    const uint64_t huge_lfh = 180; /* first: data at 64, 100 bytes, a 16-byte descriptor */
+    cr_assert_eq(pread(fd, h, sizeof h, (off_t)huge_lfh), (ssize_t)sizeof h);
+    cr_assert_eq(rd32(h), 0x04034b50u);
+    size_t nl = rd16(h + 26);
+    cr_assert_eq(rd16(h + 30 + nl), 1, "no ZIP64 extra in the local header of a 5 GiB record");
+    cr_assert_eq(rd16(h + 30 + nl + 2), 16);
+    cr_assert_eq(tc_le64(h + 30 + nl + 4), huge);
+    cr_assert_eq(tc_le64(h + 30 + nl + 12), huge);
+    uint64_t huge_data = huge_lfh + 30 + nl + rd16(h + 28);
+    cr_assert_eq(huge_data % 64, 0);
+    uint8_t dd[24];
+    cr_assert_eq(pread(fd, dd, 24, (off_t)(huge_data + huge)), 24);
+    cr_assert_eq(rd32(dd), 0x08074b50u);
+    cr_assert_eq(rd32(dd + 4), crc);
+    cr_assert_eq(tc_le64(dd + 8), huge, "the descriptor of a 5 GiB record is not 24 bytes");
+    cr_assert_eq(tc_le64(dd + 16), huge);
+    cr_assert_eq(after_lfh, huge_data + huge + 24);
+    cr_assert_eq(pread(fd, h, sizeof h, (off_t)after_lfh), (ssize_t)sizeof h);
+    nl = rd16(h + 26);
+    cr_assert_eq(rd16(h + 30 + nl), 1, "no ZIP64 extra for a local header past 4 GiB");
+    cr_assert_eq(rd16(h + 30 + nl + 2), 8);
+    cr_assert_eq(tc_le64(h + 30 + nl + 4), after_lfh);
+    /* and the reader takes sizes and offsets from the ZIP64 fields */
+    tc_src src;
+    cr_assert_eq(tc_src_open_file(&src, path, &d), 0);
+    tc_zip z;
+    tc_zip_limits lim = {.max_entries = 10};
+    cr_assert_eq(tc_zip_open(&z, &src, &lim, &d), 0, "%s", d.msg);
+    cr_assert(z.zip64);
+    cr_assert_gt(z.cd_off, 0xFFFFFFFFull);
+    const tc_zip_entry *e = tc_zip_find(&z, "big/huge");
+    cr_assert_not_null(e);
+    cr_assert_eq(e->usize, huge);
+    cr_assert_eq(e->csize, huge);
+    cr_assert_eq(e->crc, crc);
+    cr_assert_eq(e->data_off, huge_data);
+    const tc_zip_entry *a = tc_zip_find(&z, "big/after");
+    cr_assert_not_null(a);
+    cr_assert_eq(a->lfh_off, after_lfh);
+    cr_assert_eq(a->data_off % 64, 0);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(tc_zip_read_all(&z, a, 1000, &buf, &len, &d), 0, "%s", d.msg);
+    cr_assert(len == sizeof after && !memcmp(buf, after, len));
+    free(buf);
+    cr_assert_eq(tc_zip_read_all(&z, tc_zip_find(&z, "big/first"), 1000, &buf, &len, &d), 0);
+    cr_assert(len == sizeof first && !memcmp(buf, first, len));
+    free(buf);
+    tc_diag d2 = {0};
+    cr_assert_eq(tc_zip_read_all(&z, e, 1 << 20, &buf, &len, &d2), TC_ERR_LIMIT);
+    tc_zip_rd rd;
+    cr_assert_eq(tc_zip_rd_open(&rd, &z, e, &d), 0);
+    uint8_t piece[4096];
+    size_t got;
+    cr_assert_eq(tc_zip_rd_read(&rd, piece, sizeof piece, &got, false, &d), 0);
+    cr_assert_eq(got, sizeof piece);
+    for (size_t i = 0; i < got; i++)
+        cr_assert_eq(piece[i], 0);
+    tc_zip_rd_close(&rd);
+    tc_zip_free(&z);
+    tc_src_close(&src);
+    close(fd);
+    tmpdir_rm(dir);
 }
