@@ -7,6 +7,8 @@ obj.canon    its canonical text (the rules match canon() in unit_util.c)
 small_pN.pkl, small.canon  the same for a small graph (truncated at every byte)
 deflated.zip stored and deflated records (CPython zipfile, seekable output)
 descriptor.zip the same records written to a pipe: flag bit 3, data descriptors
+deflated_ckpt.pt a torch-style checkpoint whose records are all deflated
+             ({'w': 2x3 float32 tensor 1..6})
 zip64.zip    CPython zipfile with force_zip64 and every ZIP64 field in use
              (ZIP64_LIMIT lowered while writing; the classic end record then
              patched to 0xFFFF/0xFFFFFFFF so only the ZIP64 records tell the truth)
@@ -186,6 +188,23 @@ def make_zips():
     write("zip64.zip", bytes(data))
 
 
+def X(s):
+    b = s.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def make_deflated_ckpt():
+    pkl = (b"\x80\x02}(" + X("w") + b"ctorch._utils\n_rebuild_tensor_v2\n((" + X("storage") +
+           b"ctorch\nFloatStorage\n" + X("0") + X("cpu") + b"K\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89"
+           b"ccollections\nOrderedDict\n)RtRu.")
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w") as z:
+        for name, data in [("ck/data.pkl", pkl), ("ck/data/0", struct.pack("<6f", 1, 2, 3, 4, 5, 6)),
+                           ("ck/version", b"3\n")]:
+            z.writestr(zinfo(name, zipfile.ZIP_DEFLATED), data)
+    write("deflated_ckpt.pt", b.getvalue())
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     obj = make_obj()
@@ -197,6 +216,7 @@ def main():
         write("small_p%d.pkl" % p, pickle.dumps(small, protocol=p))
     write("small.canon", Canon().c(small).encode() + b"\n")
     make_zips()
+    make_deflated_ckpt()
 
 
 if __name__ == "__main__":

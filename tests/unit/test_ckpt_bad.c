@@ -890,3 +890,39 @@ Test(ckpt, inspect_escapes_control_characters, .disabled = true)
                   "inspect printed control byte 0x%02x from a tensor name at offset %zu", out[i], i);
     free(out);
 }
+
+Test(ckpt, deflated_records_read)
+{
+    tc_ckpt *c = ck_opens(data_path("deflated_ckpt.pt"));
+    cr_assert_eq(c->nt, 1);
+    cr_assert_eq(c->ns, 1);
+    const tc_storage *s = &c->s[0];
+    cr_assert(!s->raw, "a deflated record read as raw bytes");
+    cr_assert_eq(s->nbytes, 24);
+    tc_srd r;
+    tc_diag d = {0};
+    cr_assert_eq(tc_srd_open(&r, c, s, &d), 0, "%s", d.msg);
+    float v[6];
+    size_t got, total = 0;
+    cr_assert_eq(tc_srd_read(&r, v, 10, &got, &d), 0, "%s", d.msg);
+    cr_assert_eq(got, 10);
+    total += got;
+    cr_assert_eq(tc_srd_read(&r, (uint8_t *)v + total, 100, &got, &d), 0, "%s", d.msg);
+    cr_assert_eq(got, 14);
+    cr_assert_eq(tc_srd_read(&r, v, 100, &got, &d), 0);
+    cr_assert_eq(got, 0);
+    tc_srd_close(&r);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(v[i], (float)(i + 1));
+    tc_ckpt_close(c);
+    /* the same file cut short fails like any other */
+    size_t n;
+    uint8_t *f = slurp(data_path("deflated_ckpt.pt"), &n);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/deflated_cut.pt", T);
+    for (size_t k = 0; k < n; k += 13) {
+        spit(path, f, k);
+        ck_fails(path, NULL, "deflated checkpoint cut");
+    }
+    free(f);
+}
