@@ -695,6 +695,7 @@ static void shorten_data0(const char *rel, uint8_t **data, size_t *len, void *ct
 }
 
 typedef void (*graph_fn)(pk_obj *rebuild_args);
+static pk_graph *edit_graph; /* the graph edit_pickle's callbacks grow */
 
 static void first_rebuild(void *ctx, pk_obj *o)
 {
@@ -714,6 +715,7 @@ static void edit_pickle(const char *rel, uint8_t **data, size_t *len, void *ctx)
     tc_diag d = {0};
     cr_assert_eq(read_pk(g, *data, *len, NULL, &root, &d), 0, "%s", d.msg);
     pk_obj *args = NULL;
+    edit_graph = g;
     pk_graph_foreach(g, first_rebuild, &args);
     cr_assert_not_null(args);
     ((graph_fn)ctx)(args);
@@ -733,10 +735,10 @@ static void huge_sizes(pk_obj *a)
     for (size_t i = 0; i < size->n; i++)
         size->items[i]->i = (int64_t)1 << 40;
     if (size->n == 1) { /* one dimension cannot overflow: add two */
-        pk_push(NULL, size, size->items[0]);
-        pk_push(NULL, size, size->items[0]);
-        pk_push(NULL, a->items[3], a->items[3]->items[0]);
-        pk_push(NULL, a->items[3], a->items[3]->items[0]);
+        pk_push(edit_graph, size, size->items[0]);
+        pk_push(edit_graph, size, size->items[0]);
+        pk_push(edit_graph, a->items[3], a->items[3]->items[0]);
+        pk_push(edit_graph, a->items[3], a->items[3]->items[0]);
     }
 }
 
@@ -757,8 +759,8 @@ static void many_dims(pk_obj *a)
 {
     pk_obj *size = a->items[2], *st = a->items[3];
     while (size->n < 65) {
-        pk_push(NULL, size, size->items[size->n - 1]);
-        pk_push(NULL, st, st->items[st->n - 1]);
+        pk_push(edit_graph, size, size->items[size->n - 1]);
+        pk_push(edit_graph, st, st->items[st->n - 1]);
     }
 }
 
