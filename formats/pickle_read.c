@@ -779,7 +779,8 @@ static int step(rd *r, bool *stop)
             return rc;
         if (!(b = mk_seq(r, PK_TUPLE, base)))
             return r->d->code;
-        return push(r, mk_call(r, a, b, true));
+        /* as CPython's _instantiate: cls(*args), or cls.__new__(cls) without arguments */
+        return push(r, mk_call(r, a, b, b->n == 0));
     case STACK_GLOBAL:
         if ((rc = pop(r, &b)) || (rc = pop(r, &a)))
             return rc;
@@ -795,7 +796,7 @@ static int step(rd *r, bool *stop)
         if (!(b = mk_seq(r, PK_TUPLE, base + 1)))
             return r->d->code;
         r->sp = base;
-        return push(r, mk_call(r, a, b, true));
+        return push(r, mk_call(r, a, b, b->n == 0));
     case EXT1:
     case EXT2:
     case EXT4: {

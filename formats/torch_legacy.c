@@ -72,7 +72,7 @@ static int parse(tc_ckpt *c, const uint8_t *buf, size_t n, bool *hit_end, pk_obj
 
 static int open_legacy(tc_ckpt *c, tc_diag *d)
 {
-    uint64_t cap = 1 << 20;
+    uint64_t cap = c->lim.max_pickle_bytes < (1u << 20) ? c->lim.max_pickle_bytes : 1u << 20;
     uint8_t *buf = NULL;
     pk_obj *keys = NULL;
     size_t end = 0;

@@ -20,6 +20,23 @@ static const tc_opt opts[] = {
     {0, 0, NULL, NULL, NULL, false},
 };
 
+/* A copy of s fit for a terminal: control bytes become \n, \r, \t or \xNN. */
+static const char *esc(const char *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 5 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) {
+            buf[k++] = (char)c;
+        } else {
+            const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+            k += (size_t)(e ? snprintf(buf + k, n - k, "%s", e) : snprintf(buf + k, n - k, "\\x%02x", c));
+        }
+    }
+    buf[k] = 0;
+    return buf;
+}
+
 /* ---- short descriptions of non-tensor objects ------------------------------- */
 
 typedef struct sbuf {
@@ -81,10 +98,18 @@ static void describe(const tc_ckpt *c, const pk_obj *o, sbuf *s, int depth)
     case PK_INT: sput(s, "%" PRId64, o->i); break;
     case PK_BIGINT: sput(s, "<%zu-byte int>", o->len); break;
     case PK_FLOAT: sput(s, "%g", o->f); break;
-    case PK_STR: sput(s, "'%.40s%s'", o->s, o->len > 40 ? "..." : ""); break;
+    case PK_STR: {
+        char e[200];
+        sput(s, "'%.40s%s'", esc(o->s, e, sizeof e), o->len > 40 ? "..." : "");
+        break;
+    }
     case PK_BYTES:
     case PK_BYTEARRAY: sput(s, "<%zu bytes>", o->len); break;
-    case PK_GLOBAL: sput(s, "%s.%s", o->s, o->name); break;
+    case PK_GLOBAL: {
+        char e1[200], e2[200];
+        sput(s, "%s.%s", esc(o->s, e1, sizeof e1), esc(o->name, e2, sizeof e2));
+        break;
+    }
     case PK_PERSID: sput(s, "<storage>"); break;
     case PK_DICT:
         if (depth >= 2 && o->n) {
@@ -115,7 +140,8 @@ static void describe(const tc_ckpt *c, const pk_obj *o, sbuf *s, int depth)
             sput(s, "OrderedDict()");
             break;
         }
-        sput(s, "%s", f ? f->name : "<call>");
+        char e[200];
+        sput(s, "%s", f ? esc(f->name, e, sizeof e) : "<call>");
         if (o->items_kind) {
             sput(s, o->items_kind == PK_ITEMS_DICT ? "{" : "[");
             if (depth >= 2)
@@ -171,7 +197,8 @@ static void contents(const tc_ckpt *c, cJSON *json)
             if (!header)
                 printf("\ncontents:\n");
             header = true;
-            printf("  %-24s %s\n", it[i]->s, s.b);
+            char e[512];
+            printf("  %-24s %s\n", esc(it[i]->s, e, sizeof e), s.b);
         }
     }
 }
@@ -235,9 +262,10 @@ static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
 
 static void print_text(const tc_ckpt *c)
 {
-    printf("%s: %s", c->path, tc_ckpt_format(c));
+    char e1[1024], e2[1024];
+    printf("%s: %s", esc(c->path, e1, sizeof e1), tc_ckpt_format(c));
     for (size_t i = 0; i < c->nfacts; i++)
-        printf(", %s %s", c->facts[i].key, c->facts[i].value);
+        printf(", %s %s", esc(c->facts[i].key, e1, sizeof e1), esc(c->facts[i].value, e2, sizeof e2));
     printf("\n\n");
     size_t w = 4;
     for (size_t i = 0; i < c->nt; i++)
@@ -261,9 +289,11 @@ static void print_text(const tc_ckpt *c)
         if (t->parameter)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "param ");
         if (t->alias_of >= 0)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "same tensor as %s ", c->t[t->alias_of].name);
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "same tensor as %s ",
+                                   esc(c->t[t->alias_of].name, e1, sizeof e1));
         else if (shares_with(c, i))
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "shares storage with %s ", shares_with(c, i));
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "shares storage with %s ",
+                                   esc(shares_with(c, i), e1, sizeof e1));
         if (t->kind == TC_TENSOR_QUANT)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "quantized ");
         if (t->kind == TC_TENSOR_META)
@@ -272,8 +302,8 @@ static void print_text(const tc_ckpt *c)
             snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
-        printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, t->name, tc_dtype_name(t->dtype), shape,
-               device_of(c, t), t->nbytes, notes, h ? h : "");
+        printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, esc(t->name, e1, sizeof e1),
+               tc_dtype_name(t->dtype), shape, esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -296,7 +326,7 @@ static void print_text(const tc_ckpt *c)
     printf("\nbytes per device:");
     for (size_t i = 0; i < ndev; i++) {
         tc_human_bytes(dev[i].bytes, h, sizeof h);
-        printf("  %s %s (%zu storages)", dev[i].key, h, dev[i].count);
+        printf("  %s %s (%zu storages)", esc(dev[i].key, e1, sizeof e1), h, dev[i].count);
     }
     printf("\nbytes per dtype: ");
     for (size_t i = 0; i < ndt; i++) {
@@ -307,7 +337,7 @@ static void print_text(const tc_ckpt *c)
     if (c->nmeta) {
         printf("\nmetadata:\n");
         for (size_t i = 0; i < c->nmeta; i++)
-            printf("  %-24s %s\n", c->meta[i].key, c->meta[i].value);
+            printf("  %-24s %s\n", esc(c->meta[i].key, e1, sizeof e1), esc(c->meta[i].value, e2, sizeof e2));
     }
     if (c->root)
         contents(c, NULL);
@@ -329,7 +359,7 @@ static void print_text(const tc_ckpt *c)
     for (size_t i = 0; i < c->ngl; i++)
         if (!c->gl[i].allowed || tc_verbosity > 1)
             printf("  %-10s %s\n", c->gl[i].dangerous ? "DANGEROUS" : c->gl[i].allowed ? "ok" : "unsafe",
-                   c->gl[i].name);
+                   esc(c->gl[i].name, e1, sizeof e1));
     if (tc_ckpt_has_dangerous(c))
         printf("This file runs code when loaded with torch.load(weights_only=False) or pickle; tensorctl never "
                "executes it.\n");

@@ -20,8 +20,8 @@ static void vmsg(const char *kind, const char *file, const char *fmt, va_list ap
     vsnprintf(buf, sizeof buf, fmt, ap);
     /* one line per message, whatever the input contained */
     for (char *p = buf; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) /* no terminal control from file contents */
+            *p = *p == '\n' ? ' ' : '?';
     if (file)
         fprintf(stderr, "tensorctl: %s%s: %s\n", kind, file, buf);
     else

@@ -821,7 +821,7 @@ Test(ckpt, limits_from_the_caller)
  * start with cap = min(1 << 20, max_pickle_bytes) (so a cut pickle at the
  * limit reports TC_ERR_LIMIT), or check `end > max_pickle_bytes` after
  * parse(). */
-Test(ckpt, legacy_honours_max_pickle_size, .disabled = true)
+Test(ckpt, legacy_honours_max_pickle_size)
 {
     tc_limits lim = TC_LIMITS_DEFAULT;
     lim.max_pickle_bytes = 100;
@@ -835,7 +835,7 @@ Test(ckpt, legacy_honours_max_pickle_size, .disabled = true)
  * src/cli/cmd_inspect.c: escape bytes < 0x20 and 0x7f (e.g. as \n, \r,
  * \x1b) in every name and string printed by the table and the contents
  * listing (the --json output is already escaped by cJSON). */
-Test(ckpt, inspect_escapes_control_characters, .disabled = true)
+Test(ckpt, inspect_escapes_control_characters)
 {
     tdesc t = good;
     static const char evil_key[] = "0";

@@ -635,7 +635,7 @@ Test(pickle_write, python2_module_names_kept)
  * 0/1 pickle with INST/OBJ changes what it builds. Only with no arguments is
  * cls.__new__(cls) right. Fix: formats/pickle_read.c, cases INST and OBJ:
  * mk_call(r, a, b, b->n == 0) instead of mk_call(r, a, b, true). */
-Test(pickle_write, inst_obj_with_args_keep_call_semantics, .disabled = true)
+Test(pickle_write, inst_obj_with_args_keep_call_semantics)
 {
     static const char c0[] = "(K\x01imod\ncls\n.", c1[] = "(cmod\ncls\nK\x01o.";
     static const struct {
