@@ -1026,7 +1026,8 @@ def verify_output(inp_path, out_path, dtype=None, strict_cast=False, device=None
     if len(scan_in["storages"]) != len(scan_out["storages"]):
         notes.append("storage records: %d in input, %d in output"
                      % (len(scan_in["storages"]), len(scan_out["storages"])))
-    all_cpu = out_locs == ["cpu"] or not out_locs
+    # a user of a file meant to be all-cpu loads it with no map_location at all
+    all_cpu = want_locs == ["cpu"] or not want_locs
     # the user's way: plain torch.load
     if all_cpu:
         ok, msg = user_load_check(out_path)
