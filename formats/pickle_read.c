@@ -115,7 +115,10 @@ static int memo_put(rd *r, uint64_t idx)
     int rc = top(r, &o);
     if (rc)
         return rc;
-    if (idx >= r->o->limits.max_memo || idx > (uint64_t)r->pos + 1024)
+    if (idx >= r->o->limits.max_memo)
+        return FAIL(r, TC_ERR_LIMIT, "memo index %llu is over the limit of %llu (raise with --max-objects)",
+                    (unsigned long long)idx, (unsigned long long)r->o->limits.max_memo);
+    if (idx > (uint64_t)r->pos + 1024)
         return FAIL(r, TC_ERR_LIMIT, "memo index %llu is implausibly large", (unsigned long long)idx);
     if (idx >= r->memo_cap) {
         size_t cap = r->memo_cap ? r->memo_cap : 256;
