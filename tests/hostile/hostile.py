@@ -236,6 +236,10 @@ def many_objects(n=5000):
     body = b']q\x00(' + b'N' * n + b'e' + dict_of([('w', tensor())]) + b'a'
     return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
 
+def many_memo_slots(n=3000):
+    body = b']' + b''.join(b'r' + struct.pack('<I', i) for i in range(n)) + b'0' + dict_of([('w', tensor())])
+    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+
 def not_a_checkpoint():
     return b'hello, this is not a checkpoint at all\n'
 
@@ -284,6 +288,9 @@ CASES = {
     'many_objects': (many_objects, [(['--max-objects', '1000'], '--max-objects', 3),
                                     (['to-cpu-out', '--max-objects', '1000'], '--max-objects', 3),
                                     ([], None, 0), (['to-cpu-out'], None, 0)]),
+    'many_memo_slots': (many_memo_slots, [(['--max-objects', '2000'], 'raise with --max-objects', 3),
+                                          (['to-cpu-out', '--max-objects', '2000'], 'raise with --max-objects', 3),
+                                          ([], None, 0), (['to-cpu-out'], None, 0)]),
     'not_a_checkpoint': (not_a_checkpoint, INSPECT_AND_MOVE('not a checkpoint')),
     'truncated': (truncated, INSPECT_AND_MOVE('truncated')),
 }
