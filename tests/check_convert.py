@@ -113,7 +113,8 @@ def dtype_size(name):
 def inspect_diff(a, b, device=None, maps=None, dtype=None):
     """Problems between inspect --json of input a and output b."""
     problems = []
-    if a.get("format") != b.get("format") and not (a.get("format") == "legacy"):
+    legacy_upgrade = a.get("format") == "torch-legacy" and b.get("format") == "torch-zip"
+    if a.get("format") != b.get("format") and not legacy_upgrade:
         problems.append("format %s became %s" % (a.get("format"), b.get("format")))
     ta, tb = a.get("tensors") or [], b.get("tensors") or []
     if len(ta) != len(tb):
