@@ -422,6 +422,39 @@ static int walk_seq(walker *w, pk_obj **it, size_t n)
     return 0;
 }
 
+static int walk_named(walker *w, const char *comp, pk_obj *o)
+{
+    size_t sv;
+    if (path_push(w, comp, &sv))
+        return w->d->code;
+    int rc = walk(w, o);
+    path_pop(w, sv);
+    return rc;
+}
+
+/* Sparse tensors: their component tensors, named as torch's accessors. */
+static int walk_sparse(walker *w, const pk_obj *layout, pk_obj *parts)
+{
+    static const char *const coo[] = {"indices", "values"};
+    static const char *const comp[] = {"crow_indices", "col_indices", "values"};
+    static const char *const ccol[] = {"ccol_indices", "row_indices", "values"};
+    const char *lay = "";
+    if (layout && layout->kind == PK_CALL && layout->args && layout->args->n == 1 &&
+        layout->args->items[0]->kind == PK_STR)
+        lay = layout->args->items[0]->s;
+    else if (layout && layout->kind == PK_GLOBAL)
+        lay = layout->name;
+    const char *const *names = strstr(lay, "coo") ? coo : strstr(lay, "csc") || strstr(lay, "bsc") ? ccol : comp;
+    size_t nn = names == coo ? 2 : 3;
+    int rc = 0;
+    for (size_t i = 0; i < parts->n && !rc; i++) {
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", i);
+        rc = walk_named(w, i < nn ? names[i] : idx, parts->items[i]);
+    }
+    return rc;
+}
+
 /* nn.Module pickled whole: names as state_dict() gives them. */
 static int walk_module(walker *w, const pk_obj *state)
 {
@@ -487,14 +520,28 @@ static int walk_call(walker *w, pk_obj *o)
                               args->items[1]->kind == PK_BOOL && args->items[1]->i);
         }
         if (!strcmp(f->name, "_rebuild_tensor_v2") || !strcmp(f->name, "_rebuild_tensor_v3") ||
-            !strcmp(f->name, "_rebuild_tensor") || !strcmp(f->name, "_rebuild_qtensor") ||
+            !strcmp(f->name, "_rebuild_tensor") ||
             !strcmp(f->name, "_rebuild_meta_tensor_no_storage") || !strcmp(f->name, "_rebuild_wrapper_subclass"))
             return add_tensor(w, o, NULL, f, args, false, false);
         if (!strcmp(f->name, "_rebuild_device_tensor_from_cpu_tensor") && args->n >= 1)
             return walk(w, args->items[0]);
-        if (!strcmp(f->name, "_rebuild_sparse_tensor") || !strcmp(f->name, "_rebuild_sparse_csr_tensor") ||
-            !strcmp(f->name, "_rebuild_nested_tensor"))
+        if ((!strcmp(f->name, "_rebuild_sparse_tensor") || !strcmp(f->name, "_rebuild_sparse_csr_tensor")) &&
+            args->n == 2 && args->items[1]->kind == PK_TUPLE)
+            return walk_sparse(w, args->items[0], args->items[1]);
+        if (!strcmp(f->name, "_rebuild_nested_tensor"))
             return walk_seq(w, args->items, args->n);
+        if (!strcmp(f->name, "_rebuild_qtensor")) {
+            int rc = add_tensor(w, o, NULL, f, args, false, false);
+            if (!rc && args->n > 4 && args->items[4]->kind == PK_TUPLE && args->items[4]->n >= 3) {
+                static const char *const qp[] = {"q_per_channel_scales", "q_per_channel_zero_points"};
+                size_t first = w->c->nt;
+                for (size_t i = 0; i < 2 && !rc; i++)
+                    rc = walk_named(w, qp[i], args->items[4]->items[1 + i]);
+                for (size_t k = first; k < w->c->nt; k++)
+                    w->c->t[k].aux = true;
+            }
+            return rc;
+        }
     }
     if (f && args && args->kind == PK_TUPLE && pk_is_global(f, "torch._tensor", "_rebuild_from_type_v2") &&
         args->n >= 3 && args->items[2]->kind == PK_TUPLE) {
@@ -564,7 +611,7 @@ static const char *const rebuild_fns[] = {
     "_rebuild_parameter", "_rebuild_parameter_with_state", "_rebuild_qtensor", "_rebuild_tensor",
     "_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_sparse_tensor", "_rebuild_meta_tensor_no_storage",
     "_rebuild_nested_tensor", "_rebuild_wrapper_subclass", "_rebuild_device_tensor_from_numpy",
-    "_rebuild_device_tensor_from_cpu_tensor", "_rebuild_sparse_csr_tensor", NULL};
+    "_rebuild_device_tensor_from_cpu_tensor", NULL}; /* torch 2.x: not _rebuild_sparse_csr_tensor */
 
 /* Modules whose every attribute can reach the system, and single names that can. */
 static const char *const danger_modules[] = {

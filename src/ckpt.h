@@ -62,6 +62,7 @@ typedef struct tc_tensor {
     pk_obj *node;          /* the rebuild call */
     pk_obj *param;         /* the _rebuild_parameter call wrapping it, if any */
     long alias_of;         /* index of the first tensor built by the same node, or -1 */
+    bool aux;              /* part of another tensor (quantizer scales): never cast */
 } tc_tensor;
 
 typedef struct tc_global {

@@ -76,7 +76,7 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
         if (t->storage < 0)
             continue;
         size_t i = (size_t)t->storage;
-        if (t->kind != TC_TENSOR_DENSE || !pk_call_global(t->node) ||
+        if (t->kind != TC_TENSOR_DENSE || t->aux || !pk_call_global(t->node) ||
             strcmp(pk_call_global(t->node)->s, "torch._utils"))
             castable[i] = false;
     }
