@@ -243,6 +243,83 @@ def helper(py, outdir, *args):
     return json.loads(so.strip().splitlines()[-1]), None
 
 
+def write_st(path, tensors, meta):
+    """A safetensors file from {name: (dtype, shape, bytes)}, sorted as the reference sorts."""
+    names = sorted(tensors, key=lambda k: (-RANK.index(tensors[k][0]), k.encode()))
+    hdr, pos, data = {"__metadata__": meta}, 0, b""
+    for n in names:
+        dt, shape, b = tensors[n]
+        hdr[n] = {"dtype": dt, "shape": shape, "data_offsets": [pos, pos + len(b)]}
+        pos += len(b)
+        data += b
+    raw = json.dumps(hdr, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw + data)
+
+
+def check_shards(tc, outdir, corpus, r, pys):
+    src = os.path.join(corpus, "torch-2.14", "lm.safetensors")
+    ex = expect_of(src, None)
+    _, _, hdr, data = read_st(src)
+    hdr.pop("__metadata__", None)
+    names = sorted(hdr)
+    d = os.path.join(outdir, "shards")
+    os.makedirs(d, exist_ok=True)
+    wm = {}
+    for i, part in enumerate((names[:6], names[6:])):
+        fn = "model-%05d-of-00002.safetensors" % (i + 1)
+        write_st(os.path.join(d, fn), {n: (hdr[n]["dtype"], hdr[n]["shape"],
+                                           data[hdr[n]["data_offsets"][0]:hdr[n]["data_offsets"][1]])
+                                       for n in part}, {"format": "pt"})
+        wm.update({n: fn for n in part})
+    index = os.path.join(d, "model.safetensors.index.json")
+    with open(index, "w") as f:
+        json.dump({"metadata": {"total_size": len(data)}, "weight_map": wm}, f)
+    insp = inspect(tc, index)
+    r.check(insp["format"] == "safetensors-index" and {t["name"] for t in insp["tensors"]} == set(names)
+            and insp["records"].get("shards") == "2", "index: inspect lists every tensor of both shards")
+    bad = os.path.join(d, "bad.safetensors.index.json")
+    with open(bad, "w") as f:
+        json.dump({"metadata": {}, "weight_map": dict(wm, ghost="model-00001-of-00002.safetensors")}, f)
+    rc, _, se = run([tc, "inspect", bad])
+    r.check(rc == 3 and "the index maps tensor 'ghost' to it, but it is not there" in se,
+            "index: a tensor missing from its shard is reported", se.strip())
+    pt_dir, st_dir = os.path.join(d, "pt"), os.path.join(d, "st")
+    os.makedirs(pt_dir, exist_ok=True)
+    os.makedirs(st_dir, exist_ok=True)
+    pt_index = os.path.join(pt_dir, "pytorch_model.bin.index.json")
+    rc, _, se = run([tc, "convert", "-f", index, pt_index])
+    if not r.check(rc == 0, "index: convert to .bin shards", se.strip()):
+        return
+    st_index = os.path.join(st_dir, "model.safetensors.index.json")
+    rc, _, se = run([tc, "convert", "-f", pt_index, st_index])
+    if not r.check(rc == 0, "index: convert back to safetensors shards", se.strip()):
+        return
+    with open(st_index) as f:
+        ix = json.load(f)
+    r.check(sorted(set(ix["weight_map"].values())) == ["model-00001-of-00002.safetensors",
+                                                        "model-00002-of-00002.safetensors"]
+            and ix["metadata"]["total_size"] == len(data), "index: shard names and total_size as transformers")
+    got = {}
+    for fn in set(ix["weight_map"].values()):
+        h, _, _ = st_tensors(os.path.join(st_dir, fn), r, "index: " + fn)
+        got.update(h)
+    r.check(all(got.get(n) == ex[n]["sha256"] for n in names) and len(got) == len(names),
+            "index: every tensor bit for bit after .safetensors -> .bin -> .safetensors shards")
+    for py, ver in pys:
+        with open(pt_index) as f:
+            pix = json.load(f)
+        tens = {}
+        for fn in set(pix["weight_map"].values()):
+            res, err = helper(py, outdir, "pt", os.path.join(pt_dir, fn))
+            if not r.check(res is not None, "index: torch.load of %s with %s" % (fn, py), err):
+                return
+            tens.update(res)
+        r.check(all(tens.get(n, {}).get("sha256") == ex[n]["sha256"] for n in names),
+                "index: .bin shards equal the input with " + py)
+
+
 def main():
     if len(sys.argv) != 5:
         print(__doc__)
@@ -345,6 +422,7 @@ def main():
                     if len(meta) <= 1:
                         same &= rawa == rawb
                     r.check(same, rel + ": same header (order, offsets, padding) and data as safetensors.save_file")
+    check_shards(tc, outdir, corpus, r, pys)
     print("%d passed, %d failed, %d skipped" % (r.passed, r.failed, r.skipped))
     return 1 if r.failed else 0
 
