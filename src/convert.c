@@ -12,7 +12,6 @@
 #include "../kernels/cast.h"
 
 #define CHUNK (4u << 20)        /* elements gathered per cast/write step, in bytes */
-#define WINDOW (8u << 20)       /* read window over a storage for strided gathers */
 #define WHOLE_MAX (32u << 20)   /* strided views of storages up to this size are read whole */
 
 void tc_convert_report_free(tc_convert_report *r)
@@ -59,32 +58,68 @@ static bool contiguous(const tc_tensor *t)
 
 /* ---- gathering a tensor's elements ------------------------------------------ */
 
+/* Strided views of large raw storages are read through a 4-way set-associative
+ * cache of 4 KiB blocks (32 MiB): a transposed matrix with up to ~8k columns
+ * then reads each block about once. */
+#define BLK 4096u
+#define NSETS 2048u
+#define WAYS 4u
+
 typedef struct gather {
     const tc_ckpt *c;
     const tc_storage *s;
-    uint8_t *win;           /* window over the storage's bytes */
-    uint64_t wbeg, wlen;
-    size_t wcap;
+    uint8_t *win;           /* the whole storage (small ones), or the cache blocks */
+    uint64_t wlen;
+    bool whole;
+    uint64_t *tag, *age, clock;
 } gather;
+
+static int block(gather *g, uint64_t b, const uint8_t **out, tc_diag *d)
+{
+    size_t set = (size_t)((b * 0x9E3779B97F4A7C15ull) >> 53) % NSETS, victim = set * WAYS;
+    for (size_t w = set * WAYS; w < set * WAYS + WAYS; w++) {
+        if (g->tag[w] == b + 1) {
+            g->age[w] = ++g->clock;
+            *out = g->win + w * BLK;
+            return 0;
+        }
+        if (g->age[w] < g->age[victim])
+            victim = w;
+    }
+    uint64_t off = b * BLK, n = g->s->nbytes - off < BLK ? g->s->nbytes - off : BLK;
+    g->tag[victim] = 0;
+    int rc = tc_src_read(&g->c->src, g->s->file_off + off, g->win + victim * BLK, (size_t)n, g->s->key, d);
+    if (rc)
+        return rc;
+    g->tag[victim] = b + 1;
+    g->age[victim] = ++g->clock;
+    *out = g->win + victim * BLK;
+    return 0;
+}
 
 static int fetch(gather *g, uint64_t off, size_t len, uint8_t *dst, tc_diag *d)
 {
-    if (off >= g->wbeg && off + len <= g->wbeg + g->wlen) {
-        memcpy(dst, g->win + (off - g->wbeg), len);
+    if (g->whole) {
+        memcpy(dst, g->win + off, len);
         return 0;
     }
     if (!g->s->raw)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is compressed and too large to gather a view of",
                        g->s->key);
-    if (len >= g->wcap)
+    if (len >= 16 * BLK)
         return tc_src_read(&g->c->src, g->s->file_off + off, dst, len, g->s->key, d);
-    uint64_t n = g->s->nbytes - off < g->wcap ? g->s->nbytes - off : g->wcap;
-    int rc = tc_src_read(&g->c->src, g->s->file_off + off, g->win, (size_t)n, g->s->key, d);
-    if (rc)
-        return rc;
-    g->wbeg = off;
-    g->wlen = n;
-    memcpy(dst, g->win, len);
+    while (len) {
+        const uint8_t *p;
+        uint64_t b = off / BLK, in = off % BLK;
+        size_t k = BLK - in < len ? (size_t)(BLK - in) : len;
+        int rc = block(g, b, &p, d);
+        if (rc)
+            return rc;
+        memcpy(dst, p + in, k);
+        dst += k;
+        off += k;
+        len -= k;
+    }
     return 0;
 }
 
@@ -162,8 +197,7 @@ static int stream_tensor(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_s
     }
     /* strided: the whole storage in memory when small, else a read window (raw storages) */
     if (s->nbytes <= WHOLE_MAX) {
-        g.wcap = s->nbytes ? (size_t)s->nbytes : 1;
-        if (!(g.win = malloc(g.wcap))) {
+        if (!(g.win = malloc(s->nbytes ? (size_t)s->nbytes : 1))) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             goto done;
         }
@@ -177,14 +211,12 @@ static int stream_tensor(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_s
             rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", s->key);
         if (rc)
             goto done;
-        g.wbeg = 0;
+        g.whole = true;
         g.wlen = s->nbytes;
-    } else {
-        g.wcap = WINDOW;
-        if (!(g.win = malloc(g.wcap))) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            goto done;
-        }
+    } else if (!(g.win = malloc((size_t)NSETS * WAYS * BLK)) || !(g.tag = calloc(NSETS * WAYS, sizeof *g.tag)) ||
+               !(g.age = calloc(NSETS * WAYS, sizeof *g.age))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
     }
     {
         int nd = t->ndim;
@@ -224,6 +256,8 @@ done:
     free(buf);
     free(os.cbuf);
     free(g.win);
+    free(g.tag);
+    free(g.age);
     return rc;
 }
 
