@@ -320,6 +320,51 @@ def check_shards(tc, outdir, corpus, r, pys):
                 "index: .bin shards equal the input with " + py)
 
 
+def max_rss_kb(cmd):
+    """Exit status and peak RSS (KiB) of cmd, measured in a fresh process."""
+    code = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.PIPE); sys.stderr.write(p.stderr.decode()); "
+            "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    rc, so, se = run([sys.executable, "-c", code] + cmd)
+    st, kb = so.split()
+    return int(st), int(kb), se.strip()
+
+
+def check_memory(tc, outdir, r):
+    """160 MiB of tensors, one of them reached only through a transposed view: every step stays under 64 MiB."""
+    d = os.path.join(outdir, "mem")
+    os.makedirs(d, exist_ok=True)
+    rows, cols = 4096, 4096  # 64 MiB of float32
+    blob = struct.pack("<f", 1.5) * 16 + bytes(range(256)) * 16
+    big = (blob * (rows * cols * 4 // len(blob) + 1))[:rows * cols * 4]
+    other = bytes(96 << 20)
+    aliases = {"y.view": {"of": "x.base", "offset": 3, "shape": [cols - 1, rows // 2], "stride": [1, cols * 2],
+                          "same": False}}
+    src = os.path.join(d, "big.safetensors")
+    write_st(src, {"x.base": ("F32", [rows, cols], big), "x.other": ("U8", [len(other)], other)},
+             {"format": "pt", ALIASES: json.dumps(aliases)})
+    pt = os.path.join(d, "big.pt")
+    steps = [("safetensors -> .pt", [tc, "convert", "-q", "-f", src, pt]),
+             ("lone transposed view -> safetensors (--key y)",
+              [tc, "convert", "-q", "-f", "--key", "y", pt, os.path.join(d, "view.safetensors")]),
+             (".pt -> safetensors with --dtype bfloat16",
+              [tc, "convert", "-q", "-f", "--dtype", "bfloat16", pt, os.path.join(d, "bf16.safetensors")])]
+    for what, cmd in steps:
+        rc, kb, se = max_rss_kb(cmd)
+        r.check(rc == 0 and kb < 64 * 1024, "memory: %s in %d KiB" % (what, kb), se)
+    view = bytearray()
+    a = aliases["y.view"]
+    esz = 4
+    for i in range(a["shape"][0]):
+        for j in range(a["shape"][1]):
+            el = a["offset"] + i * a["stride"][0] + j * a["stride"][1]
+            view += big[el * esz:(el + 1) * esz]
+    got, _, _ = st_tensors(os.path.join(d, "view.safetensors"), r, "memory: view.safetensors")
+    r.check(got.get("view") == hashlib.sha256(bytes(view)).hexdigest(), "memory: the gathered view is bit for bit")
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+
+
 def main():
     if len(sys.argv) != 5:
         print(__doc__)
@@ -423,6 +468,7 @@ def main():
                         same &= rawa == rawb
                     r.check(same, rel + ": same header (order, offsets, padding) and data as safetensors.save_file")
     check_shards(tc, outdir, corpus, r, pys)
+    check_memory(tc, outdir, r)
     print("%d passed, %d failed, %d skipped" % (r.passed, r.failed, r.skipped))
     return 1 if r.failed else 0
 
