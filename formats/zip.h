@@ -85,6 +85,7 @@ typedef struct tc_zipw {
     bool rec_crc_known;
     uint8_t *buf; /* write buffer */
     size_t blen;
+    uint64_t synced; /* written back up to here (see kick_writeback) */
 } tc_zipw;
 
 int tc_zipw_init(tc_zipw *w, int fd, const char *archive_name, tc_diag *d);

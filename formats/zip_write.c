@@ -1,6 +1,7 @@
 #include "zip.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,17 @@ static int io_err(tc_diag *d, int e)
     return tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(e < 0 ? -e : e));
 }
 
+/* Start writing back what is on disk's way every 32 MiB, so that the fsync
+ * before the rename finds little left to do: the disk works while we copy. */
+static void kick_writeback(tc_zipw *w)
+{
+    uint64_t flushed = w->off - w->blen;
+    if (flushed - w->synced >= (32u << 20)) {
+        sync_file_range(w->fd, (off_t)w->synced, (off_t)(flushed - w->synced), SYNC_FILE_RANGE_WRITE);
+        w->synced = flushed;
+    }
+}
+
 static int flush(tc_zipw *w, tc_diag *d)
 {
     if (w->blen) {
@@ -23,6 +35,7 @@ static int flush(tc_zipw *w, tc_diag *d)
         if (e)
             return io_err(d, e);
         w->blen = 0;
+        kick_writeback(w);
     }
     return 0;
 }
@@ -42,6 +55,7 @@ static int emit(tc_zipw *w, const void *p, size_t n, tc_diag *d)
             if (e)
                 return io_err(d, e);
             w->off += n;
+            kick_writeback(w);
             return 0;
         }
         memcpy(w->buf + w->blen, s, k);
@@ -188,7 +202,7 @@ int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc
         loff_t in = (loff_t)off;
         uint64_t left = n;
         while (left) {
-            size_t k = left > (1u << 30) ? (1u << 30) : (size_t)left;
+            size_t k = left > (32u << 20) ? (32u << 20) : (size_t)left;
             ssize_t c = copy_file_range(src_fd, &in, w->fd, NULL, k, 0);
             if (c < 0 && errno == EINTR)
                 continue;
@@ -200,6 +214,7 @@ int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc
             left -= (uint64_t)c;
             w->off += (uint64_t)c;
             w->rec_done += (uint64_t)c;
+            kick_writeback(w);
         }
         off = (uint64_t)in;
         n = left;
@@ -227,6 +242,7 @@ int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc
             rc = io_err(d, e);
         w->off += (uint64_t)r;
         w->rec_done += (uint64_t)r;
+        kick_writeback(w);
         off += (uint64_t)r;
         n -= (uint64_t)r;
     }
