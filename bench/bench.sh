@@ -115,6 +115,8 @@ def cast(v):
 torch.save({k: cast(v) for k, v in sd.items()}, sys.argv[2])'
 
 bench "cp" "$dir/out.pt" cp "$ckpt" "$dir/out.pt"
+# tensorctl fsyncs its output before renaming it into place; this is cp made as durable
+bench "cp + fsync" "$dir/out.pt" sh -c 'cp "$1" "$2" && sync "$2"' sh "$ckpt" "$dir/out.pt"
 bench "tensorctl to-cpu" "$dir/out.pt" "$tool" to-cpu "$ckpt" -o "$dir/out.pt"
 bench "torch load+save" "$dir/out.pt" "$py" -c "$torch_cpu" "$ckpt" "$dir/out.pt"
 bench "tensorctl to-cpu --dtype bfloat16" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 "$ckpt" -o "$dir/out.pt"
@@ -142,19 +144,21 @@ function median(s,   a, k, i, j, t) {
 }
 { name[NR] = $1; failed[NR] = ($2 == "FAILED"); if (!failed[NR]) { t[NR] = median($2); m[NR] = median($3); sz[NR] = $4 } ; idx[$1] = NR }
 END {
-    print "| task | median wall (s) | x cp | torch / tensorctl | peak RSS (MB) | output (MB) |"
-    print "|---|---:|---:|---:|---:|---:|"
+    print "| task | median wall (s) | x cp | x cp + fsync | torch / tensorctl | peak RSS (MB) | output (MB) |"
+    print "|---|---:|---:|---:|---:|---:|---:|"
     cp = ("cp" in idx && !failed[idx["cp"]]) ? t[idx["cp"]] : 0
+    cps = ("cp + fsync" in idx && !failed[idx["cp + fsync"]]) ? t[idx["cp + fsync"]] : 0
     pair["torch load+save"] = "tensorctl to-cpu"
     pair["torch load+bf16+save"] = "tensorctl to-cpu --dtype bfloat16"
     for (i = 1; i <= NR; i++) {
-        if (failed[i]) { printf "| %s | failed | | | | |\n", name[i]; continue }
+        if (failed[i]) { printf "| %s | failed | | | | | |\n", name[i]; continue }
         xcp = (cp > 0) ? sprintf("%.2f", t[i] / cp) : "-"
+        xcps = (cps > 0) ? sprintf("%.2f", t[i] / cps) : "-"
         vs = "-"
         if (name[i] in pair && (pair[name[i]] in idx)) {
             j = idx[pair[name[i]]]
             if (!failed[j] && t[j] > 0) vs = sprintf("%.2f", t[i] / t[j])
         }
-        printf "| %s | %.2f | %s | %s | %.0f | %.1f |\n", name[i], t[i], xcp, vs, m[i] / 1024, sz[i] / 1e6
+        printf "| %s | %.2f | %s | %s | %s | %.0f | %.1f |\n", name[i], t[i], xcp, xcps, vs, m[i] / 1024, sz[i] / 1e6
     }
 }' "$results"
