@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../formats/shard_index.h"
 #include "../tensor_data.h"
 #include "cli.h"
 
@@ -299,7 +300,9 @@ static void print_text(const tc_ckpt *c)
         if (t->kind == TC_TENSOR_META)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "no data ");
         if (t->kind == TC_TENSOR_OTHER)
-            snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
+        if (tc_index_shard_of(c, t))
+            snprintf(notes + nl, sizeof notes - nl, "in %s ", esc(tc_index_shard_of(c, t), e2, sizeof e2));
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
         printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, esc(t->name, e1, sizeof e1),
@@ -402,6 +405,8 @@ static void print_json(const tc_ckpt *c)
         cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
         if (t->alias_of >= 0)
             cJSON_AddStringToObject(o, "same_as", c->t[t->alias_of].name);
+        if (tc_index_shard_of(c, t))
+            cJSON_AddStringToObject(o, "shard", tc_index_shard_of(c, t));
         char hex[65];
         if (want_hash && tensor_hash(c, i, hex))
             cJSON_AddStringToObject(o, "sha256", hex);
