@@ -71,7 +71,7 @@ long tc_ckpt_new_storage(tc_ckpt *c, const char *key, tc_diag *d)
     return (long)c->ns++;
 }
 
-static int add_pid(tc_storage *s, pk_obj *pid, tc_diag *d)
+int tc_storage_add_pid(tc_storage *s, pk_obj *pid, tc_diag *d)
 {
     for (size_t i = 0; i < s->npids; i++)
         if (s->pids[i] == pid)
@@ -139,7 +139,7 @@ int tc_ckpt_on_persid(void *ctx, pk_obj *persid, tc_diag *d)
                        ", then %s x %" PRId64 ")",
                        key->s, tc_dtype_name(s->dtype), s->numel, tc_dtype_name(dt), numel->i);
     }
-    return add_pid(s, t, d);
+    return tc_storage_add_pid(s, t, d);
 }
 
 /* ---- facts, tensors, globals -------------------------------------------- */

@@ -148,6 +148,8 @@ int tc_ckpt_index_graph(tc_ckpt *c, tc_diag *d);
 tc_storage *tc_ckpt_storage(tc_ckpt *c, const char *key);
 /* Add a storage (formats without pickles); returns its index or -1. */
 long tc_ckpt_new_storage(tc_ckpt *c, const char *key, tc_diag *d);
+/* Record a persistent-id tuple naming s (once). */
+int tc_storage_add_pid(tc_storage *s, pk_obj *pid, tc_diag *d);
 /* Add a tensor entry with a copy of name; returns it, or NULL. */
 tc_tensor *tc_ckpt_new_tensor(tc_ckpt *c, const char *name, tc_diag *d);
 

@@ -140,16 +140,17 @@ static int emit(out_stream *os, const uint8_t *buf, size_t n, tc_diag *d)
     size_t esz = tc_dtype_size(os->from), cnt = n / esz;
     tc_cast_stats cs = {0};
     tc_cast_count(&cs, os->to, os->from, buf, cnt);
-    os->rep->overflow += cs.overflow;
-    os->rep->underflow += cs.underflow;
+    if (os->rep) {
+        os->rep->overflow += cs.overflow;
+        os->rep->underflow += cs.underflow;
+    }
     if (tc_cast_cpu(os->to, os->cbuf, os->from, buf, cnt))
         return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(os->from), tc_dtype_name(os->to));
     return os->sink(os->ctx, os->cbuf, cnt * tc_dtype_size(os->to), d);
 }
 
-/* Pass t's elements, in C order and cast to `to`, to sink. */
-static int stream_tensor(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sink_fn sink, void *ctx,
-                         tc_convert_report *rep, tc_diag *d)
+int tc_tensor_stream(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sink_fn sink, void *ctx,
+                     tc_convert_report *rep, tc_diag *d)
 {
     if (!t->numel)
         return 0;
@@ -424,7 +425,7 @@ int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, in
     free(h.p);
     for (size_t i = 0; i < n && !rc; i++) {
         uint64_t before = f.written;
-        rc = stream_tensor(items[i].c, items[i].t, items[i].out, fd_sink, &f, rep, d);
+        rc = tc_tensor_stream(items[i].c, items[i].t, items[i].out, fd_sink, &f, rep, d);
         if (!rc && f.written - before != items[i].nbytes)
             rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': wrote %" PRIu64 " bytes, expected %" PRIu64, items[i].name,
                          f.written - before, items[i].nbytes);
@@ -695,20 +696,6 @@ static pk_obj *int_tuple(gb *b, const int64_t *v, int n)
     return t;
 }
 
-static int add_pid(tc_storage *s, pk_obj *pid, tc_diag *d)
-{
-    if (s->npids == s->pcap) {
-        size_t cap = s->pcap ? s->pcap * 2 : 2;
-        pk_obj **p = realloc(s->pids, cap * sizeof *p);
-        if (!p)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        s->pids = p;
-        s->pcap = cap;
-    }
-    s->pids[s->npids++] = pid;
-    return 0;
-}
-
 /* _rebuild_tensor_v2/v3 call for a view of storage si. */
 static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t offset, const int64_t *shape,
                             const int64_t *stride, int nd)
@@ -733,7 +720,7 @@ static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t off
     if (b->oom || !(call->args = chk(b, pk_new_tuple(b->g, v3 ? 7 : 6, a))))
         return NULL;
     call->func = v3 ? b->v3 : b->v2;
-    if (add_pid(s, tup, b->d))
+    if (tc_storage_add_pid(s, tup, b->d))
         return NULL;
     return call;
 }

@@ -55,6 +55,13 @@ typedef struct tc_convert_report {
     uint64_t overflow, underflow; /* values the cast turned into inf/NaN, or zero */
 } tc_convert_report;
 
+/* Pass t's elements, in C order (what torch's .contiguous() holds) and cast
+ * to `to` (t->dtype: no cast), to sink in chunks of whole elements. Strided
+ * views are gathered through bounded buffers. rep (may be NULL) receives the
+ * cast's overflow and underflow counts. */
+int tc_tensor_stream(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sink_fn sink, void *ctx,
+                     tc_convert_report *rep, tc_diag *d);
+
 /* Write c as a safetensors file into fd (an open, empty file). extra_meta
  * (may be NULL) is copied into __metadata__ after "format": "pt". */
 int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv *extra_meta, size_t nextra,
