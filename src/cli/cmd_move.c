@@ -7,6 +7,11 @@
 
 #include "../../kernels/cast.h"
 #include "../../kernels/cast_cuda.h"
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../formats/shard_index.h"
 #include "../outfile.h"
 #include "../rewrite.h"
 #include "cli.h"
@@ -260,6 +265,99 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
                 dev.free_mem / 1e9);
 }
 
+/* dir/base of a shard file name (its last component), or -1 when too long. */
+static int shard_out(char *path, size_t n, const char *dir, const char *file)
+{
+    const char *f = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    int k = snprintf(path, n, "%s/%s", dir, f);
+    return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
+/* Copy the index file in to out, atomically. */
+static int copy_index(const char *in, const char *out, bool force, tc_diag *d)
+{
+    tc_src src = {.fd = -1};
+    tc_outfile of = {.fd = -1};
+    uint8_t *buf = NULL;
+    int rc = tc_src_open_file(&src, in, d);
+    if (!rc && !(buf = malloc(src.size ? (size_t)src.size : 1)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d);
+    if (!rc)
+        rc = tc_out_open(&of, out, force, d);
+    if (!rc && tc_write_all(of.fd, buf, (size_t)src.size))
+        rc = tc_fail(d, TC_ERR_IO, "write failed");
+    if (!rc)
+        rc = tc_out_commit(&of, d);
+    if (rc)
+        tc_out_abort(&of);
+    free(buf);
+    tc_src_close(&src);
+    return rc;
+}
+
+/* A sharded set: each shard rewritten into OUT's folder under its own name,
+ * then a copy of the index (shard and tensor names do not change). A failure
+ * removes the shards this run wrote. */
+static int move_index(const char *in, const char *out, bool force, tc_move_req *r)
+{
+    tc_index *ix = NULL;
+    tc_diag d = {0};
+    int rc = tc_index_open(&ix, in, &r->lim, &d), ex = TC_EXIT_OK;
+    if (rc) {
+        tc_err(in, "%s", d.msg);
+        return tc_exit_for(rc);
+    }
+    for (size_t i = 0; i < ix->nsh; i++)
+        if (access(ix->sh[i].path, R_OK) < 0) {
+            int e = errno;
+            tc_err(in, "shard %s, which the index lists, cannot be read: %s (incomplete download?)", ix->sh[i].file,
+                   strerror(e));
+            tc_index_free(ix);
+            return e == ENOENT ? TC_EXIT_BADFILE : TC_EXIT_FAIL;
+        }
+    char dir[4096], path[4096];
+    const char *idx_name = strrchr(in, '/') ? strrchr(in, '/') + 1 : in;
+    if (tc_index_path(out)) {
+        const char *slash = strrchr(out, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+        idx_name = slash ? slash + 1 : out;
+    } else {
+        snprintf(dir, sizeof dir, "%s", out);
+        if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+            tc_err(dir, "cannot create the output folder: %s", strerror(errno));
+            tc_index_free(ix);
+            return TC_EXIT_FAIL;
+        }
+    }
+    size_t done = 0;
+    for (; done < ix->nsh && ex == TC_EXIT_OK; done++) {
+        if (shard_out(path, sizeof path, dir, ix->sh[done].file)) {
+            tc_err(dir, "output path too long");
+            ex = TC_EXIT_USAGE;
+        } else if (tc_same_file(ix->sh[done].path, path)) {
+            tc_err(path, "would overwrite its own input shard; choose another output folder");
+            ex = TC_EXIT_USAGE;
+        } else {
+            ex = tc_move_run(ix->sh[done].path, path, force, r);
+        }
+    }
+    if (ex == TC_EXIT_OK) {
+        if (shard_out(path, sizeof path, dir, idx_name) || (rc = copy_index(in, path, force, &d))) {
+            tc_err(path, "%s", d.msg[0] ? d.msg : "output path too long");
+            ex = rc ? tc_exit_for(rc) : TC_EXIT_USAGE;
+        }
+        done++;
+    }
+    if (ex != TC_EXIT_OK)
+        for (size_t i = 0; i + 1 < done && i < ix->nsh; i++) /* shards finished before the failure */
+            if (!shard_out(path, sizeof path, dir, ix->sh[i].file))
+                unlink(path);
+    tc_index_free(ix);
+    return ex;
+}
+
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
@@ -296,6 +394,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     const char *in = a.pos[0];
     if (a.set[OPT_IN_PLACE] && a.set[OPT_OUTPUT]) {
         tc_err(NULL, "--in-place and --output exclude each other");
+        goto done;
+    }
+    if (tc_index_path(in)) {
+        if (!a.set[OPT_OUTPUT] || a.set[OPT_IN_PLACE]) {
+            tc_err(in, "a sharded set needs -o OUTDIR (or -o OUTDIR/NAME.index.json) for the new shards");
+            goto done;
+        }
+        tc_install_signal_cleanup();
+        ex = move_index(in, a.val[OPT_OUTPUT], a.set[OPT_FORCE], &r);
         goto done;
     }
     if (a.set[OPT_IN_PLACE])

@@ -76,6 +76,44 @@ ls -a "$W" | grep -q 'tensorctl-' && bad "temporary files left behind" || ok "no
 expect 1 "unwritable folder" "$T" to-cpu "$W/m.pt" -o "$W/no/such/dir/x.pt"
 one_line "unwritable folder: one line"
 
+# a sharded set: two .bin shards tagged cuda:0 and their index, moved to the cpu shard by shard
+mkdir -p "$W/st" "$W/bin"
+python3 - "$W/st" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+def shard(fn, tensors):
+    hdr, data = {}, b""
+    for name, vals in tensors:
+        raw = struct.pack("<%df" % len(vals), *vals)
+        hdr[name] = {"dtype": "F32", "shape": [len(vals)], "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    open("%s/%s" % (d, fn), "wb").write(struct.pack("<Q", len(h)) + h + data)
+shard("model-00001-of-00002.safetensors", [("a.weight", [1.0, 2.0, 3.0]), ("a.bias", [0.5])])
+shard("model-00002-of-00002.safetensors", [("b.weight", [4.0, -5.0])])
+wm = {"a.weight": "model-00001-of-00002.safetensors", "a.bias": "model-00001-of-00002.safetensors",
+      "b.weight": "model-00002-of-00002.safetensors"}
+json.dump({"metadata": {"total_size": 24}, "weight_map": wm}, open(d + "/model.safetensors.index.json", "w"))
+PY
+expect 0 "inspect a safetensors index" "$T" inspect "$W/st/model.safetensors.index.json"
+expect 0 "convert an index to .bin shards on cuda:0" "$T" convert -q "$W/st/model.safetensors.index.json" \
+    "$W/bin/pytorch_model.bin.index.json" --device cuda:0
+expect 0 "to-cpu of a sharded set" "$T" to-cpu -q "$W/bin/pytorch_model.bin.index.json" -o "$W/cpu"
+expect 0 "inspect the moved set" "$T" inspect --json "$W/cpu/pytorch_model.bin.index.json"
+if grep -q '"device":	"cuda' "$W/out"; then bad "moved set still has cuda storages"; else ok "moved set is all cpu"; fi
+has "moved set names its shards" '"shard":	"pytorch_model-00002-of-00002.bin"' out
+expect 2 "to-cpu of a set without -o" "$T" to-cpu "$W/bin/pytorch_model.bin.index.json"
+expect 2 "to-cpu of a set over existing shards" "$T" to-cpu "$W/bin/pytorch_model.bin.index.json" -o "$W/cpu"
+expect 0 "to-cuda --dtype of a set" "$T" to-cuda -q "$W/cpu/pytorch_model.bin.index.json" -o "$W/half" \
+    --dtype float16 --device cuda:1
+expect 0 "inspect the cast set" "$T" inspect --json "$W/half/pytorch_model.bin.index.json"
+has "cast set is float16" '"dtype":	"float16"' out
+has "cast set is on cuda:1" '"device":	"cuda:1"' out
+rm "$W/bin/pytorch_model-00002-of-00002.bin"
+expect 3 "a set with a missing shard" "$T" to-cpu "$W/bin/pytorch_model.bin.index.json" -o "$W/cpu2"
+[ ! -e "$W/cpu2/pytorch_model-00001-of-00002.bin" ] && ok "no shard left after a failed set" || bad "no shard left after a failed set"
+
 # --help and the man page name the same options
 for cmd in inspect to-cpu to-cuda convert devices; do
     "$T" "$cmd" --help >"$W/help" 2>/dev/null || { "$T" --help | grep -q " $cmd " || continue; }
