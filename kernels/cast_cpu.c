@@ -11,6 +11,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TC_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -23,8 +24,11 @@ void tc_cast_cpu_force_scalar(bool scalar) { force_scalar = scalar; }
 
 static bool have_avx2(void)
 {
+    /* F16C straight from CPUID leaf 1 (ECX bit 29): clang's
+     * __builtin_cpu_supports does not know "f16c" */
+    unsigned a, b, c, d;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 
 /* Loads: 8 elements -> float32. */

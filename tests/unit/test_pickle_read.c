@@ -807,7 +807,7 @@ static void check_cpython(const char *stem, bool big)
     /* opcodes each protocol's file must exercise (beyond the common ones) */
     static const char *const must[6] = {
         "(dlpgIVLFtsa.", "}q]hX(u)teJKMG.\x8a" /* no LONG1 in protocol 1: text LONG */,
-        "\x80\x8a\x8b\x88\x89\x85\x86\x87", "\x80" "BC", "\x95\x94\x8c\x93\x8f\x90\x91", "\x96"};
+        "\x80\x8a\x8b\x88\x89\x85\x86\x87", ("\x80" "BC"), "\x95\x94\x8c\x93\x8f\x90\x91", "\x96"};
     for (int p = 0; p < 6; p++) {
         char name[32];
         snprintf(name, sizeof name, "%s_p%d.pkl", stem, p);
