@@ -246,6 +246,9 @@ static int retype_tensor(edit *e, tc_tensor *t, tc_dtype to)
     if (!v3in && !old && !pk_is_global(f, "torch._utils", "_rebuild_tensor_v2"))
         return tc_fail(e->d, TC_ERR_UNSUPPORTED, "tensor '%s': cannot change the dtype of a %s.%s tensor",
                        t->name, f ? f->s : "?", f ? f->name : "?");
+    if (!old && na < 6) /* requires_grad and backward_hooks are copied below */
+        return tc_fail(e->d, TC_ERR_FORMAT, "tensor '%s': %s.%s with %zu arguments (needs 6)", t->name, f->s,
+                       f->name, na);
     pk_obj *args[8];
     size_t n = 0;
     for (size_t i = 0; i < 4; i++)
