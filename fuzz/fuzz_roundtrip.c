@@ -61,7 +61,8 @@ static void one(const char *path, tc_dtype cast)
     tc_tensor *before = malloc((nt ? nt : 1) * sizeof *before);
     char **names = calloc(nt ? nt : 1, sizeof *names);
     FZ_CHECK(before && names, "oom");
-    memcpy(before, c->t, nt * sizeof *before);
+    if (nt)
+        memcpy(before, c->t, nt * sizeof *before);
     for (size_t i = 0; i < nt; i++)
         names[i] = strdup(c->t[i].name);
 

@@ -240,6 +240,13 @@ def many_memo_slots(n=3000):
     body = b']' + b''.join(b'r' + struct.pack('<I', i) for i in range(n)) + b'0' + dict_of([('w', tensor())])
     return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
 
+def rebuild_v2_short_args():
+    # _rebuild_tensor_v2 with 4 arguments: readable, but a cast must not copy
+    # the missing requires_grad and hooks (it read past the argument array)
+    args = [storage_pid('0', 4), op_int(0), op_tuple([op_int(4)]), op_tuple([op_int(1)])]
+    t = op_global('torch._utils', '_rebuild_tensor_v2') + op_tuple(args) + b'R'
+    return torch_zip(state_dict(dict_of([('w', t)])), {'0': FOUR_FLOATS})
+
 def not_a_checkpoint():
     return b'hello, this is not a checkpoint at all\n'
 
@@ -291,6 +298,8 @@ CASES = {
     'many_memo_slots': (many_memo_slots, [(['--max-objects', '2000'], 'raise with --max-objects', 3),
                                           (['to-cpu-out', '--max-objects', '2000'], 'raise with --max-objects', 3),
                                           ([], None, 0), (['to-cpu-out'], None, 0)]),
+    'rebuild_v2_short_args': (rebuild_v2_short_args, [([], None, 0), (['to-cpu-out'], None, 0),
+                                                      (['to-cpu-out', '--dtype', 'bfloat16'], 'needs 6', 3)]),
     'not_a_checkpoint': (not_a_checkpoint, INSPECT_AND_MOVE('not a checkpoint')),
     'truncated': (truncated, INSPECT_AND_MOVE('truncated')),
 }
