@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../formats/shard_index.h"
 #include "../kernels/cast.h"
+#include "outfile.h"
 
 #define CHUNK (4u << 20)        /* elements gathered per cast/write step, in bytes */
 #define WHOLE_MAX (32u << 20)   /* strided views of storages up to this size are read whole */
@@ -341,12 +344,15 @@ typedef struct fdsink {
     size_t n, cap;
     uint64_t written, total;
     const tc_rewrite_opts *ro;
+    bool werr;              /* the output failed, not an input */
 } fdsink;
 
 static int fd_flush(fdsink *f, tc_diag *d)
 {
-    if (f->n && tc_write_all(f->fd, f->buf, f->n))
+    if (f->n && tc_write_all(f->fd, f->buf, f->n)) {
+        f->werr = true;
         return tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(errno));
+    }
     f->n = 0;
     return 0;
 }
@@ -370,9 +376,11 @@ static int fd_sink(void *ctx, const void *p, size_t n, tc_diag *d)
     return 0;
 }
 
-int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, int fd, tc_convert_report *rep,
-                const tc_rewrite_opts *ro, tc_diag *d)
+/* tc_st_write; on failure *at is the item whose input failed, or n when the output did. */
+static int st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, int fd, tc_convert_report *rep,
+                    const tc_rewrite_opts *ro, size_t *at, tc_diag *d)
 {
+    *at = n;
     for (size_t i = 0; i < n; i++)
         if (!tc_st_dtype_of(items[i].out))
             return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': safetensors has no dtype for %s", items[i].name,
@@ -429,6 +437,8 @@ int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, in
         if (!rc && f.written - before != items[i].nbytes)
             rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': wrote %" PRIu64 " bytes, expected %" PRIu64, items[i].name,
                          f.written - before, items[i].nbytes);
+        if (rc && !f.werr)
+            *at = i;
     }
     if (!rc)
         rc = fd_flush(&f, d);
@@ -436,6 +446,13 @@ int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, in
     if (!rc)
         rep->data_bytes += pos;
     return rc;
+}
+
+int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, int fd, tc_convert_report *rep,
+                const tc_rewrite_opts *ro, tc_diag *d)
+{
+    size_t at;
+    return st_write(items, n, meta, nmeta, fd, rep, ro, &at, d);
 }
 
 /* ---- torch -> safetensors ------------------------------------------------------ */
@@ -515,45 +532,36 @@ static int report_entries(const tc_ckpt *c, const char *key, tc_convert_report *
 typedef struct sel {
     const char *name;     /* output name */
     tc_dtype out;
-    int role;             /* 0 skip, 1 write, 2 alias */
+    int role;             /* 0 skip, 1 write, 2 alias, 3 write as a copy of a shared storage */
     long of;              /* alias: tensor index of the written one */
     bool same;
 } sel;
 
-int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv *extra_meta, size_t nextra,
-                              int fd, tc_convert_report *rep, tc_diag *d)
+static int key_check(const tc_ckpt *c, const tc_convert_opts *o, tc_diag *d)
 {
-    tc_plan p = {0};
-    sel *sl = NULL;
-    tc_st_item *items = NULL;
-    tc_kv *meta = NULL;
-    cJSON *aliases = NULL;
-    char *alias_text = NULL;
-    int rc = 0;
+    if (!o->key || count_under(c, o->key))
+        return 0;
+    char ents[512] = "";
+    size_t el = 0;
+    const pk_obj *r = c->root;
+    for (size_t i = 0; dictlike(r) && i + 1 < r->n && el < sizeof ents - 64; i += 2)
+        if (r->items[i]->kind == PK_STR)
+            el += (size_t)snprintf(ents + el, sizeof ents - el, "%s%s", el ? ", " : "", r->items[i]->s);
+    return tc_fail(d, TC_ERR_USAGE, "--key '%s': no tensors under that entry (top-level entries: %s)", o->key,
+                   el ? ents : "none");
+}
+
+static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};
+
+/* The role of every tensor of c (sl: c->nt entries) in a safetensors output; what cannot be written goes to
+ * rep as dropped, and ncopies counts the copies. */
+static int st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, sel *sl, tc_convert_report *rep,
+                     tc_diag *d)
+{
+    int rc;
     size_t klen = o->key ? strlen(o->key) : 0;
-    if (o->key && !count_under(c, o->key)) {
-        char ents[512] = "";
-        size_t el = 0;
-        const pk_obj *r = c->root;
-        for (size_t i = 0; dictlike(r) && i + 1 < r->n && el < sizeof ents - 64; i += 2)
-            if (r->items[i]->kind == PK_STR)
-                el += (size_t)snprintf(ents + el, sizeof ents - el, "%s%s", el ? ", " : "", r->items[i]->s);
-        return tc_fail(d, TC_ERR_USAGE, "--key '%s': no tensors under that entry (top-level entries: %s)", o->key,
-                       el ? ents : "none");
-    }
-    if ((rc = tc_plan_make(&p, c, &o->ro, d)))
-        return rc;
-    rep->ncast = p.ncast;
-    rep->nkept = p.nkept;
-    if (!(sl = calloc(c->nt + 1, sizeof *sl)) || !(items = calloc(c->nt + 1, sizeof *items)) ||
-        !(aliases = cJSON_CreateObject())) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
     if ((rc = report_entries(c, o->key, rep, d)))
-        goto done;
-    static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data",
-                                        "tensor subclass"};
+        return rc;
     for (size_t i = 0; i < c->nt; i++) {
         const tc_tensor *t = &c->t[i];
         sel *s = &sl[i];
@@ -566,14 +574,14 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
         }
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
             if ((rc = drop(rep, d, "%s (%s)", s->name, kinds[t->kind])))
-                goto done;
+                return rc;
             continue;
         }
-        const tc_plan_st *ps = &p.st[t->storage];
+        const tc_plan_st *ps = &p->st[t->storage];
         s->out = ps->cast ? ps->dtype : t->dtype;
         if (!tc_st_dtype_of(s->out)) {
             if ((rc = drop(rep, d, "%s (%s: safetensors has no such dtype)", s->name, tc_dtype_name(s->out))))
-                goto done;
+                return rc;
             continue;
         }
         s->role = 1;
@@ -611,56 +619,98 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
                     sl[k].of = cover;
                 }
             } else {
-                sl[k].role = 3; /* written as a copy; counted below */
+                sl[k].role = 3;
             }
         }
     }
+    for (size_t i = 0; i < c->nt; i++)
+        rep->ncopies += sl[i].role == 3;
+    return 0;
+}
+
+/* Record tensor i of c (an alias, sl[i].role 2) in the aliases object. */
+static int add_alias(cJSON *aliases, const tc_ckpt *c, const sel *sl, size_t i, tc_diag *d)
+{
+    const tc_tensor *t = &c->t[i];
+    cJSON *a = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *st = cJSON_CreateArray();
+    if (!a || !sh || !st) {
+        cJSON_Delete(a);
+        cJSON_Delete(sh);
+        cJSON_Delete(st);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    bool ok = cJSON_AddStringToObject(a, "of", sl[sl[i].of].name) &&
+              cJSON_AddNumberToObject(a, "offset", (double)t->offset);
+    for (int k = 0; k < t->ndim; k++) {
+        cJSON *x = cJSON_CreateNumber((double)t->shape[k]), *y = cJSON_CreateNumber((double)t->stride[k]);
+        ok &= x && y;
+        if (x)
+            cJSON_AddItemToArray(sh, x);
+        if (y)
+            cJSON_AddItemToArray(st, y);
+    }
+    cJSON_AddItemToObject(a, "shape", sh);
+    cJSON_AddItemToObject(a, "stride", st);
+    ok &= cJSON_AddBoolToObject(a, "same", sl[i].same) != NULL;
+    cJSON_AddItemToObject(aliases, sl[i].name, a);
+    return ok ? 0 : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+}
+
+/* "format": "pt", then extra (less "format" and, when aliases are given, an older alias record), then the
+ * aliases; *text receives the printed aliases (the caller frees it). meta must hold nextra + 2 entries. */
+static int st_meta(const tc_kv *extra, size_t nextra, const cJSON *aliases, tc_kv *meta, size_t *nmeta, char **text,
+                   tc_diag *d)
+{
     size_t n = 0;
-    for (size_t i = 0; i < c->nt; i++) {
+    bool has = aliases && aliases->child;
+    *text = NULL;
+    meta[n++] = (tc_kv){"format", "pt"};
+    for (size_t i = 0; i < nextra; i++)
+        if (strcmp(extra[i].key, "format") && (strcmp(extra[i].key, TC_ST_ALIASES_KEY) || !has))
+            meta[n++] = extra[i];
+    if (has) {
+        if (!(*text = cJSON_PrintUnformatted(aliases)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        meta[n++] = (tc_kv){TC_ST_ALIASES_KEY, *text};
+    }
+    *nmeta = n;
+    return 0;
+}
+
+int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv *extra_meta, size_t nextra,
+                              int fd, tc_convert_report *rep, tc_diag *d)
+{
+    tc_plan p = {0};
+    sel *sl = NULL;
+    tc_st_item *items = NULL;
+    tc_kv *meta = NULL;
+    cJSON *aliases = NULL;
+    char *alias_text = NULL;
+    int rc = key_check(c, o, d);
+    if (rc || (rc = tc_plan_make(&p, c, &o->ro, d)))
+        return rc;
+    rep->ncast = p.ncast;
+    rep->nkept = p.nkept;
+    if (!(sl = calloc(c->nt + 1, sizeof *sl)) || !(items = calloc(c->nt + 1, sizeof *items)) ||
+        !(aliases = cJSON_CreateObject()) || !(meta = calloc(nextra + 2, sizeof *meta))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = st_select(c, o, &p, sl, rep, d)))
+        goto done;
+    size_t n = 0, nmeta = 0;
+    for (size_t i = 0; i < c->nt && !rc; i++) {
         const tc_tensor *t = &c->t[i];
         if (sl[i].role == 1 || sl[i].role == 3) {
             items[n++] = (tc_st_item){c, t, sl[i].name, sl[i].out, tc_convert_tensor_bytes(t, sl[i].out), 0};
-            rep->ncopies += sl[i].role == 3;
         } else if (sl[i].role == 2) {
-            cJSON *a = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *st = cJSON_CreateArray();
-            if (!a || !sh || !st) {
-                cJSON_Delete(a);
-                cJSON_Delete(sh);
-                cJSON_Delete(st);
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            cJSON_AddStringToObject(a, "of", sl[sl[i].of].name);
-            cJSON_AddNumberToObject(a, "offset", (double)t->offset);
-            for (int k = 0; k < t->ndim; k++) {
-                cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[k]));
-                cJSON_AddItemToArray(st, cJSON_CreateNumber((double)t->stride[k]));
-            }
-            cJSON_AddItemToObject(a, "shape", sh);
-            cJSON_AddItemToObject(a, "stride", st);
-            cJSON_AddBoolToObject(a, "same", sl[i].same);
-            cJSON_AddItemToObject(aliases, sl[i].name, a);
+            rc = add_alias(aliases, c, sl, i, d);
             rep->naliases++;
         }
     }
     rep->ntensors = n - rep->ncopies;
-    size_t nmeta = 0;
-    if (!(meta = calloc(nextra + 2, sizeof *meta))) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    meta[nmeta++] = (tc_kv){"format", "pt"};
-    for (size_t i = 0; i < nextra; i++)
-        if (strcmp(extra_meta[i].key, "format") && (strcmp(extra_meta[i].key, TC_ST_ALIASES_KEY) || !rep->naliases))
-            meta[nmeta++] = extra_meta[i];
-    if (rep->naliases) {
-        if (!(alias_text = cJSON_PrintUnformatted(aliases))) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        meta[nmeta++] = (tc_kv){TC_ST_ALIASES_KEY, alias_text};
-    }
-    rc = tc_st_write(items, n, meta, nmeta, fd, rep, &o->ro, d);
+    if (!rc && !(rc = st_meta(extra_meta, nextra, aliases, meta, &nmeta, &alias_text, d)))
+        rc = tc_st_write(items, n, meta, nmeta, fd, rep, &o->ro, d);
 done:
     tc_plan_free(&p);
     free(sl);
@@ -696,15 +746,15 @@ static pk_obj *int_tuple(gb *b, const int64_t *v, int n)
     return t;
 }
 
-/* _rebuild_tensor_v2/v3 call for a view of storage si. */
-static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t offset, const int64_t *shape,
-                            const int64_t *stride, int nd)
+/* _rebuild_tensor_v2/v3 call for a view of the storage saved under key, nbytes long; *pid receives the
+ * persistent-id tuple. */
+static pk_obj *rebuild_at(gb *b, const char *key, uint64_t nbytes, tc_dtype dt, int64_t offset, const int64_t *shape,
+                          const int64_t *stride, int nd, bool requires_grad, pk_obj **pid_out)
 {
-    tc_storage *s = &c->s[si];
     bool v3 = tc_dtype_is_v3(dt);
     pk_obj *type = v3 ? b->untyped : chk(b, pk_new_global(b->g, "torch", tc_dtype_get(dt)->storage));
-    pk_obj *it[5] = {b->s_storage, type, chk(b, pk_new_str(b->g, s->key, strlen(s->key))), b->loc,
-                     chk(b, pk_new_int(b->g, (int64_t)(v3 ? s->nbytes : s->numel)))};
+    pk_obj *it[5] = {b->s_storage, type, chk(b, pk_new_str(b->g, key, strlen(key))), b->loc,
+                     chk(b, pk_new_int(b->g, (int64_t)(v3 ? nbytes : nbytes / tc_dtype_size(dt))))};
     pk_obj *tup = b->oom ? NULL : chk(b, pk_new_tuple(b->g, 5, it));
     pk_obj *pid = chk(b, pk_new(b->g, PK_PERSID));
     pk_obj *hooks = chk(b, pk_new(b->g, PK_CALL)), *empty = chk(b, pk_new(b->g, PK_TUPLE));
@@ -712,6 +762,7 @@ static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t off
     pk_obj *f = chk(b, pk_new(b->g, PK_BOOL));
     if (b->oom)
         return NULL;
+    f->i = requires_grad;
     pid->args = tup;
     hooks->func = b->od;
     hooks->args = empty;
@@ -720,9 +771,44 @@ static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t off
     if (b->oom || !(call->args = chk(b, pk_new_tuple(b->g, v3 ? 7 : 6, a))))
         return NULL;
     call->func = v3 ? b->v3 : b->v2;
-    if (tc_storage_add_pid(s, tup, b->d))
+    *pid_out = tup;
+    return call;
+}
+
+/* _rebuild_tensor_v2/v3 call for a view of storage si. */
+static pk_obj *rebuild_call(gb *b, tc_ckpt *c, long si, tc_dtype dt, int64_t offset, const int64_t *shape,
+                            const int64_t *stride, int nd)
+{
+    tc_storage *s = &c->s[si];
+    pk_obj *tup = NULL;
+    pk_obj *call = rebuild_at(b, s->key, s->nbytes, dt, offset, shape, stride, nd, false, &tup);
+    if (!call || tc_storage_add_pid(s, tup, b->d))
         return NULL;
     return call;
+}
+
+/* The globals and constants every state_dict pickle uses, made in b->g. */
+static int gb_init(gb *b, const char *device)
+{
+    b->s_storage = chk(b, pk_new_str(b->g, "storage", 7));
+    b->od = chk(b, pk_new_global(b->g, "collections", "OrderedDict"));
+    b->v2 = chk(b, pk_new_global(b->g, "torch._utils", "_rebuild_tensor_v2"));
+    b->v3 = chk(b, pk_new_global(b->g, "torch._utils", "_rebuild_tensor_v3"));
+    b->untyped = chk(b, pk_new_global(b->g, "torch.storage", "UntypedStorage"));
+    b->loc = chk(b, pk_new_str(b->g, device, strlen(device)));
+    return b->oom ? tc_fail(b->d, TC_ERR_NOMEM, "out of memory") : 0;
+}
+
+/* An empty OrderedDict call, the root of a state_dict. */
+static pk_obj *od_root(gb *b)
+{
+    pk_obj *root = chk(b, pk_new(b->g, PK_CALL)), *empty = chk(b, pk_new(b->g, PK_TUPLE));
+    if (b->oom)
+        return NULL;
+    root->func = b->od;
+    root->args = empty;
+    root->items_kind = PK_ITEMS_DICT;
+    return root;
 }
 
 static int json_i64s(const cJSON *a, int64_t *out, int *n)
@@ -843,18 +929,9 @@ done:
 static int build_graph(tc_ckpt *c, const char *device, tc_convert_report *rep, tc_diag *d)
 {
     gb b = {.g = c->g, .d = d};
-    b.s_storage = chk(&b, pk_new_str(c->g, "storage", 7));
-    b.od = chk(&b, pk_new_global(c->g, "collections", "OrderedDict"));
-    b.v2 = chk(&b, pk_new_global(c->g, "torch._utils", "_rebuild_tensor_v2"));
-    b.v3 = chk(&b, pk_new_global(c->g, "torch._utils", "_rebuild_tensor_v3"));
-    b.untyped = chk(&b, pk_new_global(c->g, "torch.storage", "UntypedStorage"));
-    b.loc = chk(&b, pk_new_str(c->g, device, strlen(device)));
-    pk_obj *root = chk(&b, pk_new(c->g, PK_CALL)), *empty = chk(&b, pk_new(c->g, PK_TUPLE));
-    if (b.oom)
+    pk_obj *root;
+    if (gb_init(&b, device) || !(root = od_root(&b)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    root->func = b.od;
-    root->args = empty;
-    root->items_kind = PK_ITEMS_DICT;
     size_t nst = c->nt;
     for (size_t i = 0; i < nst; i++) {
         tc_tensor *t = &c->t[i];
@@ -913,4 +990,591 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, int fd, const char
     }
     tc_plan_free(&p);
     return rc;
+}
+
+/* ---- sharded sets ---------------------------------------------------------------- */
+
+typedef struct set_in {
+    tc_ckpt *c;
+    tc_plan p;
+    bool planned;
+    sel *sl;              /* to safetensors: the role of every tensor */
+    long *grp;            /* the unit of every tensor, -1 when not written */
+} set_in;
+
+typedef struct set_unit {
+    size_t in;
+    long t;               /* the written tensor (safetensors), the first on the storage (torch) */
+    uint64_t bytes;       /* output bytes */
+    size_t shard;
+    size_t key;           /* torch: record data/<key> of its shard */
+} set_unit;
+
+typedef struct set_name {
+    const char *name;
+    size_t shard;
+    bool alias;           /* in the shard's __metadata__, not its header */
+} set_name;
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const set_name *)a)->name, ((const set_name *)b)->name);
+}
+
+typedef struct set {
+    const tc_set_opts *o;
+    tc_set_report *rep;
+    tc_index *ix;
+    set_in *in;
+    set_unit *u;
+    size_t nu, ucap;
+    tc_rewrite_opts ro;   /* what the plans were made with */
+    const char *dev;
+} set;
+
+static int set_where(tc_set_report *r, const char *path, int rc)
+{
+    free(r->where);
+    r->where = path ? strdup(path) : NULL;
+    return rc;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static int add_unit(set *S, size_t in, long t, uint64_t bytes, long *out, tc_diag *d)
+{
+    if (S->nu == S->ucap) {
+        size_t cap = S->ucap ? S->ucap * 2 : 64;
+        set_unit *u = realloc(S->u, cap * sizeof *u);
+        if (!u)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        S->u = u;
+        S->ucap = cap;
+    }
+    S->u[S->nu] = (set_unit){in, t, bytes, 0, 0};
+    *out = (long)S->nu++;
+    return 0;
+}
+
+/* Bytes storage si of c takes in the output, cast as planned. */
+static uint64_t storage_out_bytes(const tc_ckpt *c, const tc_plan *p, long si, const tc_tensor *t)
+{
+    const tc_plan_st *ps = &p->st[si];
+    uint64_t n = c->s[si].nbytes;
+    return ps->cast ? n / tc_dtype_size(t->dtype) * tc_dtype_size(ps->dtype) : n;
+}
+
+/* Open, check and plan input shard i, and cut it into units. */
+static int set_open_input(set *S, size_t i, tc_diag *d)
+{
+    const tc_set_opts *o = S->o;
+    tc_convert_report *sum = &S->rep->sum;
+    set_in *in = &S->in[i];
+    int rc = tc_index_open_shard(S->ix, i, &o->lim, &in->c, d);
+    if (rc)
+        return set_where(S->rep, S->ix->path, rc);
+    tc_ckpt *c = in->c;
+    if (tc_ckpt_has_dangerous(c) && !o->allow_unsafe) {
+        for (size_t g = 0; g < c->ngl; g++)
+            if (c->gl[g].dangerous) {
+                tc_fail(d, TC_ERR_UNSAFE, "refusing to convert: it names the dangerous global %s, which runs when the "
+                        "file is unpickled (inspect it; --allow-unsafe converts it anyway)", c->gl[g].name);
+                break;
+            }
+        return set_where(S->rep, S->ix->sh[i].path, TC_ERR_UNSAFE);
+    }
+    if (!o->to_safetensors && !c->root) {
+        tc_convert_report scratch = {0};
+        rc = build_graph(c, S->dev, &scratch, d);
+        tc_convert_report_free(&scratch);
+        if (rc)
+            return set_where(S->rep, S->ix->sh[i].path, rc);
+    }
+    if ((rc = tc_plan_make(&in->p, c, &S->ro, d)))
+        return set_where(S->rep, S->ix->sh[i].path, rc);
+    in->planned = true;
+    sum->ncast += in->p.ncast;
+    sum->nkept += in->p.nkept;
+    if (!(in->grp = malloc((c->nt + 1) * sizeof *in->grp)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < c->nt; k++)
+        in->grp[k] = -1;
+    if (o->to_safetensors) {
+        if (!(in->sl = calloc(c->nt + 1, sizeof *in->sl)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if ((rc = st_select(c, &o->co, &in->p, in->sl, sum, d)))
+            return set_where(S->rep, S->ix->sh[i].path, rc);
+        for (size_t k = 0; k < c->nt && !rc; k++) {
+            const sel *s = &in->sl[k];
+            if (s->role == 1 || s->role == 3)
+                rc = add_unit(S, i, (long)k, tc_convert_tensor_bytes(&c->t[k], s->out), &in->grp[k], d);
+            sum->ntensors += s->role == 1;
+            sum->naliases += s->role == 2;
+        }
+        for (size_t k = 0; k < c->nt; k++)
+            if (in->sl[k].role == 2)
+                in->grp[k] = in->grp[in->sl[k].of];
+        return rc;
+    }
+    /* to torch: one unit per storage, in the order its first tensor comes */
+    long *first = malloc((c->ns + 1) * sizeof *first);
+    if (!first)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t s = 0; s < c->ns; s++)
+        first[s] = -1;
+    rc = report_entries(c, NULL, sum, d);
+    for (size_t k = 0; k < c->nt && !rc; k++) {
+        const tc_tensor *t = &c->t[k];
+        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
+            rc = drop(sum, d, "%s (%s)", t->name, kinds[t->kind]);
+            continue;
+        }
+        if (first[t->storage] < 0) {
+            rc = add_unit(S, i, (long)k, storage_out_bytes(c, &in->p, t->storage, t), &first[t->storage], d);
+            sum->ntensors++;
+        } else {
+            sum->naliases++;
+        }
+        in->grp[k] = first[t->storage];
+    }
+    free(first);
+    return rc;
+}
+
+/* Every output name with its shard, sorted; a name given twice is an error. */
+static int set_names(set *S, set_name **out, size_t *nout, tc_diag *d)
+{
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < S->ix->nsh; i++)
+        cap += S->in[i].c->nt;
+    set_name *v = malloc((cap + 1) * sizeof *v);
+    if (!v)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < S->ix->nsh; i++) {
+        const set_in *in = &S->in[i];
+        for (size_t k = 0; k < in->c->nt; k++) {
+            if (in->grp[k] >= 0)
+                v[n++] = (set_name){in->sl ? in->sl[k].name : in->c->t[k].name, S->u[in->grp[k]].shard,
+                                    in->sl && in->sl[k].role == 2};
+        }
+    }
+    qsort(v, n, sizeof *v, cmp_name);
+    for (size_t k = 1; k < n; k++)
+        if (!strcmp(v[k].name, v[k - 1].name)) {
+            int rc = tc_fail(d, TC_ERR_FORMAT, "two input shards hold a tensor named '%s'", v[k].name);
+            free(v);
+            return set_where(S->rep, S->ix->path, rc);
+        }
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+/* Shard k as a safetensors file into fd. */
+static int set_write_st(set *S, size_t k, int fd, tc_diag *d)
+{
+    size_t nin = S->ix->nsh, n = 0, nextra = 0, nmeta = 0, at = 0;
+    tc_st_item *items = NULL;
+    tc_kv *extra = NULL, *meta = NULL;
+    char *alias_text = NULL;
+    cJSON *aliases = cJSON_CreateObject();
+    int rc = 0;
+    size_t cap = 0;
+    for (size_t u = 0; u < S->nu; u++)
+        cap += S->u[u].shard == k;
+    for (size_t i = 0; i < nin; i++)
+        nextra += S->in[i].c->root ? 0 : S->in[i].c->nmeta;
+    if (!aliases || !(items = calloc(cap + 1, sizeof *items)) || !(extra = calloc(nextra + 1, sizeof *extra)) ||
+        !(meta = calloc(nextra + 2, sizeof *meta))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    nextra = 0;
+    for (size_t u = 0; u < S->nu; u++) {
+        const set_unit *su = &S->u[u];
+        if (su->shard != k)
+            continue;
+        const set_in *in = &S->in[su->in];
+        const sel *s = &in->sl[su->t];
+        items[n++] = (tc_st_item){in->c, &in->c->t[su->t], s->name, s->out, su->bytes, 0};
+    }
+    /* the aliases of its tensors, and the __metadata__ of the safetensors shards it draws from */
+    for (size_t i = 0; i < nin && !rc; i++) {
+        const set_in *in = &S->in[i];
+        bool used = false;
+        for (size_t t = 0; t < in->c->nt && !rc; t++) {
+            if (in->grp[t] < 0 || S->u[in->grp[t]].shard != k)
+                continue;
+            used = true;
+            if (in->sl[t].role == 2)
+                rc = add_alias(aliases, in->c, in->sl, t, d);
+        }
+        for (size_t m = 0; used && !in->c->root && m < in->c->nmeta; m++) {
+            bool seen = false;
+            for (size_t q = 0; q < nextra && !seen; q++)
+                seen = !strcmp(extra[q].key, in->c->meta[m].key);
+            if (!seen)
+                extra[nextra++] = in->c->meta[m];
+        }
+    }
+    if (!rc && !(rc = st_meta(extra, nextra, aliases, meta, &nmeta, &alias_text, d)))
+        rc = st_write(items, n, meta, nmeta, fd, &S->rep->sum, &S->o->co.ro, &at, d);
+    if (rc && at < n)
+        set_where(S->rep, items[at].c->path, rc);
+done:
+    free(items);
+    free(extra);
+    free(meta);
+    free(alias_text);
+    cJSON_Delete(aliases);
+    return rc;
+}
+
+typedef struct zsink {
+    tc_zipw *w;
+    bool werr;
+} zsink;
+
+static int zsink_fn(void *ctx, const void *buf, size_t n, tc_diag *d)
+{
+    zsink *z = ctx;
+    int rc = tc_zipw_write(z->w, buf, n, d);
+    z->werr |= rc != 0;
+    return rc;
+}
+
+/* The state_dict pickle of shard k, in the order of the input. */
+static int set_pickle(set *S, size_t k, uint8_t **pkl, size_t *plen, tc_diag *d)
+{
+    pk_graph *g = pk_graph_new();
+    gb b = {.g = g, .d = d};
+    pk_obj *root = NULL, **nodes = NULL, *param = NULL;
+    int rc = 0;
+    if (!g || gb_init(&b, S->dev) || !(root = od_root(&b)) ||
+        !(param = chk(&b, pk_new_global(g, "torch._utils", "_rebuild_parameter")))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < S->ix->nsh && !rc; i++) {
+        const set_in *in = &S->in[i];
+        const tc_ckpt *c = in->c;
+        free(nodes);
+        if (!(nodes = calloc(c->nt + 1, sizeof *nodes))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t t = 0; t < c->nt && !rc; t++) {
+            if (in->grp[t] < 0 || S->u[in->grp[t]].shard != k)
+                continue;
+            const tc_tensor *x = &c->t[t];
+            const set_unit *u = &S->u[in->grp[t]];
+            const tc_plan_st *ps = &in->p.st[x->storage];
+            pk_obj *node = x->alias_of >= 0 ? nodes[x->alias_of] : NULL, *pid;
+            if (!node) {
+                char key[32];
+                snprintf(key, sizeof key, "%zu", u->key);
+                node = rebuild_at(&b, key, u->bytes, ps->cast ? ps->dtype : x->dtype, x->offset, x->shape, x->stride,
+                                  x->ndim, x->parameter ? false : x->requires_grad, &pid);
+                if (node && x->parameter) { /* _rebuild_parameter(tensor, requires_grad, OrderedDict()) */
+                    pk_obj *p = chk(&b, pk_new(g, PK_CALL)), *rg = chk(&b, pk_new(g, PK_BOOL)), *h = od_root(&b);
+                    if (p && rg && h) {
+                        h->items_kind = PK_ITEMS_NONE;
+                        rg->i = x->requires_grad;
+                        p->func = param;
+                        p->args = chk(&b, pk_new_tuple(g, 3, (pk_obj *[]){node, rg, h}));
+                    }
+                    node = b.oom ? NULL : p;
+                }
+            }
+            nodes[t] = node;
+            if (!node || pk_push(g, root, chk(&b, pk_new_str(g, x->name, strlen(x->name)))) ||
+                pk_push(g, root, node) || b.oom)
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        }
+    }
+    if (!rc)
+        rc = pk_write(g, root, S->o->co.ro.max_depth ? S->o->co.ro.max_depth : 1000, pkl, plen, d);
+done:
+    free(nodes);
+    pk_graph_free(g);
+    return rc;
+}
+
+/* Shard k as a torch zip into fd; path names its archive folder. */
+static int set_write_torch(set *S, size_t k, int fd, const char *path, tc_diag *d)
+{
+    uint8_t *pkl = NULL;
+    size_t plen = 0, key = 0;
+    uint64_t total = 0, done = 0;
+    for (size_t u = 0; u < S->nu; u++)
+        if (S->u[u].shard == k) {
+            S->u[u].key = key++;
+            total += S->u[u].bytes;
+        }
+    int rc = set_pickle(S, k, &pkl, &plen, d);
+    if (rc)
+        return rc;
+    char archive[256];
+    tc_zip_archive_name(path, archive, sizeof archive);
+    tc_zipw w;
+    if ((rc = tc_zipw_init(&w, fd, archive, d))) {
+        free(pkl);
+        return rc;
+    }
+    rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d);
+    free(pkl);
+    if (!rc)
+        rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
+    const tc_rewrite_opts *ro = &S->ro;
+    for (size_t u = 0; u < S->nu && !rc; u++) {
+        const set_unit *su = &S->u[u];
+        if (su->shard != k)
+            continue;
+        set_in *in = &S->in[su->in];
+        const tc_ckpt *c = in->c;
+        long si = c->t[su->t].storage;
+        const tc_storage *s = &c->s[si];
+        bool cast = in->p.st[si].cast, werr = false;
+        char name[48];
+        snprintf(name, sizeof name, "data/%zu", su->key);
+        if ((rc = tc_zipw_begin(&w, name, su->bytes, d))) {
+            werr = true;
+        } else if (!cast && s->raw && c->src.fd >= 0 && !(ro->verify_crc && s->crc_known)) {
+            bool known = s->crc_known && !(s->crc == 0 && s->nbytes);
+            rc = tc_zipw_copy(&w, c->src.fd, s->file_off, s->nbytes, !known, d);
+            werr = rc && strstr(d->msg, "write");
+            if (!rc && known)
+                tc_zipw_set_crc(&w, s->crc);
+            done += s->nbytes;
+            if (!rc && ro->progress)
+                ro->progress(ro->progress_ctx, done, total);
+        } else {
+            zsink z = {&w, false};
+            rc = tc_stream_storage(c, &in->p, (size_t)si, ro, zsink_fn, &z, &done, total, d);
+            werr = z.werr;
+            if (!rc && !cast && s->crc_known && s->crc != w.rec_crc && s->crc != 0)
+                rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s': CRC-32 is %08x but the file says %08x (data corrupted)",
+                             s->key, w.rec_crc, s->crc);
+        }
+        if (!rc && (rc = tc_zipw_end(&w, d)))
+            werr = true;
+        if (rc && !werr)
+            set_where(S->rep, c->path, rc);
+        if (!rc)
+            S->rep->sum.data_bytes += su->bytes;
+    }
+    if (!rc)
+        rc = tc_zipw_add(&w, "version", "3\n", 2, d);
+    if (!rc)
+        rc = tc_zipw_finish(&w, d);
+    tc_zipw_free(&w);
+    return rc;
+}
+
+/* The index: metadata (total_size first), then weight_map sorted, as transformers writes it. */
+static int set_write_index(set *S, const set_name *v, size_t n, tc_diag *d)
+{
+    tc_set_report *rep = S->rep;
+    sbuf b = {0};
+    sb_fmt(&b, "{\n  \"metadata\": {\n    \"total_size\": %" PRIu64, rep->sum.data_bytes);
+    for (size_t i = 0; i < S->ix->nmeta; i++) {
+        if (!strcmp(S->ix->meta[i].key, "total_size"))
+            continue;
+        sb_str(&b, ",\n    ");
+        sb_json(&b, S->ix->meta[i].key);
+        sb_str(&b, ": ");
+        sb_json(&b, S->ix->meta[i].value);
+    }
+    sb_str(&b, "\n  },\n  \"weight_map\": {");
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].alias)
+            continue;
+        sb_str(&b, first ? "\n    " : ",\n    ");
+        first = false;
+        sb_json(&b, v[i].name);
+        sb_str(&b, ": ");
+        sb_json(&b, base_name(rep->shards[v[i].shard]));
+    }
+    sb_str(&b, "\n  }\n}\n");
+    if (b.oom) {
+        free(b.p);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    tc_outfile of = {.fd = -1};
+    int rc = tc_out_open(&of, rep->index_path, S->o->force, d);
+    if (!rc && tc_write_all(of.fd, b.p, b.n))
+        rc = tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(errno));
+    if (!rc)
+        rc = tc_out_commit(&of, d);
+    else
+        tc_out_abort(&of);
+    free(b.p);
+    return rc ? set_where(rep, rep->index_path, rc) : 0;
+}
+
+/* The output paths: the index, and the shards once their count is known. */
+static int set_paths(set *S, const char *out, size_t nshards, tc_diag *d)
+{
+    tc_set_report *rep = S->rep;
+    bool st = S->o->to_safetensors;
+    const char *base = st ? "model" : "pytorch_model", *ext = st ? ".safetensors" : ".bin";
+    char *dir;
+    if (tc_index_path(out)) {
+        const char *slash = strrchr(out, '/');
+        dir = slash ? strndup(out, (size_t)(slash - out)) : strdup(".");
+        rep->index_path = strdup(out);
+    } else {
+        size_t n = strlen(out) + 64, l = strlen(out);
+        while (l > 1 && out[l - 1] == '/')
+            l--;
+        dir = strndup(out, l);
+        if (dir && (rep->index_path = malloc(n)))
+            snprintf(rep->index_path, n, "%s/%s%s.index.json", dir, base, ext);
+    }
+    if (!dir || !rep->index_path || !(rep->shards = calloc(nshards + 1, sizeof *rep->shards))) {
+        free(dir);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    int rc = 0;
+    for (size_t k = 0; k < nshards && !rc; k++) {
+        size_t n = strlen(dir) + 64;
+        if (!(rep->shards[k] = malloc(n))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(rep->shards[k], n, "%s/%s-%05zu-of-%05zu%s", dir, base, k + 1, nshards, ext);
+        rep->nshards = k + 1;
+    }
+    free(dir);
+    return rc;
+}
+
+/* Refuse, before writing anything, outputs that exist (without force) or that are input shards. */
+static int set_check_outputs(set *S, tc_diag *d)
+{
+    tc_set_report *rep = S->rep;
+    for (size_t k = 0; k <= rep->nshards; k++) {
+        const char *p = k < rep->nshards ? rep->shards[k] : rep->index_path;
+        struct stat st;
+        if (!S->o->force && lstat(p, &st) == 0)
+            return set_where(rep, p, tc_fail(d, TC_ERR_USAGE, "%s exists (use --force to replace it)", p));
+        for (size_t i = 0; i < S->ix->nsh; i++)
+            if (!strcmp(p, S->ix->sh[i].path) || tc_same_file(p, S->ix->sh[i].path))
+                return set_where(rep, p, tc_fail(d, TC_ERR_USAGE, "the output would replace input shard %s; "
+                                                 "write elsewhere", S->ix->sh[i].file));
+        if (tc_same_file(p, S->ix->path))
+            return set_where(rep, p, tc_fail(d, TC_ERR_USAGE, "the output would replace the input index; "
+                                             "write elsewhere"));
+    }
+    return 0;
+}
+
+int tc_convert_set(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+{
+    set S = {.o = o, .rep = rep, .ro = o->co.ro, .dev = o->co.device ? o->co.device : "cpu"};
+    set_name *names = NULL;
+    size_t nnames = 0, written = 0;
+    uint64_t max = o->max_shard ? o->max_shard : TC_DEFAULT_MAX_SHARD;
+    int rc = tc_index_open(&S.ix, in, &o->lim, d);
+    if (rc)
+        return set_where(rep, in, rc);
+    rep->ninputs = S.ix->nsh;
+    if (!o->to_safetensors) {
+        S.ro.all_to = S.dev;
+        S.ro.maps = NULL;
+        S.ro.nmaps = 0;
+    }
+    if (!(S.in = calloc(S.ix->nsh + 1, sizeof *S.in))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < S.ix->nsh && !rc; i++)
+        rc = set_open_input(&S, i, d);
+    if (!rc && o->co.key) { /* --key: some shard must have tensors under it */
+        bool any = false;
+        for (size_t i = 0; i < S.ix->nsh && !any; i++)
+            any = count_under(S.in[i].c, o->co.key) > 0;
+        if (!any && S.ix->nsh)
+            rc = set_where(rep, S.ix->sh[0].path, key_check(S.in[0].c, &o->co, d));
+    }
+    if (rc)
+        goto done;
+    /* the plan: greedy, in input order */
+    size_t nshards = 0;
+    uint64_t fill = 0;
+    for (size_t u = 0; u < S.nu; u++) {
+        if (!nshards || (fill && fill + S.u[u].bytes > max)) {
+            nshards++;
+            fill = 0;
+        }
+        S.u[u].shard = nshards - 1;
+        fill += S.u[u].bytes;
+    }
+    if (!nshards) {
+        rc = set_where(rep, in, tc_fail(d, TC_ERR_USAGE, "no tensor of the set can be written as %s",
+                                        o->to_safetensors ? "safetensors" : "a torch checkpoint"));
+        goto done;
+    }
+    if ((rc = set_paths(&S, out, nshards, d)) || (rc = set_names(&S, &names, &nnames, d)) ||
+        (rc = set_check_outputs(&S, d)))
+        goto done;
+    for (size_t k = 0; k < nshards && !rc; k++) {
+        tc_outfile of = {.fd = -1};
+        if ((rc = tc_out_open(&of, rep->shards[k], o->force, d))) {
+            set_where(rep, rep->shards[k], rc);
+            break;
+        }
+        free(rep->where);
+        rep->where = NULL;
+        rc = o->to_safetensors ? set_write_st(&S, k, of.fd, d) : set_write_torch(&S, k, of.fd, rep->shards[k], d);
+        if (!rc)
+            rc = tc_out_commit(&of, d);
+        else
+            tc_out_abort(&of);
+        if (rc && !rep->where)
+            set_where(rep, rep->shards[k], rc);
+        written += !rc;
+    }
+    if (!rc)
+        rc = set_write_index(&S, names, nnames, d);
+    if (!rc && !o->to_safetensors)
+        for (size_t i = 0; i < S.ix->nsh; i++)
+            for (size_t s = 0; s < S.in[i].c->ns; s++) {
+                rep->sum.overflow += S.in[i].p.st[s].overflow;
+                rep->sum.underflow += S.in[i].p.st[s].underflow;
+            }
+    if (rc)
+        for (size_t k = 0; k < written; k++)
+            unlink(rep->shards[k]);
+done:
+    free(names);
+    for (size_t i = 0; S.in && i < S.ix->nsh; i++) {
+        if (S.in[i].planned)
+            tc_plan_free(&S.in[i].p);
+        free(S.in[i].sl);
+        free(S.in[i].grp);
+        tc_ckpt_close(S.in[i].c);
+    }
+    free(S.in);
+    free(S.u);
+    tc_index_free(S.ix);
+    return rc;
+}
+
+void tc_set_report_free(tc_set_report *r)
+{
+    if (!r)
+        return;
+    tc_convert_report_free(&r->sum);
+    for (size_t k = 0; k < r->nshards; k++)
+        free(r->shards[k]);
+    free(r->shards);
+    free(r->index_path);
+    free(r->where);
+    memset(r, 0, sizeof *r);
 }

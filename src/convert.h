@@ -91,4 +91,54 @@ typedef struct tc_st_item {
 int tc_st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, int fd, tc_convert_report *rep,
                 const tc_rewrite_opts *ro, tc_diag *d);
 
+/* ---- sharded sets ------------------------------------------------------------
+ *
+ * tc_convert_set reads the shard set of an index (IN.index.json) and writes a
+ * new one: shards named as transformers names them (model-00001-of-0000N.
+ * safetensors, pytorch_model-00001-of-0000N.bin) and their index (metadata
+ * with total_size first, then the input's other metadata; weight_map sorted).
+ *
+ * Every input shard is opened first (metadata only), the whole set is planned
+ * from tensor sizes after the casts, then the shards are written one at a
+ * time, tensors streamed. The plan keeps the order of the input (shard by
+ * shard, tensor by tensor) and starts a new shard when the next unit would
+ * take the current one past max_shard bytes of tensor data; a unit larger
+ * than max_shard gets a shard of its own. A unit is what must stay together
+ * for the output to hold: to safetensors, a written tensor and its aliases;
+ * to torch, a storage and every tensor on it (tied weights, views).
+ *
+ * The weight_map lists what each output shard holds: to safetensors, the
+ * tensors in its header (aliases live in its __metadata__ and are restored
+ * by tc_convert_to_torch); to torch, every name of its state_dict. Torch
+ * shards are written as a flat state_dict (OrderedDict of name -> tensor or
+ * Parameter): entries that are not dense tensors are reported as dropped.
+ *
+ * Outputs go through src/outfile.h; when one fails, the shards this call
+ * wrote are removed and no index is written. */
+
+#define TC_DEFAULT_MAX_SHARD 5000000000ull /* "5GB", as transformers' save_pretrained */
+
+typedef struct tc_set_opts {
+    tc_convert_opts co;
+    bool to_safetensors;  /* else torch .bin shards */
+    uint64_t max_shard;   /* bytes of tensor data per shard; 0: TC_DEFAULT_MAX_SHARD */
+    bool force;           /* replace existing outputs */
+    bool allow_unsafe;    /* convert shards that name dangerous globals */
+    tc_limits lim;
+} tc_set_opts;
+
+typedef struct tc_set_report {
+    tc_convert_report sum;  /* over the whole set */
+    char *index_path;       /* the index written (or to be written) */
+    char **shards;          /* output shard paths, in order */
+    size_t nshards;
+    size_t ninputs;         /* input shards */
+    char *where;            /* on failure: the file the message is about */
+} tc_set_report;
+
+/* out: the output index (*.index.json) or a folder (the index is then
+ * model.safetensors.index.json or pytorch_model.bin.index.json in it). */
+int tc_convert_set(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
+void tc_set_report_free(tc_set_report *r);
+
 #endif

@@ -1,5 +1,4 @@
 /* convert: .pt/.bin <-> .safetensors, single files and sharded sets. */
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +18,7 @@ static const tc_opt opts[] = {
     {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)", true},
     {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage (default cpu)", false},
     {OPT_KEY, 0, "key", "K", "to safetensors: only the tensors under entry K (e.g. model, state_dict), named relative to it", false},
-    {OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: start a new safetensors shard past SIZE (e.g. 5GB)", false},
+    {OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard (default 5GB)", false},
     {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false},
     {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL, "convert even a file that names dangerous globals", false},
     {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},
@@ -61,7 +60,8 @@ static void warn_list(const char *out, const char *what, char **v, size_t n)
     tc_warn(out, "%s: %s", what, line);
 }
 
-static void summary(const char *out, const tc_convert_report *r, bool st, const tc_convert_opts *o)
+/* Warnings, then (verbosity 1+) what was written: out, or `wrote` when given. */
+static void summary(const char *out, const char *wrote, const tc_convert_report *r, bool st, const tc_convert_opts *o)
 {
     if (r->ndropped)
         warn_list(out, "not representable, dropped", r->dropped, r->ndropped);
@@ -75,7 +75,7 @@ static void summary(const char *out, const tc_convert_report *r, bool st, const 
                 tc_dtype_name(o->ro.dtype));
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", out, r->ntensors + r->ncopies);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", wrote ? wrote : out, r->ntensors + r->ncopies);
     if (r->naliases)
         fprintf(stderr, st ? " + %zu alias(es) of shared storage (in __metadata__ \"%s\")" : " + %zu shared view(s)",
                 r->naliases, TC_ST_ALIASES_KEY);
@@ -131,7 +131,7 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, bo
     tc_progress_end(&prog);
     if (rc || (rc = tc_out_commit(&of, &d)))
         goto fail;
-    summary(out, &rep, fmt == FMT_ST, o);
+    summary(out, NULL, &rep, fmt == FMT_ST, o);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
@@ -143,8 +143,8 @@ fail:
     return tc_exit_for(rc);
 }
 
-int tc_convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe, tc_convert_opts *o,
-                     const tc_limits *lim, uint64_t max_shard);
+static int convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
+                         const tc_convert_opts *o, const tc_limits *lim, uint64_t max_shard);
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
@@ -208,7 +208,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     tc_install_signal_cleanup();
     if (tc_index_path(in)) {
-        ex = tc_convert_index(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim, max_shard);
+        ex = convert_index(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim, max_shard);
         goto done;
     }
     if (tc_index_path(out)) {
@@ -225,164 +225,26 @@ done:
 
 /* ---- sharded sets ------------------------------------------------------------ */
 
-/* Output shards as transformers names them, one per input shard, then the index. */
-int tc_convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe, tc_convert_opts *o,
-                     const tc_limits *lim, uint64_t max_shard)
+/* A shard set through its index: planned and written by tc_convert_set; this prints. */
+static int convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
+                         const tc_convert_opts *o, const tc_limits *lim, uint64_t max_shard)
 {
-    tc_index *ix = NULL;
+    tc_set_opts so = {.co = *o, .to_safetensors = fmt == FMT_ST, .max_shard = max_shard, .force = force,
+                      .allow_unsafe = allow_unsafe, .lim = *lim};
+    tc_set_report rep = {0};
     tc_diag d = {0};
-    int ex = TC_EXIT_OK, rc;
-    char *dir = NULL, *index_out = NULL, **names = NULL;
-    cJSON *j = NULL;
-    uint64_t total = 0;
-    tc_convert_report sum = {0};
-    if ((rc = tc_index_open(&ix, in, lim, &d))) {
-        tc_err(in, "%s", d.msg);
-        return tc_exit_for(rc);
-    }
-    if (max_shard)
-        tc_warn(NULL, "--max-shard-size: re-sharding is not implemented; each input shard gives one output shard");
-    const char *base = fmt == FMT_ST ? "model" : "pytorch_model", *ext = fmt == FMT_ST ? ".safetensors" : ".bin";
-    if (tc_index_path(out)) {
-        index_out = strdup(out);
-        const char *slash = strrchr(out, '/');
-        dir = slash ? strndup(out, (size_t)(slash - out)) : strdup(".");
+    int rc = tc_convert_set(in, out, &so, &rep, &d);
+    if (rc) {
+        tc_err(rc == TC_ERR_USAGE ? NULL : rep.where ? rep.where : in, "%s", d.msg);
     } else {
-        dir = strdup(out);
-        size_t n = strlen(out) + 64;
-        if ((index_out = malloc(n)))
-            snprintf(index_out, n, "%s/%s%s.index.json", out, base, ext);
+        char lim_text[32], wrote[4200];
+        tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
+        snprintf(wrote, sizeof wrote, "%s and %zu shard(s) of at most %s (from %zu)", rep.index_path, rep.nshards,
+                 lim_text, rep.ninputs);
+        summary(rep.index_path, wrote, &rep.sum, fmt == FMT_ST, o);
     }
-    names = calloc(ix->nsh + 1, sizeof *names);
-    j = cJSON_CreateObject();
-    cJSON *wm = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(j, "metadata");
-    if (!dir || !index_out || !names || !j || !wm || !md) {
-        tc_err(NULL, "out of memory");
-        ex = TC_EXIT_FAIL;
-        goto done;
-    }
-    for (size_t i = 0; i < ix->nsh; i++) {
-        size_t n = strlen(dir) + strlen(base) + 64;
-        if (!(names[i] = malloc(n))) {
-            ex = TC_EXIT_FAIL;
-            goto done;
-        }
-        snprintf(names[i], n, "%s/%s-%05zu-of-%05zu%s", dir, base, i + 1, ix->nsh, ext);
-    }
-    for (size_t i = 0; i < ix->nsh && ex == TC_EXIT_OK; i++) {
-        tc_ckpt *c = NULL;
-        tc_outfile of = {.fd = -1};
-        tc_convert_report rep = {0};
-        tc_diag_clear(&d);
-        if ((rc = tc_index_open_shard(ix, i, lim, &c, &d))) {
-            tc_err(in, "%s", d.msg);
-            ex = tc_exit_for(rc);
-            break;
-        }
-        if (tc_ckpt_has_dangerous(c) && !allow_unsafe) {
-            tc_err(ix->sh[i].path, "refusing to convert: it names dangerous globals (--allow-unsafe converts it anyway)");
-            tc_ckpt_close(c);
-            ex = TC_EXIT_UNSAFE;
-            break;
-        }
-        if (!(rc = tc_out_open(&of, names[i], force, &d))) {
-            if (fmt == FMT_ST)
-                rc = tc_convert_to_safetensors(c, o, c->root ? NULL : c->meta, c->root ? 0 : c->nmeta, of.fd, &rep, &d);
-            else
-                rc = tc_convert_to_torch(c, o, of.fd, names[i], &rep, &d);
-        }
-        if (!rc)
-            rc = tc_out_commit(&of, &d);
-        if (rc) {
-            const char *who = of.fd < 0 || (rc == TC_ERR_IO && strstr(d.msg, "write")) ? names[i] : ix->sh[i].path;
-            tc_err(who, "%s", d.msg);
-            tc_out_abort(&of);
-            ex = tc_exit_for(rc);
-        } else {
-            const char *slash = strrchr(names[i], '/'), *file = slash ? slash + 1 : names[i];
-            /* every name the shard now holds, aliases included */
-            for (size_t k = 0; k < c->nt; k++) {
-                const char *nm = c->t[k].name;
-                if (o->key) {
-                    size_t kl = strlen(o->key);
-                    if (strncmp(nm, o->key, kl) || nm[kl] != '.')
-                        continue;
-                    nm += kl + 1;
-                }
-                bool dropped = false;
-                for (size_t q = 0; q < rep.ndropped && !dropped; q++)
-                    dropped = !strncmp(rep.dropped[q], nm, strlen(nm)) && rep.dropped[q][strlen(nm)] == ' ';
-                if (!dropped && !cJSON_GetObjectItemCaseSensitive(wm, nm))
-                    cJSON_AddStringToObject(wm, nm, file);
-            }
-            total += rep.data_bytes;
-            sum.ntensors += rep.ntensors;
-            sum.naliases += rep.naliases;
-            sum.ncopies += rep.ncopies;
-            sum.ncast += rep.ncast;
-            sum.nkept += rep.nkept;
-            sum.overflow += rep.overflow;
-            sum.underflow += rep.underflow;
-            if (rep.ndropped)
-                warn_list(names[i], "not representable, dropped", rep.dropped, rep.ndropped);
-        }
-        tc_convert_report_free(&rep);
-        tc_ckpt_close(c);
-    }
-    if (ex != TC_EXIT_OK)
-        goto done;
-    /* the index: metadata first, weight_map sorted by name, as transformers writes it */
-    cJSON_AddNumberToObject(md, "total_size", (double)total);
-    for (size_t i = 0; i < ix->nmeta; i++)
-        if (strcmp(ix->meta[i].key, "total_size"))
-            cJSON_AddStringToObject(md, ix->meta[i].key, ix->meta[i].value);
-    {
-        size_t n = (size_t)cJSON_GetArraySize(wm);
-        cJSON **v = calloc(n + 1, sizeof *v);
-        cJSON *sorted = cJSON_CreateObject();
-        if (!v || !sorted) {
-            free(v);
-            cJSON_Delete(sorted);
-            ex = TC_EXIT_FAIL;
-            goto done;
-        }
-        size_t k = 0;
-        for (cJSON *x = wm->child; x; x = x->next)
-            v[k++] = x;
-        for (size_t a = 1; a < n; a++)
-            for (size_t b = a; b > 0 && strcmp(v[b - 1]->string, v[b]->string) > 0; b--) {
-                cJSON *t = v[b];
-                v[b] = v[b - 1];
-                v[b - 1] = t;
-            }
-        for (size_t a = 0; a < n; a++)
-            cJSON_AddStringToObject(sorted, v[a]->string, v[a]->valuestring);
-        free(v);
-        cJSON_AddItemToObject(j, "weight_map", sorted);
-    }
-    char *text = cJSON_Print(j);
-    tc_outfile of = {.fd = -1};
-    tc_diag_clear(&d);
-    if (!text || (rc = tc_out_open(&of, index_out, force, &d)) || tc_write_all(of.fd, text, strlen(text)) ||
-        tc_write_all(of.fd, "\n", 1) || (rc = tc_out_commit(&of, &d))) {
-        tc_out_abort(&of);
-        tc_err(index_out, "%s", d.msg[0] ? d.msg : "cannot write the index");
-        ex = TC_EXIT_FAIL;
-    }
-    free(text);
-    if (ex == TC_EXIT_OK && tc_verbosity > 0)
-        fprintf(stderr, "tensorctl: wrote %s and %zu shards: %zu tensors + %zu aliases; %.1f MB of tensor data\n",
-                index_out, ix->nsh, sum.ntensors + sum.ncopies, sum.naliases, total / 1e6);
-done:
-    cJSON_Delete(wm);
-    cJSON_Delete(j);
-    for (size_t i = 0; names && i < ix->nsh; i++)
-        free(names[i]);
-    free(names);
-    free(dir);
-    free(index_out);
-    tc_index_free(ix);
-    return ex;
+    tc_set_report_free(&rep);
+    return tc_exit_for(rc);
 }
 
 const tc_cmd tc_cmd_convert = {

@@ -298,9 +298,10 @@ def check_shards(tc, outdir, corpus, r, pys):
         return
     with open(st_index) as f:
         ix = json.load(f)
-    r.check(sorted(set(ix["weight_map"].values())) == ["model-00001-of-00002.safetensors",
-                                                        "model-00002-of-00002.safetensors"]
-            and ix["metadata"]["total_size"] == len(data), "index: shard names and total_size as transformers")
+    # the default --max-shard-size (5GB) merges the two small input shards into one
+    r.check(sorted(set(ix["weight_map"].values())) == ["model-00001-of-00001.safetensors"]
+            and ix["metadata"]["total_size"] == len(data), "index: shard names and total_size as transformers",
+            str(sorted(set(ix["weight_map"].values()))))
     got = {}
     for fn in set(ix["weight_map"].values()):
         h, _, _ = st_tensors(os.path.join(st_dir, fn), r, "index: " + fn)
@@ -318,6 +319,213 @@ def check_shards(tc, outdir, corpus, r, pys):
             tens.update(res)
         r.check(all(tens.get(n, {}).get("sha256") == ex[n]["sha256"] for n in names),
                 "index: .bin shards equal the input with " + py)
+
+
+def hashes_of(tc, path):
+    """{name: sha256} of one file, from `inspect --json --hash`."""
+    rc, so, se = run([tc, "inspect", "--json", "--hash", path])
+    if rc not in (0, 4):
+        raise RuntimeError("inspect --hash %s: exit %d: %s" % (path, rc, se.strip()))
+    return {t["name"]: t["sha256"] for t in json.loads(so)["tensors"]}
+
+
+def shard_units(tc, path, st):
+    """Bytes of tensor data in a shard, the number of units it holds (safetensors: tensors in the header;
+    .bin: storages) and the names it holds (safetensors: the header's, aliases apart)."""
+    if st:
+        _, _, hdr, data = read_st(path)
+        meta = hdr.pop("__metadata__", {})
+        return len(data), len(hdr), set(hdr), set(json.loads(meta.get(ALIASES, "{}")))
+    insp = inspect(tc, path)
+    return (sum(s["nbytes"] for s in insp["storages"]), len(insp["storages"]),
+            {t["name"] for t in insp["tensors"]}, set())
+
+
+def load_reshard(r, what, index, st, want_hash, outdir, pys):
+    """torch.load (.bin) or safetensors.load_file of every shard of a set: what the index maps there, equal."""
+    d = os.path.dirname(index)
+    with open(index) as f:
+        wm = json.load(f)["weight_map"]
+    for py, ver in pys:
+        if st and not ver["st"]:
+            continue
+        bad = []
+        for fn in sorted(set(wm.values())):
+            res, err = helper(py, outdir, "st" if st else "pt", os.path.join(d, fn))
+            if res is None:
+                bad.append("%s: %s" % (fn, err))
+                continue
+            mapped = {k for k, v in wm.items() if v == fn}
+            bad += ["%s: %s" % (fn, k) for k in mapped ^ set(res)]
+            bad += ["%s: %s differs" % (fn, k) for k in res if res[k]["sha256"] != want_hash.get(k)]
+        r.check(not bad, "%s: %s of every shard with %s gives the tensors the index maps there, equal to the input's"
+                % (what, "safetensors.load_file" if st else "torch.load", py), str(bad[:5]))
+
+
+def check_reshard_out(tc, r, what, index, limit, st, want_hash, min_shards=None, max_shards=None):
+    """An output set: names as transformers gives them, each shard within limit (or one unit alone), the
+    index mapping every tensor to the shard holding it, inspect's shard checks, and every tensor's sha256."""
+    d = os.path.dirname(index)
+    with open(index) as f:
+        ix = json.load(f)
+    files = sorted(set(ix["weight_map"].values()))
+    n = len(files)
+    pat = "model-%05d-of-%05d.safetensors" if st else "pytorch_model-%05d-of-%05d.bin"
+    r.check(files == [pat % (i + 1, n) for i in range(n)], what + ": %d shards named as transformers names them" % n,
+            str(files))
+    on_disk = sorted(f for f in os.listdir(d) if f.startswith("model-" if st else "pytorch_model-"))
+    r.check(on_disk == files, what + ": no other shard files", str(on_disk))
+    if min_shards is not None:
+        r.check(n >= min_shards, what + ": at least %d shards" % min_shards, str(n))
+    if max_shards is not None:
+        r.check(n <= max_shards, what + ": at most %d shards" % max_shards, str(n))
+    r.check(list(ix) == ["metadata", "weight_map"] and list(ix["weight_map"]) == sorted(ix["weight_map"]),
+            what + ": index metadata then weight_map, sorted")
+    total, got, bad_size, bad_map = 0, {}, [], []
+    for fn in files:
+        path = os.path.join(d, fn)
+        nbytes, units, names, aliases = shard_units(tc, path, st)
+        total += nbytes
+        if nbytes > limit and units != 1:
+            bad_size.append("%s: %d bytes in %d units" % (fn, nbytes, units))
+        mapped = {k for k, v in ix["weight_map"].items() if v == fn}
+        if mapped != names:
+            bad_map.append("%s: %s" % (fn, sorted(mapped ^ names)))
+        h = hashes_of(tc, path)
+        if st:
+            h2, _, _ = st_tensors(path, r, what + ": " + fn)
+            r.check(all(h2[k] == h[k] for k in h), what + ": %s: inspect --hash agrees with the bytes" % fn)
+            h = h2  # aliases included, gathered from the tensor they view, which is in this shard
+        for k, v in h.items():
+            got.setdefault(k, []).append(v)
+    r.check(not bad_size, what + ": every shard holds at most %d bytes of tensor data, or one unit" % limit,
+            str(bad_size))
+    r.check(not bad_map, what + ": the index maps every tensor to the shard holding it", str(bad_map))
+    r.check(ix["metadata"].get("total_size") == total, what + ": metadata.total_size is the data in the shards",
+            "%s vs %d" % (ix["metadata"].get("total_size"), total))
+    dup = sorted(k for k, v in got.items() if len(v) > 1)
+    bad = sorted(k for k in want_hash if got.get(k, [None])[0] != want_hash[k])
+    r.check(not dup and not bad and set(got) == set(want_hash),
+            what + ": every tensor once, its sha256 equal to the input's", str((dup, bad[:5], set(got) ^ set(want_hash))))
+    rc, so, se = run([tc, "inspect", index])
+    r.check(rc == 0 and ("shards %d" % n) in so and "ok)" in so and not se.strip(),
+            what + ": inspect OUT.index.json passes its shard checks", se.strip())
+
+
+def check_reshard(tc, outdir, corpus, samples, r, pys):
+    """--max-shard-size: several small input shards into more (tiny SIZE) or one (large SIZE), both formats."""
+    src = os.path.join(corpus, "torch-2.14", "lm.safetensors")
+    ex = {n: t["sha256"] for n, t in expect_of(src, None).items()}
+    _, _, hdr, data = read_st(src)
+    hdr.pop("__metadata__", None)
+    names = sorted(hdr)
+    base = os.path.join(outdir, "reshard")
+    if os.path.isdir(base):
+        import shutil
+        shutil.rmtree(base)
+    ind = os.path.join(base, "in")
+    os.makedirs(ind)
+    parts = [names[0:3], names[3:6], names[6:9], names[9:]]
+    wm = {}
+    for i, part in enumerate(parts):
+        fn = "model-%05d-of-%05d.safetensors" % (i + 1, len(parts))
+        write_st(os.path.join(ind, fn), {n: (hdr[n]["dtype"], hdr[n]["shape"],
+                                             data[hdr[n]["data_offsets"][0]:hdr[n]["data_offsets"][1]])
+                                         for n in part}, {"format": "pt", "note": "shard %d" % i})
+        wm.update({n: fn for n in part})
+    index = os.path.join(ind, "model.safetensors.index.json")
+    with open(index, "w") as f:
+        json.dump({"metadata": {"total_size": len(data), "origin": "test"}, "weight_map": wm}, f)
+    inh = {}
+    for fn in set(wm.values()):
+        inh.update(hashes_of(tc, os.path.join(ind, fn)))
+    r.check(inh == ex, "reshard: input shards hash as the expect file says")
+    tiny, large = 3000, 10 ** 9
+    # st -> st, st -> bin (tiny), then bin -> st, bin -> bin (several .bin inputs merged into one)
+    outs = {}
+    for tag, src_index, st, size in (("st-tiny", index, True, "3KB"), ("bin-tiny", index, False, "3KB"),
+                                     ("st-large", None, True, "1GB"), ("bin-large", None, False, "1GB")):
+        o = os.path.join(base, tag)
+        os.makedirs(o)
+        src_index = src_index or outs["bin-tiny" if tag == "st-large" else "st-tiny"]
+        out_index = os.path.join(o, "model.safetensors.index.json" if st else "pytorch_model.bin.index.json")
+        rc, _, se = run([tc, "convert", src_index, out_index, "--max-shard-size", size])
+        what = "reshard %s (from %s)" % (tag, os.path.basename(os.path.dirname(src_index)))
+        if not r.check(rc == 0, what + ": convert", se.strip()):
+            continue
+        outs[tag] = out_index
+        limit = tiny if size == "3KB" else large
+        check_reshard_out(tc, r, what, out_index, limit, st, ex, min_shards=len(parts) + 1 if limit == tiny else 1,
+                          max_shards=None if limit == tiny else 1)
+        load_reshard(r, what, out_index, st, ex, outdir, pys)
+        with open(out_index) as f:
+            r.check(json.load(f)["metadata"].get("origin") == "test", what + ": the input index's metadata kept")
+    # an existing folder as OUT, and the default size (5GB): one shard
+    o = os.path.join(base, "default")
+    os.makedirs(o)
+    rc, _, se = run([tc, "convert", "--format", "safetensors", index, o + "/"])
+    if r.check(rc == 0, "reshard default size, OUT a folder: convert", se.strip()):
+        check_reshard_out(tc, r, "reshard default size", os.path.join(o, "model.safetensors.index.json"),
+                          5 * 10 ** 9, True, ex, max_shards=1)
+    # sizes are planned after the cast: float16 halves every tensor
+    ref = os.path.join(base, "lm16.safetensors")
+    rc, _, se = run([tc, "convert", "-q", "--dtype", "float16", src, ref])
+    ex16, _, _ = st_tensors(ref, r, "reshard: lm.safetensors as float16")
+    o = os.path.join(base, "f16")
+    os.makedirs(o)
+    rc, _, se = run([tc, "convert", "--dtype", "float16", "--max-shard-size", "2.2KB", index,
+                     os.path.join(o, "model.safetensors.index.json")])
+    if r.check(rc == 0, "reshard --dtype float16: convert", se.strip()):
+        check_reshard_out(tc, r, "reshard --dtype float16 into 2.2KB", os.path.join(o, "model.safetensors.index.json"),
+                          2200, True, ex16, max_shards=5)
+    # shared storages stay together: tied weights and views, from a .bin shard, to both formats
+    tied = os.path.join(samples, "tied_views_cpu.pt")
+    if os.path.exists(tied + ".expect.json"):
+        tex = {n: t["sha256"] for n, t in expect_of(tied, None).items()}
+        td = os.path.join(base, "tied")
+        os.makedirs(td)
+        with open(tied, "rb") as f, open(os.path.join(td, "pytorch_model-00001-of-00001.bin"), "wb") as g:
+            g.write(f.read())
+        tindex = os.path.join(td, "pytorch_model.bin.index.json")
+        with open(tindex, "w") as f:
+            json.dump({"metadata": {}, "weight_map": {n: "pytorch_model-00001-of-00001.bin" for n in tex}}, f)
+        for st in (True, False):
+            o = os.path.join(base, "tied-" + ("st" if st else "bin"))
+            os.makedirs(o)
+            oi = os.path.join(o, "model.safetensors.index.json" if st else "pytorch_model.bin.index.json")
+            rc, _, se = run([tc, "convert", "-q", tindex, oi, "--max-shard-size", "100"])
+            what = "reshard tied views to " + ("safetensors" if st else ".bin")
+            if not r.check(rc == 0, what + ": convert", se.strip()):
+                continue
+            check_reshard_out(tc, r, what, oi, 100, st, tex, min_shards=2)
+            if not st:
+                load_reshard(r, what, oi, st, tex, outdir, pys)
+            if not st:
+                ii = inspect(tc, tied)
+                groups = []
+                with open(oi) as f:
+                    for fn in sorted(set(json.load(f)["weight_map"].values())):
+                        groups += sharing(inspect(tc, os.path.join(o, fn)), set(tex))
+                r.check(sorted(groups) == sharing(ii, set(tex)), what + ": storage sharing kept within shards",
+                        "%s vs %s" % (sorted(groups), sharing(ii, set(tex))))
+    # errors: existing outputs refused before anything is written; a later shard failing removes the earlier
+    o = os.path.join(base, "st-tiny")
+    with open(os.path.join(o, "model.safetensors.index.json")) as f:
+        n = len(set(json.load(f)["weight_map"].values()))
+    before = sorted(os.listdir(o))
+    rc, _, se = run([tc, "convert", index, os.path.join(o, "model.safetensors.index.json"), "--max-shard-size", "3KB"])
+    r.check(rc == 2 and len(se.strip().splitlines()) == 1 and "exists (use --force" in se
+            and sorted(os.listdir(o)) == before, "reshard: existing outputs refused, nothing written", se.strip())
+    o = os.path.join(base, "fail")
+    os.makedirs(os.path.join(o, "model-00002-of-%05d.safetensors" % n))
+    rc, _, se = run([tc, "convert", "-f", index, os.path.join(o, "model.safetensors.index.json"),
+                     "--max-shard-size", "3KB"])
+    left = sorted(os.listdir(o))
+    r.check(rc == 1 and len(se.strip().splitlines()) == 1
+            and se.startswith("tensorctl: %s/model-00002-of-%05d.safetensors: " % (o, n))
+            and left == ["model-00002-of-%05d.safetensors" % n],
+            "reshard: a later shard failing removes the shards written before it, no index",
+            "exit %d: %s; left %s" % (rc, se.strip(), left))
 
 
 def max_rss_kb(cmd):
@@ -468,6 +676,7 @@ def main():
                         same &= rawa == rawb
                     r.check(same, rel + ": same header (order, offsets, padding) and data as safetensors.save_file")
     check_shards(tc, outdir, corpus, r, pys)
+    check_reshard(tc, outdir, corpus, samples, r, pys)
     check_memory(tc, outdir, r)
     print("%d passed, %d failed, %d skipped" % (r.passed, r.failed, r.skipped))
     return 1 if r.failed else 0
