@@ -98,7 +98,7 @@ json.dump({"metadata": {"total_size": 24}, "weight_map": wm}, open(d + "/model.s
 PY
 expect 0 "inspect a safetensors index" "$T" inspect "$W/st/model.safetensors.index.json"
 expect 0 "convert an index to .bin shards on cuda:0" "$T" convert -q "$W/st/model.safetensors.index.json" \
-    "$W/bin/pytorch_model.bin.index.json" --device cuda:0
+    "$W/bin/pytorch_model.bin.index.json" --device cuda:0 --max-shard-size 16
 expect 0 "to-cpu of a sharded set" "$T" to-cpu -q "$W/bin/pytorch_model.bin.index.json" -o "$W/cpu"
 expect 0 "inspect the moved set" "$T" inspect --json "$W/cpu/pytorch_model.bin.index.json"
 if grep -q '"device":	"cuda' "$W/out"; then bad "moved set still has cuda storages"; else ok "moved set is all cpu"; fi
