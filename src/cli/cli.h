@@ -83,6 +83,9 @@ void tc_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void tc_progress_end(tc_progress *p);
 
 void tc_install_signal_cleanup(void);
+/* Create the folder a set is written to: OUT itself, or the folder of OUT.index.json
+ * (one level, like mkdir). Prints and returns -1 on failure. */
+int tc_out_folder(const char *out, bool is_index);
 /* 1536 -> "1.5 KiB" */
 void tc_human_bytes(uint64_t b, char *out, size_t n);
 

@@ -233,6 +233,8 @@ static int convert_index(const char *in, const char *out, int fmt, bool force, b
                       .allow_unsafe = allow_unsafe, .lim = *lim};
     tc_set_report rep = {0};
     tc_diag d = {0};
+    if (tc_out_folder(out, tc_index_path(out)))
+        return TC_EXIT_FAIL;
     int rc = tc_convert_set(in, out, &so, &rep, &d);
     if (rc) {
         tc_err(rc == TC_ERR_USAGE ? NULL : rep.where ? rep.where : in, "%s", d.msg);

@@ -319,17 +319,16 @@ static int move_index(const char *in, const char *out, bool force, tc_move_req *
         }
     char dir[4096], path[4096];
     const char *idx_name = strrchr(in, '/') ? strrchr(in, '/') + 1 : in;
+    if (tc_out_folder(out, tc_index_path(out))) {
+        tc_index_free(ix);
+        return TC_EXIT_FAIL;
+    }
     if (tc_index_path(out)) {
         const char *slash = strrchr(out, '/');
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
         idx_name = slash ? slash + 1 : out;
     } else {
         snprintf(dir, sizeof dir, "%s", out);
-        if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-            tc_err(dir, "cannot create the output folder: %s", strerror(errno));
-            tc_index_free(ix);
-            return TC_EXIT_FAIL;
-        }
     }
     size_t done = 0;
     for (; done < ix->nsh && ex == TC_EXIT_OK; done++) {

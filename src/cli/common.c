@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,4 +262,20 @@ void tc_human_bytes(uint64_t b, char *out, size_t n)
         snprintf(out, n, "%.1f MiB", b / 1048576.0);
     else
         snprintf(out, n, "%.2f GiB", b / 1073741824.0);
+}
+
+int tc_out_folder(const char *out, bool is_index)
+{
+    char dir[4096];
+    const char *slash = strrchr(out, '/');
+    if (!is_index)
+        snprintf(dir, sizeof dir, "%s", out);
+    else if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - out), out);
+    else
+        return 0;
+    if (!dir[0] || mkdir(dir, 0777) == 0 || errno == EEXIST)
+        return 0;
+    tc_err(dir, "cannot create the output folder: %s", strerror(errno));
+    return -1;
 }
