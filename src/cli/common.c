@@ -68,7 +68,7 @@ static const tc_opt *find_long(const tc_opt *o, const char *name, size_t len)
     return NULL;
 }
 
-int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
 {
     memset(a, 0, sizeof *a);
     a->pos = calloc((size_t)argc + 1, sizeof *a->pos);
@@ -131,6 +131,16 @@ int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
     if (a->set[OPT_VERBOSE])
         tc_verbosity = 2;
     return 0;
+}
+
+int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+{
+    int rc = parse_args(cmd, argc, argv, a);
+    if (rc) {
+        free(a->pos);
+        a->pos = NULL;
+    }
+    return rc;
 }
 
 void tc_print_cmd_help(const tc_cmd *cmd)
