@@ -1234,19 +1234,6 @@ done:
     return rc;
 }
 
-typedef struct zsink {
-    tc_zipw *w;
-    bool werr;
-} zsink;
-
-static int zsink_fn(void *ctx, const void *buf, size_t n, tc_diag *d)
-{
-    zsink *z = ctx;
-    int rc = tc_zipw_write(z->w, buf, n, d);
-    z->werr |= rc != 0;
-    return rc;
-}
-
 /* The state_dict pickle of shard k, in the order of the input. */
 static int set_pickle(set *S, size_t k, uint8_t **pkl, size_t *plen, tc_diag *d)
 {
@@ -1318,61 +1305,22 @@ static int set_write_torch(set *S, size_t k, int fd, const char *path, tc_diag *
     int rc = set_pickle(S, k, &pkl, &plen, d);
     if (rc)
         return rc;
-    char archive[256];
-    tc_zip_archive_name(path, archive, sizeof archive);
     tc_zipw w;
-    if ((rc = tc_zipw_init(&w, fd, archive, d))) {
-        free(pkl);
-        return rc;
-    }
-    rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d);
-    free(pkl);
-    if (!rc)
-        rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
-    const tc_rewrite_opts *ro = &S->ro;
+    rc = tc_torch_zip_open(&w, fd, path, pkl, plen, d);
     for (size_t u = 0; u < S->nu && !rc; u++) {
         const set_unit *su = &S->u[u];
         if (su->shard != k)
             continue;
         set_in *in = &S->in[su->in];
-        const tc_ckpt *c = in->c;
-        long si = c->t[su->t].storage;
-        const tc_storage *s = &c->s[si];
-        bool cast = in->p.st[si].cast, werr = false;
-        char name[48];
-        snprintf(name, sizeof name, "data/%zu", su->key);
-        if ((rc = tc_zipw_begin(&w, name, su->bytes, d))) {
-            werr = true;
-        } else if (!cast && s->raw && c->src.fd >= 0 && !(ro->verify_crc && s->crc_known)) {
-            bool known = s->crc_known && !(s->crc == 0 && s->nbytes);
-            rc = tc_zipw_copy(&w, c->src.fd, s->file_off, s->nbytes, !known, d);
-            werr = rc && strstr(d->msg, "write");
-            if (!rc && known)
-                tc_zipw_set_crc(&w, s->crc);
-            done += s->nbytes;
-            if (!rc && ro->progress)
-                ro->progress(ro->progress_ctx, done, total);
-        } else {
-            zsink z = {&w, false};
-            rc = tc_stream_storage(c, &in->p, (size_t)si, ro, zsink_fn, &z, &done, total, d);
-            werr = z.werr;
-            if (!rc && !cast && s->crc_known && s->crc != w.rec_crc && s->crc != 0)
-                rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s': CRC-32 is %08x but the file says %08x (data corrupted)",
-                             s->key, w.rec_crc, s->crc);
-        }
-        if (!rc && (rc = tc_zipw_end(&w, d)))
-            werr = true;
+        long si = in->c->t[su->t].storage;
+        bool werr;
+        rc = tc_torch_zip_storage(&w, in->c, &in->p, (size_t)si, su->key, &S->ro, &done, total, &werr, d);
         if (rc && !werr)
-            set_where(S->rep, c->path, rc);
+            set_where(S->rep, in->c->path, rc);
         if (!rc)
             S->rep->sum.data_bytes += su->bytes;
     }
-    if (!rc)
-        rc = tc_zipw_add(&w, "version", "3\n", 2, d);
-    if (!rc)
-        rc = tc_zipw_finish(&w, d);
-    tc_zipw_free(&w);
-    return rc;
+    return tc_torch_zip_close(&w, rc, d);
 }
 
 /* The index: metadata (total_size first), then weight_map sorted, as transformers writes it. */

@@ -292,8 +292,7 @@ static int edit_graph(tc_ckpt *c, tc_plan *p, tc_diag *d)
         pk_obj *k = pk_new_str(c->g, key, strlen(key));
         pk_obj *loc = intern(&e, PK_STR, ps->location, NULL);
         bool untyped = ps->cast ? tc_dtype_is_v3(ps->dtype) : s->untyped;
-        uint64_t nbytes = ps->cast ? s->nbytes / tc_dtype_size(elem_dtype(c, i)) * tc_dtype_size(ps->dtype)
-                                   : s->nbytes;
+        uint64_t nbytes = tc_plan_out_bytes(c, p, i);
         pk_obj *type = untyped ? intern(&e, PK_GLOBAL, "torch.storage", "UntypedStorage")
                                : intern(&e, PK_GLOBAL, "torch", tc_dtype_get(ps->dtype)->storage);
         pk_obj *numel = pk_new_int(c->g, (int64_t)(untyped ? nbytes : nbytes / tc_dtype_size(ps->dtype)));
@@ -321,9 +320,82 @@ static int edit_graph(tc_ckpt *c, tc_plan *p, tc_diag *d)
     return 0;
 }
 
+typedef struct zsink {
+    tc_zipw *w;
+    bool werr;
+} zsink;
+
 static int zip_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
 {
-    return tc_zipw_write(ctx, buf, n, d);
+    zsink *z = ctx;
+    int rc = tc_zipw_write(z->w, buf, n, d);
+    z->werr |= rc != 0;
+    return rc;
+}
+
+int tc_torch_zip_open(tc_zipw *w, int fd, const char *out_path, uint8_t *pkl, size_t plen, tc_diag *d)
+{
+    char archive[256];
+    tc_zip_archive_name(out_path, archive, sizeof archive);
+    int rc = tc_zipw_init(w, fd, archive, d);
+    if (!rc)
+        rc = tc_zipw_add(w, "data.pkl", pkl, plen, d);
+    if (!rc)
+        rc = tc_zipw_add(w, "byteorder", "little", 6, d);
+    free(pkl);
+    return rc;
+}
+
+uint64_t tc_plan_out_bytes(const tc_ckpt *c, const tc_plan *p, size_t i)
+{
+    const tc_storage *s = &c->s[i];
+    return p->st[i].cast ? s->nbytes / tc_dtype_size(elem_dtype(c, i)) * tc_dtype_size(p->st[i].dtype) : s->nbytes;
+}
+
+int tc_torch_zip_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, size_t key, const tc_rewrite_opts *o,
+                         uint64_t *done, uint64_t total, bool *werr, tc_diag *d)
+{
+    const tc_storage *s = &c->s[i];
+    bool cast = p->st[i].cast;
+    char name[48];
+    snprintf(name, sizeof name, "data/%zu", key);
+    *werr = false;
+    int rc = tc_zipw_begin(w, name, tc_plan_out_bytes(c, p, i), d);
+    if (rc) {
+        *werr = true;
+        return rc;
+    }
+    if (!cast && s->raw && c->src.fd >= 0 && !(o->verify_crc && s->crc_known)) {
+        /* unchanged bytes: copied in the kernel, the CRC taken from the input */
+        bool known = s->crc_known && !(s->crc == 0 && s->nbytes);
+        rc = tc_zipw_copy(w, c->src.fd, s->file_off, s->nbytes, !known, d);
+        *werr = rc && strstr(d->msg, "write");
+        if (!rc && known)
+            tc_zipw_set_crc(w, s->crc);
+        *done += s->nbytes;
+        if (!rc && o->progress)
+            o->progress(o->progress_ctx, *done, total);
+    } else {
+        zsink z = {w, false};
+        rc = tc_stream_storage(c, p, i, o, zip_sink, &z, done, total, d);
+        *werr = z.werr;
+        if (!rc && !cast && s->crc_known && s->crc != w->rec_crc && s->crc != 0)
+            rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s': CRC-32 is %08x but the file says %08x (data corrupted)",
+                         s->key, w->rec_crc, s->crc);
+    }
+    if (!rc && (rc = tc_zipw_end(w, d)))
+        *werr = true;
+    return rc;
+}
+
+int tc_torch_zip_close(tc_zipw *w, int rc, tc_diag *d)
+{
+    if (!rc)
+        rc = tc_zipw_add(w, "version", "3\n", 2, d);
+    if (!rc)
+        rc = tc_zipw_finish(w, d);
+    tc_zipw_free(w);
+    return rc;
 }
 
 int tc_write_torch(tc_ckpt *c, tc_plan *p, const tc_rewrite_opts *o, int fd, const char *out_path,
@@ -336,48 +408,11 @@ int tc_write_torch(tc_ckpt *c, tc_plan *p, const tc_rewrite_opts *o, int fd, con
     size_t plen = 0;
     if ((rc = pk_write(c->g, c->root, o->max_depth, &pkl, &plen, d)))
         return rc;
-    char archive[256];
-    tc_zip_archive_name(out_path, archive, sizeof archive);
     tc_zipw w;
-    if ((rc = tc_zipw_init(&w, fd, archive, d))) {
-        free(pkl);
-        return rc;
-    }
-    rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d);
-    free(pkl);
-    if (!rc)
-        rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
-    uint64_t done = 0, total = p->in_bytes;
-    for (size_t i = 0; i < c->ns && !rc; i++) {
-        const tc_storage *s = &c->s[i];
-        const tc_plan_st *ps = &p->st[i];
-        char name[32];
-        snprintf(name, sizeof name, "data/%zu", i);
-        uint64_t nbytes = ps->cast ? s->nbytes / tc_dtype_size(elem_dtype(c, i)) * tc_dtype_size(ps->dtype)
-                                   : s->nbytes;
-        if ((rc = tc_zipw_begin(&w, name, nbytes, d)))
-            break;
-        if (!ps->cast && s->raw && c->src.fd >= 0 && !(o->verify_crc && s->crc_known)) {
-            bool known = s->crc_known && !(s->crc == 0 && s->nbytes);
-            rc = tc_zipw_copy(&w, c->src.fd, s->file_off, s->nbytes, !known, d);
-            if (!rc && known)
-                tc_zipw_set_crc(&w, s->crc);
-            done += s->nbytes;
-            if (!rc && o->progress)
-                o->progress(o->progress_ctx, done, total);
-        } else {
-            rc = tc_stream_storage(c, p, i, o, zip_sink, &w, &done, total, d);
-            if (!rc && !ps->cast && s->crc_known && s->crc != w.rec_crc && !(s->crc == 0))
-                rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s': CRC-32 is %08x but the file says %08x (data corrupted)",
-                             s->key, w.rec_crc, s->crc);
-        }
-        if (!rc)
-            rc = tc_zipw_end(&w, d);
-    }
-    if (!rc)
-        rc = tc_zipw_add(&w, "version", "3\n", 2, d);
-    if (!rc)
-        rc = tc_zipw_finish(&w, d);
-    tc_zipw_free(&w);
-    return rc;
+    rc = tc_torch_zip_open(&w, fd, out_path, pkl, plen, d);
+    uint64_t done = 0;
+    bool werr;
+    for (size_t i = 0; i < c->ns && !rc; i++)
+        rc = tc_torch_zip_storage(&w, c, p, i, i, o, &done, p->in_bytes, &werr, d);
+    return tc_torch_zip_close(&w, rc, d);
 }

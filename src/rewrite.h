@@ -67,6 +67,19 @@ int tc_stream_storage(const tc_ckpt *c, tc_plan *p, size_t i, const tc_rewrite_o
 int tc_write_torch(tc_ckpt *c, tc_plan *p, const tc_rewrite_opts *o, int fd, const char *out_path,
                    tc_diag *d);
 
+/* The pieces of tc_write_torch, for writers that build their own pickle:
+ * open (archive folder from out_path, data.pkl, which is freed, byteorder),
+ * one storage record data/<key> (copied, or streamed and cast as planned;
+ * *werr tells whether a failure was on the writing side), close (version
+ * record, central directory; frees w, passes rc through). */
+#include "../formats/zip.h"
+int tc_torch_zip_open(tc_zipw *w, int fd, const char *out_path, uint8_t *pkl, size_t plen, tc_diag *d);
+int tc_torch_zip_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, size_t key, const tc_rewrite_opts *o,
+                         uint64_t *done, uint64_t total, bool *werr, tc_diag *d);
+int tc_torch_zip_close(tc_zipw *w, int rc, tc_diag *d);
+/* Bytes of storage i after the planned cast. */
+uint64_t tc_plan_out_bytes(const tc_ckpt *c, const tc_plan *p, size_t i);
+
 /* fnmatch-style match of name against any of pats. */
 bool tc_glob_any(const char *const *pats, size_t n, const char *name);
 
