@@ -55,7 +55,7 @@ int main(int argc, char **argv)
             return 1;
         }
         for (int k = 0; k < n; k++) {
-            if (ents[k]->d_name[0] != '.' && strcmp(ents[k]->d_name, "README.md")) {
+            if (ents[k]->d_name[0] != '.' && strncmp(ents[k]->d_name, "README", 6)) {
                 char p[4096];
                 snprintf(p, sizeof p, "%s/%s", argv[i], ents[k]->d_name);
                 if (!stat(p, &st) && S_ISREG(st.st_mode)) {
