@@ -48,6 +48,17 @@ test)
     ninja -C build-asan
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         meson test -C build-asan --print-errorlogs
+    # one closing line for both runs
+    python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, sys
+n = {"OK": 0, "FAIL": 0, "SKIP": 0}
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line).get("result", "")
+        key = "OK" if r in ("OK", "EXPECTEDFAIL") else "SKIP" if r == "SKIP" else "FAIL"
+        n[key] += 1
+print("tests: %d passed, %d failed, %d skipped" % (n["OK"], n["FAIL"], n["SKIP"]))
+PY
     ;;
 *)
     echo "usage: $0 demo|test" >&2
