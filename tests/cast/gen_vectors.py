@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write tests/cast/data/: inputs per float dtype and real torch's
 tensor.to(dtype) output for every pair. Needs torch >= 2.1 (float8):
-    /opt/tnew/bin/python tests/cast/gen_vectors.py [OUTDIR]
+    python3 tests/cast/gen_vectors.py [OUTDIR]   (a python whose torch is >= 2.1)
 
 Files: in_<src>.bin (raw little-endian elements) and <src>_to_<dst>.bin.
 Each input holds special values (NaN payloads of both signs, +-inf, -0.0,
