@@ -57,8 +57,10 @@ enum {
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_NO_PROGRESS, OPT_HASH,
 };
 
-/* Parse argv (after the command name). Prints the error and returns -1 on misuse. */
+/* Parse argv (after the command name): 0 to go on; -1 after printing a
+ * misuse, 1 after printing --help (then return tc_parse_exit(rc)). */
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a);
+int tc_parse_exit(int parse_rc);
 void tc_print_cmd_help(const tc_cmd *cmd);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */

@@ -151,13 +151,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_args a;
     tc_move_req r;
     int ex = TC_EXIT_USAGE;
-    if (tc_parse(cmd, argc, argv, &a))
-        return TC_EXIT_USAGE;
-    if (a.set[OPT_HELP]) {
-        tc_print_cmd_help(cmd);
-        ex = TC_EXIT_OK;
-        goto done;
-    }
+    int pr = tc_parse(cmd, argc, argv, &a);
+    if (pr)
+        return tc_parse_exit(pr);
     if (a.npos != 2) {
         tc_err(NULL, "convert: expected IN and OUT, got %d argument(s) (see 'tensorctl convert --help')", a.npos);
         goto done;

@@ -15,13 +15,10 @@ static const tc_opt opts[] = {
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
-    if (tc_parse(cmd, argc, argv, &a))
-        return TC_EXIT_USAGE;
+    int pr = tc_parse(cmd, argc, argv, &a);
+    if (pr)
+        return tc_parse_exit(pr);
     free(a.pos);
-    if (a.set[OPT_HELP]) {
-        tc_print_cmd_help(cmd);
-        return TC_EXIT_OK;
-    }
     tc_cuda_info ci;
     tc_cuda_query(&ci);
     if (tc_verbosity > 0) {

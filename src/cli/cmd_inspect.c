@@ -452,13 +452,10 @@ static void print_json(const tc_ckpt *c)
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
-    if (tc_parse(cmd, argc, argv, &a))
-        return TC_EXIT_USAGE;
+    int pr = tc_parse(cmd, argc, argv, &a);
+    if (pr)
+        return tc_parse_exit(pr);
     int ex = TC_EXIT_OK;
-    if (a.set[OPT_HELP]) {
-        tc_print_cmd_help(cmd);
-        goto out;
-    }
     tc_limits lim;
     if (a.npos < 1) {
         tc_err(NULL, "inspect: no FILE given (see 'tensorctl inspect --help')");

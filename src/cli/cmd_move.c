@@ -363,13 +363,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_move_req r;
     int ex = TC_EXIT_USAGE;
     char *out = NULL;
-    if (tc_parse(cmd, argc, argv, &a))
-        return TC_EXIT_USAGE;
-    if (a.set[OPT_HELP]) {
-        tc_print_cmd_help(cmd);
-        ex = TC_EXIT_OK;
-        goto done;
-    }
+    int pr = tc_parse(cmd, argc, argv, &a);
+    if (pr)
+        return tc_parse_exit(pr);
     if (a.npos != 1) {
         tc_err(NULL, "%s: expected one FILE, got %d (see 'tensorctl %s --help')", cmd->name, a.npos, cmd->name);
         goto done;

@@ -136,12 +136,18 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
 {
     int rc = parse_args(cmd, argc, argv, a);
+    if (!rc && a->set[OPT_HELP]) {
+        tc_print_cmd_help(cmd);
+        rc = 1;
+    }
     if (rc) {
         free(a->pos);
         a->pos = NULL;
     }
     return rc;
 }
+
+int tc_parse_exit(int parse_rc) { return parse_rc < 0 ? TC_EXIT_USAGE : TC_EXIT_OK; }
 
 void tc_print_cmd_help(const tc_cmd *cmd)
 {
