@@ -288,7 +288,7 @@ static int open_st(tc_ckpt *c, tc_diag *d)
     uint64_t n = tc_le64(h8);
     if (n > c->lim.max_header)
         return tc_fail(d, TC_ERR_LIMIT, "safetensors header length %" PRIu64 " is over the limit of %" PRIu64
-                       " bytes (corrupt file?)", n, c->lim.max_header);
+                       " bytes (corrupt file? --max-header-size raises it)", n, c->lim.max_header);
     if (n > size - 8)
         return tc_fail(d, TC_ERR_FORMAT,
                        "safetensors header length %" PRIu64 " runs past the end of the file (%" PRIu64
@@ -344,7 +344,7 @@ static int open_st(tc_ckpt *c, tc_diag *d)
     uint64_t data_size = size - 8 - n;
     size_t count = (size_t)cJSON_GetArraySize(root);
     if (count > c->lim.max_entries + 1) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64, count,
+        rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64 " (raise with --max-entries)", count,
                      c->lim.max_entries);
         goto done;
     }

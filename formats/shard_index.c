@@ -142,7 +142,7 @@ int tc_index_open(tc_index **out, const char *path, const tc_limits *lim, tc_dia
     }
     size_t n = (size_t)cJSON_GetArraySize(wm);
     if (n > lim->max_entries) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "weight_map has %zu entries, over the limit of %" PRIu64, n, lim->max_entries);
+        rc = tc_fail(d, TC_ERR_LIMIT, "weight_map has %zu entries, over the limit of %" PRIu64 " (raise with --max-entries)", n, lim->max_entries);
         goto done;
     }
     if (!(ix->e = calloc(n + 1, sizeof *ix->e))) {

@@ -167,7 +167,7 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
                        "zip: central directory (offset %llu, %llu bytes) lies outside the file (truncated?)",
                        (unsigned long long)z->cd_off, (unsigned long long)z->cd_size);
     if (n > lim->max_entries)
-        return tc_fail(d, TC_ERR_LIMIT, "zip: %llu entries, more than the limit of %llu",
+        return tc_fail(d, TC_ERR_LIMIT, "zip: %llu entries, more than the limit of %llu (raise with --max-entries)",
                        (unsigned long long)n, (unsigned long long)lim->max_entries);
     if (n > z->cd_size / 46)
         return tc_fail(d, TC_ERR_FORMAT, "zip: %llu entries cannot fit in a central directory of %llu bytes",

@@ -191,10 +191,11 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim)
     static const struct {
         int id;
         const char *name;
-    } m[] = {{OPT_MAX_PICKLE, "max-pickle-size"}, {OPT_MAX_DEPTH, "max-depth"}, {OPT_MAX_OBJECTS, "max-objects"}};
+    } m[] = {{OPT_MAX_PICKLE, "max-pickle-size"}, {OPT_MAX_DEPTH, "max-depth"}, {OPT_MAX_OBJECTS, "max-objects"},
+             {OPT_MAX_ENTRIES, "max-entries"}, {OPT_MAX_HEADER, "max-header-size"}};
     tc_limits def = TC_LIMITS_DEFAULT;
     *lim = def;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         if (!a->set[m[i].id])
             continue;
         uint64_t v;
@@ -206,6 +207,10 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim)
             lim->max_pickle_bytes = v;
         else if (m[i].id == OPT_MAX_DEPTH)
             lim->max_depth = v > 100000 ? 100000 : (uint32_t)v;
+        else if (m[i].id == OPT_MAX_ENTRIES)
+            lim->max_entries = v;
+        else if (m[i].id == OPT_MAX_HEADER)
+            lim->max_header = v;
         else
             lim->max_objects = v;
     }

@@ -41,6 +41,11 @@ expect 3 "empty file" "$T" inspect "$W/empty.pt"
 head -c 3000 "$W/m.pt" >"$W/trunc.pt"
 expect 3 "truncated download" "$T" inspect "$W/trunc.pt"
 has "truncation is named" "truncated" err
+expect 3 "zip entry cap" "$T" inspect --max-entries 3 "$W/m.pt"
+has "entry cap names its option" "--max-entries" err
+expect 0 "zip entry cap raised" "$T" inspect --max-entries 100 "$W/m.pt"
+expect 3 "safetensors header cap" "$T" inspect --max-header-size 64 "$C/torch-2.14/lm.safetensors"
+has "header cap names its option" "--max-header-size" err
 expect 4 "dangerous file" "$T" inspect "$C/torch-2.14/malicious.pt"
 has "dangerous global named" "posix.system" err
 
