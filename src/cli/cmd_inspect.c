@@ -171,38 +171,66 @@ static size_t tensors_under(const tc_ckpt *c, const char *prefix)
     return n;
 }
 
-/* One line per top-level entry of a dict-like root that is not all tensors. */
+/* The key/value items of a dict or dict-like object, or NULL. */
+static pk_obj *const *kv_items(const pk_obj *o, size_t *n)
+{
+    if (o->kind == PK_DICT || (o->kind == PK_CALL && o->items_kind == PK_ITEMS_DICT)) {
+        *n = o->n;
+        return o->items;
+    }
+    if (o->kind == PK_CALL && o->state && o->state->kind == PK_DICT && !o->memo) {
+        *n = o->state->n;
+        return o->state->items;
+    }
+    *n = 0;
+    return NULL;
+}
+
+static void content_line(const char *name, const char *text, cJSON *json, bool *header)
+{
+    if (json) {
+        cJSON_AddStringToObject(json, name, text);
+        return;
+    }
+    if (!*header)
+        printf("\ncontents:\n");
+    *header = true;
+    char e[512];
+    printf("  %-24s %s\n", esc(name, e, sizeof e), text);
+}
+
+/* One line per top-level entry that is not all tensors; for an entry holding
+ * many tensors (a state_dict, an optimizer), its count and then its entries
+ * without tensors (param_groups, hyper-parameters), one level down. */
 static void contents(const tc_ckpt *c, cJSON *json)
 {
-    const pk_obj *r = c->root;
-    pk_obj *const *it = NULL;
-    size_t n = 0;
-    if (r->kind == PK_DICT || (r->kind == PK_CALL && r->items_kind == PK_ITEMS_DICT)) {
-        it = r->items;
-        n = r->n;
-    } else if (r->kind == PK_CALL && r->state && r->state->kind == PK_DICT && !r->memo) {
-        it = r->state->items;
-        n = r->state->n;
-    }
+    size_t n;
+    pk_obj *const *it = kv_items(c->root, &n);
     bool header = false;
     for (size_t i = 0; i + 1 < n; i += 2) {
         if (it[i]->kind != PK_STR || it[i + 1]->memo)
             continue;
-        size_t k = tensors_under(c, it[i]->s);
+        size_t k = tensors_under(c, it[i]->s), m;
         sbuf s = {.n = 0};
-        if (k > 8 || (k && it[i + 1]->kind == PK_CALL && it[i + 1]->items_kind == PK_ITEMS_DICT))
+        pk_obj *const *sub = kv_items(it[i + 1], &m);
+        if (k > 8 || (k && sub)) {
             sput(&s, "<%zu tensors>", k);
-        else
-            describe(c, it[i + 1], &s, 0);
-        if (json) {
-            cJSON_AddStringToObject(json, it[i]->s, s.b);
-        } else {
-            if (!header)
-                printf("\ncontents:\n");
-            header = true;
-            char e[512];
-            printf("  %-24s %s\n", esc(it[i]->s, e, sizeof e), s.b);
+            content_line(it[i]->s, s.b, json, &header);
+            for (size_t j = 0; sub && j + 1 < m; j += 2) {
+                char name[512];
+                if (sub[j]->kind != PK_STR || sub[j + 1]->memo)
+                    continue;
+                snprintf(name, sizeof name, "%s.%s", it[i]->s, sub[j]->s);
+                if (tensors_under(c, name))
+                    continue;
+                sbuf t = {.n = 0};
+                describe(c, sub[j + 1], &t, 0);
+                content_line(name, t.b, json, &header);
+            }
+            continue;
         }
+        describe(c, it[i + 1], &s, 0);
+        content_line(it[i]->s, s.b, json, &header);
     }
 }
 
