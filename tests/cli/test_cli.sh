@@ -25,6 +25,12 @@ sum_before=$(cksum <"$W/m.pt")
 
 expect 0 "inspect a sample" "$T" inspect "$W/m.pt"
 has "inspect shows the saved device" "cuda:0" out
+expect 0 "inspect a training checkpoint" "$T" inspect "$C/torch-2.14/train_ckpt_cuda.pt"
+has "contents show the epoch" "epoch  *3" out
+has "contents show the optimizer's hyper-parameters" "optimizer.param_groups.*'lr': 0.0003" out
+has "mixed or cuda devices get the map_location note" "map_location" out
+expect 0 "inspect mixed devices" "$T" inspect "$C/torch-2.14/mixed_devices.pt"
+has "mixed devices are warned about" "different devices" out
 expect 2 "no command" "$T"
 expect 2 "unknown command" "$T" frobnicate
 expect 2 "unknown option" "$T" inspect --frob "$W/m.pt"
