@@ -57,6 +57,14 @@ enum {
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_NO_PROGRESS, OPT_HASH, OPT_MAX_ENTRIES, OPT_MAX_HEADER,
 };
 
+/* The limit options every command that reads checkpoints takes (tc_limits_from_args). */
+#define TC_LIMIT_OPTS                                                                                    \
+    {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},      \
+    {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept (default 1000)", false},      \
+    {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept (default 20000000)", false}, \
+    {OPT_MAX_ENTRIES, 0, "max-entries", "N", "most zip records, safetensors tensors or index entries (default 1000000)", false}, \
+    {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header (default 100MiB)", false}
+
 /* Parse argv (after the command name): 0 to go on; -1 after printing a
  * misuse, 1 after printing --help (then return tc_parse_exit(rc)). */
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a);

@@ -23,11 +23,7 @@ static const tc_opt opts[] = {
     {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL, "convert even a file that names dangerous globals", false},
     {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},
     {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false},
-    {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},
-    {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept (default 1000)", false},
-    {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept (default 20000000)", false},
-    {OPT_MAX_ENTRIES, 0, "max-entries", "N", "most zip records, safetensors tensors or index entries (default 1000000)", false},
-    {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header (default 100MiB)", false},
+    TC_LIMIT_OPTS,
     {0, 0, NULL, NULL, NULL, false},
 };
 

@@ -15,11 +15,7 @@ static const tc_opt opts[] = {
     {OPT_HASH, 0, "hash", NULL, "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", false},
     {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict", false},
     {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", false},
-    {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},
-    {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept (default 1000)", false},
-    {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept (default 20000000)", false},
-    {OPT_MAX_ENTRIES, 0, "max-entries", "N", "most zip records, safetensors tensors or index entries (default 1000000)", false},
-    {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header (default 100MiB)", false},
+    TC_LIMIT_OPTS,
     {0, 0, NULL, NULL, NULL, false},
 };
 

@@ -31,11 +31,7 @@
     {OPT_VERIFY_CRC, 0, "verify-crc", NULL, "check every input record's CRC-32 while copying", false},   \
     {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},             \
     {OPT_VERBOSE, 'v', "verbose", NULL, "say more (devices found, engine used)", false},                 \
-    {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read (default 1GiB)", false},      \
-    {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept (default 1000)", false},      \
-    {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept (default 20000000)", false}, \
-    {OPT_MAX_ENTRIES, 0, "max-entries", "N", "most zip records, safetensors tensors or index entries (default 1000000)", false}, \
-    {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header (default 100MiB)", false}
+    TC_LIMIT_OPTS
 
 static const tc_opt cpu_opts[] = {COMMON_OPTS, {0, 0, NULL, NULL, NULL, false}};
 static const tc_opt cuda_opts[] = {
