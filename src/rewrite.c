@@ -37,6 +37,23 @@ static tc_dtype elem_dtype(const tc_ckpt *c, size_t i)
     return dt;
 }
 
+/* Where the casts run: decided once per plan, when the first cast is planned. */
+static int choose_engine(tc_plan *p, const tc_rewrite_opts *o, tc_diag *d)
+{
+    if (o->engine != TC_ENGINE_CPU) {
+        tc_cuda_info ci;
+        tc_cuda_query(&ci);
+        p->cuda = ci.available;
+        if (!p->cuda && o->engine == TC_ENGINE_CUDA)
+            return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", ci.why);
+    }
+    if (p->cuda)
+        snprintf(p->engine, sizeof p->engine, "cuda:%d", o->cuda_device);
+    else
+        snprintf(p->engine, sizeof p->engine, "cpu (%s)", tc_cast_cpu_path());
+    return 0;
+}
+
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d)
 {
     memset(p, 0, sizeof *p);
@@ -110,6 +127,8 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
     for (size_t i = 0; i < c->ns; i++) {
         tc_plan_st *ps = &p->st[i];
         if (castable[i] && sel[i] == 1) {
+            if (!p->engine[0] && (rc = choose_engine(p, o, d)))
+                goto done;
             ps->cast = true;
             p->out_bytes += c->s[i].nbytes / tc_dtype_size(ps->dtype) * tc_dtype_size(o->dtype);
             ps->dtype = o->dtype;
@@ -152,25 +171,7 @@ int tc_stream_storage(const tc_ckpt *c, tc_plan *p, size_t i, const tc_rewrite_o
         free(out);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    bool cuda = false;
-    if (ps->cast && o->engine != TC_ENGINE_CPU) {
-        tc_cuda_info ci;
-        tc_cuda_query(&ci);
-        cuda = ci.available;
-        if (!cuda && o->engine == TC_ENGINE_CUDA) {
-            free(in);
-            free(out);
-            return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", ci.why);
-        }
-    }
-    if (ps->cast) {
-        static char eng[64];
-        if (cuda)
-            snprintf(eng, sizeof eng, "cuda:%d", o->cuda_device);
-        else
-            snprintf(eng, sizeof eng, "cpu (%s)", tc_cast_cpu_path());
-        p->engine = eng;
-    }
+    bool cuda = p->cuda;
     if ((rc = tc_srd_open(&r, c, s, d))) {
         free(in);
         free(out);

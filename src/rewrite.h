@@ -49,7 +49,8 @@ typedef struct tc_plan {
     tc_plan_st *st;              /* one per storage of the checkpoint */
     size_t ncast, nkept;         /* tensors cast, float tensors kept by --keep/--only */
     uint64_t in_bytes, out_bytes;/* storage bytes before and after */
-    const char *engine;          /* what did the casts: "cpu (avx2+f16c)", "cuda:0", ... */
+    char engine[64];             /* what does the casts: "cpu (avx2+f16c)", "cuda:0"; "": no cast */
+    bool cuda;                   /* casts run on the GPU */
 } tc_plan;
 
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d);

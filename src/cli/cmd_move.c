@@ -163,7 +163,7 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
     if (r->o.dtype != TC_DT_INVALID) {
         fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", p->ncast,
                 tc_dtype_name(r->o.dtype), p->nkept);
-        if (p->engine && tc_verbosity > 1)
+        if (p->engine[0] && tc_verbosity > 1)
             fprintf(stderr, " (cast on %s)", p->engine);
     }
     char a[32], b[32];
