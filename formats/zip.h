@@ -97,6 +97,12 @@ int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d);
  * tc_zipw_set_crc, or the copy is read through to compute it. */
 int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc, tc_diag *d);
 void tc_zipw_set_crc(tc_zipw *w, uint32_t crc);
+/* The next n bytes of the open record are written by the caller, with
+ * pwrite at *off (in parallel, say): reserve flushes what is buffered and
+ * says where they go; commit accounts for them, with their CRC-32, and moves
+ * the file position past them. */
+int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d);
+int tc_zipw_commit(tc_zipw *w, uint64_t n, uint32_t crc, tc_diag *d);
 int tc_zipw_end(tc_zipw *w, tc_diag *d);
 /* Write a whole small record. */
 int tc_zipw_add(tc_zipw *w, const char *name, const void *p, size_t n, tc_diag *d);

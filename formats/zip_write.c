@@ -199,6 +199,7 @@ int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc
     if (rc)
         return rc;
     if (!need_crc) {
+        fallocate(w->fd, 0, (off_t)w->off, (off_t)n);
         loff_t in = (loff_t)off;
         uint64_t left = n;
         while (left) {
@@ -248,6 +249,28 @@ int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc
     }
     free(tmp);
     return rc;
+}
+
+int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d)
+{
+    if (n > w->rec_size - w->rec_done)
+        return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
+    int rc = flush(w, d);
+    *off = w->off;
+    return rc;
+}
+
+int tc_zipw_commit(tc_zipw *w, uint64_t n, uint32_t crc, tc_diag *d)
+{
+    if (n > w->rec_size - w->rec_done)
+        return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
+    if (lseek(w->fd, (off_t)(w->off + n), SEEK_SET) < 0)
+        return io_err(d, errno);
+    w->rec_crc = w->rec_done ? (uint32_t)crc32_combine(w->rec_crc, crc, (z_off_t)n) : crc;
+    w->off += n;
+    w->rec_done += n;
+    w->synced = w->off; /* the writer of the range started its writeback */
+    return 0;
 }
 
 int tc_zipw_end(tc_zipw *w, tc_diag *d)

@@ -48,6 +48,10 @@ typedef struct tc_cast_stats {
 /* Add the counts for n elements of src cast to dst_t into *stats. */
 int tc_cast_count(tc_cast_stats *stats, tc_dtype dst_t, tc_dtype src_t, const void *src, size_t n);
 
+/* tc_cast_count and tc_cast_cpu in one pass over src (the counts are added
+ * to *stats; the output and counts are those of the two calls). */
+int tc_cast_cpu_counted(tc_cast_stats *stats, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n);
+
 /* Force a CPU path for tests: 0 = best available, 1 = scalar only. */
 void tc_cast_cpu_force_scalar(bool scalar);
 /* Name of the CPU path tc_cast_cpu uses now ("avx2+f16c", "scalar", ...). */

@@ -31,6 +31,9 @@ static bool have_avx2(void)
     return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 
+static bool cpu_avx2;
+static void probe_cpu(void) { cpu_avx2 = have_avx2(); }
+
 /* Loads: 8 elements -> float32. */
 AVX2 __m256 ld_f64(const void *p)
 {
@@ -160,12 +163,72 @@ static size_t run_avx2(tc_dtype dt, char *d, tc_dtype st, const char *s, size_t 
     }
     return i; /* elements done; the caller finishes the tail */
 }
+
+/* float32 sources with the counts of tc_cast_count taken on the way: the
+ * magnitude bits compared as signed 32-bit lanes (all are below 2^31), the
+ * comparison masks (-1) subtracted from per-lane counters. */
+#define LOOPC(ST)                                                                           \
+    for (; i + 8 <= end; i += 8) {                                                          \
+        __m256 f = ld_f32(s + 4 * i);                                                       \
+        __m256i a = _mm256_and_si256(_mm256_castps_si256(f), abs);                          \
+        cn = _mm256_sub_epi32(cn, _mm256_cmpgt_epi32(a, inf));                              \
+        co = _mm256_sub_epi32(co, _mm256_and_si256(_mm256_cmpgt_epi32(a, ovm1),             \
+                                                   _mm256_cmpgt_epi32(inf, a)));            \
+        cu = _mm256_sub_epi32(cu, _mm256_and_si256(_mm256_cmpgt_epi32(a, zero),             \
+                                                   _mm256_cmpgt_epi32(ufp1, a)));           \
+        ST(d + i * ds, f, bnan);                                                            \
+    }                                                                                       \
+    break
+
+AVX2 uint64_t hsum(__m256i v)
+{
+    uint32_t x[8];
+    uint64_t t = 0;
+    _mm256_storeu_si256((__m256i *)x, v);
+    for (int k = 0; k < 8; k++)
+        t += x[k];
+    return t;
+}
+
+__attribute__((target("avx2,f16c")))
+static size_t run_avx2_f32_counted(tc_cast_stats *stats, tc_dtype dt, char *d, const char *s, size_t n)
+{
+    tc_cast_limits l;
+    tc_cast_limits_of(dt, TC_DT_F32, &l);
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000),
+                  zero = _mm256_setzero_si256(), ovm1 = _mm256_set1_epi32((int)(l.ov - 1)),
+                  ufp1 = _mm256_set1_epi32((int)(l.uf + 1));
+    size_t done = 0, ds = tc_cast_esize(dt);
+    int bnan = tcb_bf16_nan(TC_DT_F32);
+    while (done + 8 <= n) {
+        /* at most 2^28 elements per pass: a lane counts 2^25 at most */
+        size_t i = done, end = n - done > ((size_t)1 << 28) ? done + ((size_t)1 << 28) : n;
+        __m256i cn = zero, co = zero, cu = zero;
+        switch (dt) {
+        case TC_DT_F64: LOOPC(st_f64);
+        case TC_DT_F16: LOOPC(st_f16);
+        case TC_DT_BF16: LOOPC(st_bf16);
+        case TC_DT_F8E4M3FN: LOOPC(st_e4m3);
+        case TC_DT_F8E5M2: LOOPC(st_e5m2);
+        default: break;
+        }
+        stats->nan += hsum(cn);
+        stats->overflow += hsum(co);
+        stats->underflow += hsum(cu);
+        if (i == done)
+            break; /* a pair without a loop here */
+        done = i;
+    }
+    return done;
+}
 #endif
 
 const char *tc_cast_cpu_path(void)
 {
 #ifdef TC_X86
-    if (!force_scalar && have_avx2())
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, probe_cpu);
+    if (!force_scalar && cpu_avx2)
         return "avx2+f16c";
 #endif
     return "scalar";
@@ -177,6 +240,7 @@ typedef struct job {
     const char *s;
     size_t n;
     bool simd;
+    tc_cast_stats *stats; /* count too (NULL: no) */
 } job;
 
 static void *run(void *arg)
@@ -184,10 +248,14 @@ static void *run(void *arg)
     job *j = arg;
     size_t i = 0;
 #ifdef TC_X86
-    if (j->simd)
+    if (j->simd && j->stats && j->st == TC_DT_F32)
+        i = run_avx2_f32_counted(j->stats, j->dt, j->d, j->s, j->n);
+    else if (j->simd)
         i = run_avx2(j->dt, j->d, j->st, j->s, j->n);
 #endif
     size_t ds = tc_cast_esize(j->dt), ss = tc_cast_esize(j->st);
+    if (j->stats) /* the rest, or all of it, counted apart */
+        tc_cast_count(j->stats, j->dt, j->st, j->s + i * ss, j->n - i);
     tc_cast_ref(j->dt, j->d + i * ds, j->st, j->s + i * ss, j->n - i);
     return NULL;
 }
@@ -195,24 +263,29 @@ static void *run(void *arg)
 /* Above this many elements the work is split over two threads. */
 #define TC_CAST_THREAD_MIN ((size_t)4 << 20)
 
-int tc_cast_cpu(tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n)
+static int cast_cpu(tc_cast_stats *stats, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n)
 {
     if (!tc_cast_supported(dst_t, src_t))
         return -1;
-    if (dst_t == src_t || n == 0)
+    if (dst_t == src_t || n == 0) {
+        if (stats)
+            tc_cast_count(stats, dst_t, src_t, src, n);
         return tc_cast_ref(dst_t, dst, src_t, src, n);
+    }
     bool simd = tc_cast_cpu_path()[0] != 's';
-    job a = {dst_t, src_t, dst, src, n, simd};
+    job a = {dst_t, src_t, dst, src, n, simd, stats};
     if (n <= TC_CAST_THREAD_MIN) {
         run(&a);
         return 0;
     }
     size_t h = n / 2 & ~(size_t)63;
+    tc_cast_stats sb = {0, 0, 0};
     job b = a;
     a.n = h;
     b.d += h * tc_cast_esize(dst_t);
     b.s += h * tc_cast_esize(src_t);
     b.n = n - h;
+    b.stats = stats ? &sb : NULL;
     pthread_t t;
     bool threaded = pthread_create(&t, NULL, run, &b) == 0;
     run(&a);
@@ -220,5 +293,20 @@ int tc_cast_cpu(tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size
         pthread_join(t, NULL);
     else
         run(&b); /* no thread available: same result, just slower */
+    if (stats) {
+        stats->overflow += sb.overflow;
+        stats->underflow += sb.underflow;
+        stats->nan += sb.nan;
+    }
     return 0;
+}
+
+int tc_cast_cpu(tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n)
+{
+    return cast_cpu(NULL, dst_t, dst, src_t, src, n);
+}
+
+int tc_cast_cpu_counted(tc_cast_stats *stats, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n)
+{
+    return cast_cpu(stats, dst_t, dst, src_t, src, n);
 }

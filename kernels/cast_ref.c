@@ -29,33 +29,11 @@ int tc_cast_ref(tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size
     return 0;
 }
 
-/* Counting works on the float32 value every cast goes through (float64 ->
- * float32 rounds, the narrower types widen exactly): a finite value overflows
- * when its float32 magnitude is at least the type's rounding threshold to inf
- * (for float8_e4m3fn, which saturates: 464, the tie with the missing 480),
- * and underflows when it is nonzero but at most half the smallest subnormal
- * (the tie rounds to even, zero). */
-typedef struct limits {
-    uint32_t ov, uf; /* float32 magnitude bits */
-} limits;
-
-static bool count_limits(tc_dtype dst, limits *l)
-{
-    switch (dst) {
-    case TC_DT_F32: l->ov = 0x7f800000u, l->uf = 0; return true; /* only the float64 step can */
-    case TC_DT_F16: l->ov = 0x477ff000u, l->uf = 0x33000000u; return true;
-    case TC_DT_BF16: l->ov = 0x7f7f8000u, l->uf = 0x00008000u; return true;
-    case TC_DT_F8E5M2: l->ov = 0x47700000u, l->uf = 0x37000000u; return true;
-    case TC_DT_F8E4M3FN: l->ov = 0x43e80000u, l->uf = 0x3a800000u; return true;
-    default: return false;
-    }
-}
-
 /* The common case, a float32 source: branch-free so the compiler vectorises it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default"), optimize("O3")))
 #endif
-static void count_f32(tc_cast_stats *c, const uint8_t *src, size_t n, limits l)
+static void count_f32(tc_cast_stats *c, const uint8_t *src, size_t n, tc_cast_limits l)
 {
     uint64_t ov = 0, uf = 0, nan = 0;
     for (size_t i = 0; i < n; i++) {
@@ -75,12 +53,10 @@ int tc_cast_count(tc_cast_stats *stats, tc_dtype dst_t, tc_dtype src_t, const vo
 {
     if (!tc_cast_supported(dst_t, src_t))
         return -1;
-    limits l = {0, 0};
+    tc_cast_limits l;
     size_t ss = tc_cast_esize(src_t);
-    bool narrows = dst_t != src_t && count_limits(dst_t, &l);
+    bool narrows = tc_cast_limits_of(dst_t, src_t, &l);
     if (src_t == TC_DT_F32) {
-        if (!narrows)
-            l.ov = 0x7f800000u, l.uf = 0;
         count_f32(stats, src, n, l);
         return 0;
     }

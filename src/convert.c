@@ -142,13 +142,12 @@ static int emit(out_stream *os, const uint8_t *buf, size_t n, tc_diag *d)
         return os->sink(os->ctx, buf, n, d);
     size_t esz = tc_dtype_size(os->from), cnt = n / esz;
     tc_cast_stats cs = {0};
-    tc_cast_count(&cs, os->to, os->from, buf, cnt);
+    if (tc_cast_cpu_counted(&cs, os->to, os->cbuf, os->from, buf, cnt))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(os->from), tc_dtype_name(os->to));
     if (os->rep) {
         os->rep->overflow += cs.overflow;
         os->rep->underflow += cs.underflow;
     }
-    if (tc_cast_cpu(os->to, os->cbuf, os->from, buf, cnt))
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(os->from), tc_dtype_name(os->to));
     return os->sink(os->ctx, os->cbuf, cnt * tc_dtype_size(os->to), d);
 }
 

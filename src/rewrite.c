@@ -9,6 +9,7 @@
 #include "../formats/zip.h"
 #include "../kernels/cast.h"
 #include "../kernels/cast_cuda.h"
+#include "xfer.h"
 
 #define CHUNK (8u << 20)
 
@@ -150,6 +151,8 @@ void tc_plan_free(tc_plan *p)
     if (p) {
         free(p->st);
         p->st = NULL;
+        tc_pool_free(p->pool);
+        p->pool = NULL;
     }
 }
 
@@ -184,18 +187,18 @@ int tc_stream_storage(const tc_ckpt *c, tc_plan *p, size_t i, const tc_rewrite_o
         if (ps->cast) {
             size_t n = got / esz;
             tc_cast_stats cs = {0};
-            tc_cast_count(&cs, to, from, in, n);
-            ps->overflow += cs.overflow;
-            ps->underflow += cs.underflow;
             char why[256] = "";
-            if (cuda && tc_cuda_cast(o->cuda_device, to, out, from, in, n, why, sizeof why)) {
+            if (cuda && (tc_cast_count(&cs, to, from, in, n) ||
+                         tc_cuda_cast(o->cuda_device, to, out, from, in, n, why, sizeof why))) {
                 rc = tc_fail(d, TC_ERR_IO, "CUDA cast of storage '%s' failed: %s", s->key, why);
                 break;
             }
-            if (!cuda && tc_cast_cpu(to, out, from, in, n)) {
+            if (!cuda && tc_cast_cpu_counted(&cs, to, out, from, in, n)) {
                 rc = tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(from), tc_dtype_name(to));
                 break;
             }
+            ps->overflow += cs.overflow;
+            ps->underflow += cs.underflow;
             rc = sink(ctx, out, n * osz, d);
         } else {
             rc = sink(ctx, in, got, d);
@@ -353,6 +356,49 @@ uint64_t tc_plan_out_bytes(const tc_ckpt *c, const tc_plan *p, size_t i)
     return p->st[i].cast ? s->nbytes / tc_dtype_size(elem_dtype(c, i)) * tc_dtype_size(p->st[i].dtype) : s->nbytes;
 }
 
+typedef struct xprog {
+    const tc_rewrite_opts *o;
+    uint64_t base, total;
+} xprog;
+
+static void xfer_progress(void *ctx, uint64_t in_done)
+{
+    xprog *x = ctx;
+    x->o->progress(x->o->progress_ctx, x->base + in_done, x->total);
+}
+
+/* Storage i (stored in the input) into the open record, through tc_xfer. */
+static int xfer_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, const tc_rewrite_opts *o, uint64_t done,
+                        uint64_t total, bool *werr, tc_diag *d)
+{
+    const tc_storage *s = &c->s[i];
+    tc_plan_st *ps = &p->st[i];
+    xprog xp = {o, done, total};
+    /* unchanged bytes keep the CRC-32 the input gives them, unless asked to check it */
+    bool trust = !ps->cast && s->crc_known && !(s->crc == 0 && s->nbytes) && !o->verify_crc;
+    tc_xfer x = {
+        .src = &c->src, .in_off = s->file_off, .in_bytes = s->nbytes, .what = s->key, .out_fd = w->fd,
+        .from = ps->cast ? elem_dtype(c, i) : ps->dtype, .to = ps->dtype, .want_crc = !trust, .count = ps->cast,
+        .progress = o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
+    };
+    if (!p->pool && !(p->pool = tc_pool_new(0)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_zipw_reserve(w, tc_xfer_out_bytes(&x), &x.out_off, d);
+    if (rc) {
+        *werr = true;
+        return rc;
+    }
+    if ((rc = tc_xfer_run(p->pool, &x, d))) {
+        *werr = x.werr;
+        return rc;
+    }
+    ps->overflow += x.stats.overflow;
+    ps->underflow += x.stats.underflow;
+    if ((rc = tc_zipw_commit(w, x.out_bytes, trust ? s->crc : x.crc, d)))
+        *werr = true;
+    return rc;
+}
+
 int tc_torch_zip_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, size_t key, const tc_rewrite_opts *o,
                          uint64_t *done, uint64_t total, bool *werr, tc_diag *d)
 {
@@ -366,24 +412,18 @@ int tc_torch_zip_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, siz
         *werr = true;
         return rc;
     }
-    if (!cast && s->raw && c->src.fd >= 0 && !(o->verify_crc && s->crc_known)) {
-        /* unchanged bytes: copied in the kernel, the CRC taken from the input */
-        bool known = s->crc_known && !(s->crc == 0 && s->nbytes);
-        rc = tc_zipw_copy(w, c->src.fd, s->file_off, s->nbytes, !known, d);
-        *werr = rc && strstr(d->msg, "write");
-        if (!rc && known)
-            tc_zipw_set_crc(w, s->crc);
+    if (s->raw && !(cast && p->cuda)) {
+        /* stored: copied in the kernel, or read, cast and written, in parallel chunks */
+        rc = xfer_storage(w, c, p, i, o, *done, total, werr, d);
         *done += s->nbytes;
-        if (!rc && o->progress)
-            o->progress(o->progress_ctx, *done, total);
     } else {
         zsink z = {w, false};
         rc = tc_stream_storage(c, p, i, o, zip_sink, &z, done, total, d);
         *werr = z.werr;
-        if (!rc && !cast && s->crc_known && s->crc != w->rec_crc && s->crc != 0)
-            rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s': CRC-32 is %08x but the file says %08x (data corrupted)",
-                         s->key, w->rec_crc, s->crc);
     }
+    if (!rc && !cast && s->crc_known && s->crc != w->rec_crc && s->crc != 0)
+        rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s': CRC-32 is %08x but the file says %08x (data corrupted)",
+                     s->key, w->rec_crc, s->crc);
     if (!rc && (rc = tc_zipw_end(w, d)))
         *werr = true;
     return rc;

@@ -51,6 +51,7 @@ typedef struct tc_plan {
     uint64_t in_bytes, out_bytes;/* storage bytes before and after */
     char engine[64];             /* what does the casts: "cpu (avx2+f16c)", "cuda:0"; "": no cast */
     bool cuda;                   /* casts run on the GPU */
+    struct tc_pool *pool;        /* threads for stored records (made when first needed) */
 } tc_plan;
 
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d);

@@ -1,0 +1,364 @@
+#include "xfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---- pool ----------------------------------------------------------------- */
+
+/* The larger of a chunk's input and output: small enough that a chunk stays
+ * in a core's cache from pread to pwrite. */
+#define CHUNK_BYTES ((size_t)512 << 10)
+
+typedef void (*pool_fn)(void *arg, unsigned tid);
+
+typedef struct helper {
+    struct tc_pool *pool;
+    unsigned tid;
+} helper;
+
+struct tc_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned n;              /* threads in all, the caller's included */
+    unsigned gen, busy;
+    bool quit;
+    pool_fn fn;
+    void *arg;
+    pthread_t th[TC_POOL_MAX];
+    helper h[TC_POOL_MAX];
+    uint8_t *scratch[TC_POOL_MAX]; /* per thread, 2 * CHUNK_BYTES, made when first needed */
+};
+
+static void *helper_main(void *a)
+{
+    helper *h = a;
+    tc_pool *p = h->pool;
+    unsigned seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && p->gen == seen)
+            pthread_cond_wait(&p->go, &p->mu);
+        if (p->quit)
+            break;
+        seen = p->gen;
+        pool_fn fn = p->fn;
+        void *arg = p->arg;
+        pthread_mutex_unlock(&p->mu);
+        fn(arg, h->tid);
+        pthread_mutex_lock(&p->mu);
+        if (--p->busy == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+tc_pool *tc_pool_new(unsigned n)
+{
+    if (n == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c < 1 ? 1 : (unsigned)c;
+    }
+    if (n > TC_POOL_MAX)
+        n = TC_POOL_MAX;
+    tc_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->n = 1;
+    if (pthread_mutex_init(&p->mu, NULL)) {
+        free(p);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->go, NULL)) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->done, NULL)) {
+        pthread_cond_destroy(&p->go);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return NULL;
+    }
+    /* helpers start with every signal blocked: only the caller's thread
+     * takes SIGINT/SIGTERM, so its handlers behave as without threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (unsigned t = 1; t < n; t++) {
+        p->h[t] = (helper){p, t};
+        if (pthread_create(&p->th[t], NULL, helper_main, &p->h[t]))
+            break; /* fewer threads: same results, slower */
+        p->n++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return p;
+}
+
+unsigned tc_pool_size(const tc_pool *p)
+{
+    return p ? p->n : 1;
+}
+
+void tc_pool_free(tc_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = true;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned t = 1; t < p->n; t++)
+        pthread_join(p->th[t], NULL);
+    for (unsigned t = 0; t < p->n; t++)
+        free(p->scratch[t]);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->go);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+/* fn(arg, tid) on every thread of the pool; returns when all are done. */
+static void pool_run(tc_pool *p, pool_fn fn, void *arg)
+{
+    if (!p || p->n < 2) {
+        fn(arg, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->arg = arg;
+    p->busy = p->n - 1;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    fn(arg, 0);
+    pthread_mutex_lock(&p->mu);
+    while (p->busy)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- transfer ------------------------------------------------------------- */
+
+#define ROUND 64 /* chunks between progress reports and writeback starts */
+#define KCOPY_BYTES ((size_t)4 << 20) /* a chunk of a copy in the kernel */
+#define KCOPY_ROUND 8
+
+typedef struct worker {
+    uint8_t *in, *out;
+    tc_diag d;
+    tc_cast_stats stats;
+    uint64_t fail_at;        /* chunk that failed, UINT64_MAX: none */
+    bool werr;
+} worker;
+
+typedef struct job {
+    tc_xfer *x;
+    bool cast;
+    atomic_bool kcopy;         /* copies in the kernel (copy_file_range) while it works */
+    size_t ein, eout, celems;
+    uint64_t nelems;
+    atomic_uint_fast64_t next; /* next chunk to take */
+    uint64_t end;              /* end of this round */
+    atomic_bool stop;
+    uint32_t crc[ROUND];
+    worker w[TC_POOL_MAX];
+} job;
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (w == 0)
+            return EIO;
+        p += w;
+        off += (uint64_t)w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Bytes [e0, e0 + n) of a copy with copy_file_range: 0 done, -1 not
+ * possible here (the caller reads and writes them), 1 failed (in *d). */
+static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
+{
+    loff_t in = (loff_t)(x->in_off + e0), out = (loff_t)(x->out_off + e0);
+    if (x->in_off + e0 + n > x->src->size) /* a shrunken file: tc_src_read's message */
+        return -1;
+    while (n) {
+        ssize_t c = copy_file_range(x->src->fd, &in, x->out_fd, &out, n, 0);
+        if (c < 0 && errno == EINTR)
+            continue;
+        if (c < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) &&
+            in == (loff_t)(x->in_off + e0))
+            return -1;
+        if (c <= 0) {
+            tc_fail(d, TC_ERR_IO, "write failed: %s", c < 0 ? strerror(errno) : "no progress copying");
+            return 1;
+        }
+        n -= (size_t)c;
+    }
+    return 0;
+}
+
+/* Elements [e0, e0 + n) through the worker's buffers, in pieces that fit
+ * them; *crc is continued over the output. Returns 0, or -1 with *werr
+ * telling which side failed. */
+static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc, bool *werr)
+{
+    const tc_xfer *x = j->x;
+    size_t piece = CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
+    for (size_t done = 0; done < n;) {
+        size_t ne = n - done < piece ? n - done : piece;
+        uint64_t el = e0 + done;
+        if (tc_src_read(x->src, x->in_off + el * j->ein, w->in, ne * j->ein, x->what, &w->d))
+            return -1;
+        const uint8_t *o = w->in;
+        if (j->cast) {
+            if (x->count ? tc_cast_cpu_counted(&w->stats, x->to, w->out, x->from, w->in, ne)
+                         : tc_cast_cpu(x->to, w->out, x->from, w->in, ne))
+                return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from),
+                               tc_dtype_name(x->to));
+            o = w->out;
+        }
+        if (x->want_crc)
+            *crc = (uint32_t)crc32(*crc, o, (uInt)(ne * j->eout));
+        int e = pwrite_all(x->out_fd, o, ne * j->eout, x->out_off + el * j->eout);
+        if (e) {
+            *werr = true;
+            return tc_fail(&w->d, TC_ERR_IO, "write failed: %s", strerror(e));
+        }
+        done += ne;
+    }
+    return 0;
+}
+
+static void work(void *arg, unsigned tid)
+{
+    job *j = arg;
+    worker *w = &j->w[tid];
+    while (!atomic_load_explicit(&j->stop, memory_order_relaxed)) {
+        uint64_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->end)
+            break;
+        uint64_t e0 = k * j->celems;
+        size_t ne = j->nelems - e0 < j->celems ? (size_t)(j->nelems - e0) : j->celems;
+        bool werr = false;
+        if (atomic_load_explicit(&j->kcopy, memory_order_relaxed)) {
+            int r = kernel_copy(j->x, e0, ne, &w->d);
+            if (r == 0)
+                continue;
+            if (r > 0) {
+                werr = true;
+                goto failed;
+            }
+            atomic_store(&j->kcopy, false); /* not here: read and write */
+        }
+        uint32_t crc = (uint32_t)crc32(0, NULL, 0);
+        if (read_cast_write(j, w, e0, ne, &crc, &werr))
+            goto failed;
+        j->crc[k % ROUND] = crc;
+        continue;
+failed:
+        w->fail_at = k;
+        w->werr = werr;
+        atomic_store(&j->stop, true);
+        break;
+    }
+}
+
+uint64_t tc_xfer_out_bytes(const tc_xfer *x)
+{
+    if (x->from == x->to)
+        return x->in_bytes;
+    return x->in_bytes / tc_dtype_size(x->from) * tc_dtype_size(x->to);
+}
+
+int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
+{
+    x->out_bytes = 0;
+    x->crc = (uint32_t)crc32(0, NULL, 0);
+    x->werr = false;
+    job *j = calloc(1, sizeof *j);
+    if (!j)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    j->x = x;
+    j->cast = x->from != x->to;
+    if (j->cast && !tc_cast_supported(x->to, x->from)) {
+        free(j);
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from), tc_dtype_name(x->to));
+    }
+    j->ein = j->cast ? tc_dtype_size(x->from) : 1;
+    j->eout = j->cast ? tc_dtype_size(x->to) : 1;
+    bool kcopy = !j->cast && !x->want_crc && x->src->fd >= 0;
+    atomic_store(&j->kcopy, kcopy);
+    j->celems = kcopy ? KCOPY_BYTES : CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
+    uint64_t round = kcopy ? KCOPY_ROUND : ROUND;
+    j->nelems = x->in_bytes / j->ein;
+    uint64_t nchunks = (j->nelems + j->celems - 1) / j->celems;
+    unsigned nt = tc_pool_size(pool);
+    if (nchunks < 2 || kcopy)
+        nt = 1; /* not worth waking anyone; parallel kernel copies only contend for the file */
+    int rc = 0;
+    uint8_t *own = NULL; /* scratch when there is no pool */
+    for (unsigned t = 0; t < nt && !rc; t++) {
+        worker *w = &j->w[t];
+        w->fail_at = UINT64_MAX;
+        uint8_t **sc = pool ? &pool->scratch[t] : &own;
+        if (!*sc && !(*sc = malloc(2 * CHUNK_BYTES)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        w->in = *sc;
+        w->out = *sc + CHUNK_BYTES;
+    }
+    if (!rc && nchunks > 1)
+        fallocate(x->out_fd, 0, (off_t)x->out_off, (off_t)tc_xfer_out_bytes(x));
+    for (uint64_t r0 = 0; r0 < nchunks && !rc; r0 += round) {
+        j->end = nchunks - r0 < round ? nchunks : r0 + round;
+        atomic_store(&j->next, r0);
+        pool_run(nt > 1 ? pool : NULL, work, j);
+        if (atomic_load(&j->stop)) {
+            worker *f = NULL;
+            for (unsigned t = 0; t < nt; t++)
+                if (j->w[t].fail_at != UINT64_MAX && (!f || j->w[t].fail_at < f->fail_at))
+                    f = &j->w[t];
+            rc = tc_fail(d, f->d.code, "%s", f->d.msg);
+            x->werr = f->werr;
+            break;
+        }
+        uint64_t o0 = r0 * j->celems * j->eout, olen = 0;
+        for (uint64_t k = r0; k < j->end; k++) {
+            uint64_t ne = j->nelems - k * j->celems < j->celems ? j->nelems - k * j->celems : j->celems;
+            if (x->want_crc)
+                x->crc = (uint32_t)crc32_combine(x->crc, j->crc[k - r0], (z_off_t)(ne * j->eout));
+            olen += ne * j->eout;
+        }
+        x->out_bytes += olen;
+        sync_file_range(x->out_fd, (off_t)(x->out_off + o0), (off_t)olen, SYNC_FILE_RANGE_WRITE);
+        if (x->progress) {
+            uint64_t in_done = j->end * j->celems * j->ein;
+            x->progress(x->progress_ctx, in_done < x->in_bytes ? in_done : x->in_bytes);
+        }
+    }
+    for (unsigned t = 0; t < nt; t++) {
+        tc_cast_stats *s = &j->w[t].stats;
+        x->stats.overflow += s->overflow;
+        x->stats.underflow += s->underflow;
+        x->stats.nan += s->nan;
+    }
+    free(own);
+    free(j);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/* Parallel transfer of a stored byte range into the output file.
+ *
+ * A storage stored uncompressed in the input is read chunk by chunk (pread),
+ * cast when asked, its CRC-32 taken (zlib) and written with pwrite straight
+ * to its final place in the output. Every chunk is independent, so a small
+ * pool of threads shares them; the chunk CRCs are joined in order with
+ * crc32_combine. The output bytes, the CRC and the counts do not depend on
+ * the number of threads, and a failure reported is always the one at the
+ * lowest offset, so messages do not either.
+ *
+ * Memory: two chunk buffers (at most 1 MiB each) per thread. */
+#ifndef TC_XFER_H
+#define TC_XFER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "dtype.h"
+#include "io.h"
+#include "../kernels/cast.h"
+
+/* Threads for tc_xfer_run; the caller's thread is one of them. */
+typedef struct tc_pool tc_pool;
+
+/* A pool of n threads in all (0: one per online CPU, at most TC_POOL_MAX).
+ * When threads cannot be started the pool runs everything on the caller's
+ * thread; NULL only when out of memory, and a NULL pool works the same way. */
+#define TC_POOL_MAX 8
+tc_pool *tc_pool_new(unsigned n);
+void tc_pool_free(tc_pool *p);
+unsigned tc_pool_size(const tc_pool *p);
+
+typedef struct tc_xfer {
+    /* input: in_bytes at in_off of src (a stored record's data) */
+    const tc_src *src;
+    uint64_t in_off, in_bytes;
+    const char *what;        /* names the data in messages, e.g. the storage key */
+    /* output: written at out_off of out_fd, which must be a regular file */
+    int out_fd;
+    uint64_t out_off;
+    /* element types; equal: the bytes are copied unchanged. A cast converts
+     * in_bytes / size(from) elements (a trailing partial element is dropped). */
+    tc_dtype from, to;
+    bool want_crc;           /* compute crc of the output */
+    bool count;              /* count overflow/underflow into stats (casts) */
+    /* called on the caller's thread every few MiB with the input bytes done */
+    void (*progress)(void *ctx, uint64_t in_done);
+    void *progress_ctx;
+
+    /* results */
+    uint64_t out_bytes;      /* bytes written */
+    uint32_t crc;            /* of the output, when want_crc */
+    tc_cast_stats stats;
+    bool werr;               /* on failure: writing the output failed (not the input) */
+} tc_xfer;
+
+/* Output size of x, without running it. */
+uint64_t tc_xfer_out_bytes(const tc_xfer *x);
+
+/* Run x on the pool's threads. The output range is written with pwrite, so
+ * the file position of out_fd is left alone; the caller moves it past the
+ * range if it goes on with write(). Starts writeback of the written range
+ * as it goes (so that a final fsync finds little left to do). */
+int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d);
+
+#endif
