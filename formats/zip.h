@@ -82,7 +82,6 @@ typedef struct tc_zipw {
     bool open;
     uint64_t rec_size, rec_done;
     uint32_t rec_crc;
-    bool rec_crc_known;
     uint8_t *buf; /* write buffer */
     size_t blen;
     uint64_t synced; /* written back up to here (see kick_writeback) */
@@ -92,11 +91,6 @@ int tc_zipw_init(tc_zipw *w, int fd, const char *archive_name, tc_diag *d);
 /* Begin record `name` of exactly `size` bytes. */
 int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d);
 int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d);
-/* Copy n bytes from src_fd at off into the open record (copy_file_range where
- * possible). The caller supplies the CRC of the whole record with
- * tc_zipw_set_crc, or the copy is read through to compute it. */
-int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc, tc_diag *d);
-void tc_zipw_set_crc(tc_zipw *w, uint32_t crc);
 /* The next n bytes of the open record are written by the caller, with
  * pwrite at *off (in parallel, say): reserve flushes what is buffered and
  * says where they go; commit accounts for them, with their CRC-32, and moves

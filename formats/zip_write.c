@@ -166,7 +166,6 @@ int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d)
     w->rec_size = size;
     w->rec_done = 0;
     w->rec_crc = (uint32_t)crc32(0, NULL, 0);
-    w->rec_crc_known = false;
     return rc;
 }
 
@@ -183,72 +182,6 @@ int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d)
     }
     w->rec_done += n;
     return emit(w, p, n, d);
-}
-
-void tc_zipw_set_crc(tc_zipw *w, uint32_t crc)
-{
-    w->rec_crc = crc;
-    w->rec_crc_known = true;
-}
-
-int tc_zipw_copy(tc_zipw *w, int src_fd, uint64_t off, uint64_t n, bool need_crc, tc_diag *d)
-{
-    if (n > w->rec_size - w->rec_done)
-        return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
-    int rc = flush(w, d);
-    if (rc)
-        return rc;
-    if (!need_crc) {
-        fallocate(w->fd, 0, (off_t)w->off, (off_t)n);
-        loff_t in = (loff_t)off;
-        uint64_t left = n;
-        while (left) {
-            size_t k = left > (32u << 20) ? (32u << 20) : (size_t)left;
-            ssize_t c = copy_file_range(src_fd, &in, w->fd, NULL, k, 0);
-            if (c < 0 && errno == EINTR)
-                continue;
-            if (c <= 0) {
-                if (c < 0 && errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
-                    return io_err(d, errno);
-                break; /* fall back to read/write for the rest */
-            }
-            left -= (uint64_t)c;
-            w->off += (uint64_t)c;
-            w->rec_done += (uint64_t)c;
-            kick_writeback(w);
-        }
-        off = (uint64_t)in;
-        n = left;
-        if (!n)
-            return 0;
-    }
-    size_t bs = WBUF;
-    uint8_t *tmp = malloc(bs);
-    if (!tmp)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    while (n && !rc) {
-        size_t k = n < bs ? (size_t)n : bs;
-        ssize_t r = pread(src_fd, tmp, k, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            rc = tc_fail(d, TC_ERR_IO, "read failed at offset %llu: %s", (unsigned long long)off,
-                         r < 0 ? strerror(errno) : "unexpected end of file");
-            break;
-        }
-        if (need_crc)
-            w->rec_crc = (uint32_t)crc32(w->rec_crc, tmp, (uInt)r);
-        int e = tc_write_all(w->fd, tmp, (size_t)r);
-        if (e)
-            rc = io_err(d, e);
-        w->off += (uint64_t)r;
-        w->rec_done += (uint64_t)r;
-        kick_writeback(w);
-        off += (uint64_t)r;
-        n -= (uint64_t)r;
-    }
-    free(tmp);
-    return rc;
 }
 
 int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d)

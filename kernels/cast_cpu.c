@@ -246,16 +246,16 @@ typedef struct job {
 static void *run(void *arg)
 {
     job *j = arg;
-    size_t i = 0;
+    size_t i = 0, counted = 0;
 #ifdef TC_X86
     if (j->simd && j->stats && j->st == TC_DT_F32)
-        i = run_avx2_f32_counted(j->stats, j->dt, j->d, j->s, j->n);
+        counted = i = run_avx2_f32_counted(j->stats, j->dt, j->d, j->s, j->n);
     else if (j->simd)
         i = run_avx2(j->dt, j->d, j->st, j->s, j->n);
 #endif
     size_t ds = tc_cast_esize(j->dt), ss = tc_cast_esize(j->st);
-    if (j->stats) /* the rest, or all of it, counted apart */
-        tc_cast_count(j->stats, j->dt, j->st, j->s + i * ss, j->n - i);
+    if (j->stats) /* what the fused loop did not count */
+        tc_cast_count(j->stats, j->dt, j->st, j->s + counted * ss, j->n - counted);
     tc_cast_ref(j->dt, j->d + i * ds, j->st, j->s + i * ss, j->n - i);
     return NULL;
 }

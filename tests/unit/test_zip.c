@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "formats/zip.h"
+#include "src/xfer.h"
 #include "unit_util.h"
 
 static uint32_t rd32(const uint8_t *p) { return tc_le32(p); }
@@ -248,13 +249,18 @@ Test(zip_write, torch_record_set_and_big_record)
     }
 }
 
-Test(zip_write, copy_from_file)
+/* A record filled by someone else at a reserved offset (what tc_xfer does),
+ * in two parts: copied in the kernel with the CRC supplied, or read through
+ * on a pool of threads with the CRC computed; the CRCs of the parts join. */
+Test(zip_write, reserved_range_from_file)
 {
     FILE *src = tmpfile();
     uint8_t big[300000];
     xorshift_bytes(big, sizeof big, 99);
     cr_assert_eq(fwrite(big, 1, sizeof big, src), sizeof big);
     fflush(src);
+    tc_src in = {.fd = fileno(src), .size = sizeof big, .what = "src"};
+    tc_pool *pool = tc_pool_new(3);
     for (int mode = 0; mode < 2; mode++) {
         FILE *out = tmpfile();
         tc_zipw w;
@@ -262,15 +268,23 @@ Test(zip_write, copy_from_file)
         cr_assert_eq(tc_zipw_init(&w, fileno(out), "cp", &d), 0);
         cr_assert_eq(tc_zipw_add(&w, "before", "xyz", 3, &d), 0);
         cr_assert_eq(tc_zipw_begin(&w, "copied", 200000, &d), 0);
-        if (mode == 0) { /* read through, CRC computed */
-            cr_assert_eq(tc_zipw_copy(&w, fileno(src), 1000, 200000, true, &d), 0, "%s", d.msg);
-        } else { /* copy_file_range, CRC supplied */
-            cr_assert_eq(tc_zipw_copy(&w, fileno(src), 1000, 50000, false, &d), 0, "%s", d.msg);
-            cr_assert_eq(tc_zipw_copy(&w, fileno(src), 51000, 150000, false, &d), 0, "%s", d.msg);
-            tc_zipw_set_crc(&w, (uint32_t)crc32(0, big + 1000, 200000));
+        static const uint64_t part[2][2] = {{1000, 50000}, {51000, 150000}};
+        for (int k = 0; k < 2; k++) {
+            tc_xfer x = {.src = &in, .in_off = part[k][0], .in_bytes = part[k][1], .what = "src",
+                         .out_fd = fileno(out), .from = TC_DT_U8, .to = TC_DT_U8, .want_crc = mode == 0};
+            cr_assert_eq(tc_zipw_reserve(&w, part[k][1], &x.out_off, &d), 0, "%s", d.msg);
+            cr_assert_eq(x.out_off, (uint64_t)ftello(out), "reserve flushes the buffer");
+            cr_assert_eq(tc_xfer_run(pool, &x, &d), 0, "mode %d: %s", mode, d.msg);
+            cr_assert_eq(x.out_bytes, part[k][1]);
+            uint32_t crc = mode == 0 ? x.crc : (uint32_t)crc32(0, big + part[k][0], (uInt)part[k][1]);
+            cr_assert_eq(tc_zipw_commit(&w, x.out_bytes, crc, &d), 0, "%s", d.msg);
+            cr_assert_eq((uint64_t)ftello(out), w.off, "commit moves the file position");
         }
         /* more than declared is refused */
-        cr_assert_eq(tc_zipw_copy(&w, fileno(src), 0, 1, true, &d), TC_ERR_USAGE);
+        uint64_t off;
+        cr_assert_eq(tc_zipw_reserve(&w, 1, &off, &d), TC_ERR_USAGE);
+        tc_diag_clear(&d);
+        cr_assert_eq(tc_zipw_commit(&w, 1, 0, &d), TC_ERR_USAGE);
         tc_diag_clear(&d);
         cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
         cr_assert_eq(tc_zipw_add(&w, "after", "", 0, &d), 0);
@@ -298,6 +312,7 @@ Test(zip_write, copy_from_file)
         tc_zip_free(&z);
         free(f);
     }
+    tc_pool_free(pool);
     fclose(src);
 }
 
@@ -918,17 +933,17 @@ Test(zip_write, zip64_sizes_and_offsets_sparse)
     cr_assert_eq(tc_zipw_init(&w, fd, "big", &d), 0);
     cr_assert_eq(tc_zipw_add(&w, "first", first, sizeof first, &d), 0);
     cr_assert_eq(tc_zipw_begin(&w, "huge", huge, &d), 0);
-    cr_assert_eq(tc_zipw_copy(&w, fd, 0, 0, false, &d), 0); /* flushes the header */
+    uint64_t at;
+    cr_assert_eq(tc_zipw_reserve(&w, huge, &at, &d), 0); /* flushes the header */
+    cr_assert_eq(at, w.off);
     /* the record's bytes: a hole of zeros */
-    cr_assert_eq(lseek(fd, (off_t)huge, SEEK_CUR), (off_t)(w.off + huge));
-    w.off += huge;
-    w.rec_done += huge;
     static uint8_t zeros[1 << 20];
     uint32_t mib = (uint32_t)crc32(0, zeros, sizeof zeros), crc = (uint32_t)crc32(0, NULL, 0);
     for (uint64_t k = 0; k < huge / sizeof zeros; k++)
         crc = (uint32_t)crc32_combine(crc, mib, sizeof zeros);
     crc = (uint32_t)crc32(crc, zeros, (uInt)(huge % sizeof zeros));
-    tc_zipw_set_crc(&w, crc);
+    cr_assert_eq(tc_zipw_commit(&w, huge, crc, &d), 0, "%s", d.msg);
+    cr_assert_eq(lseek(fd, 0, SEEK_CUR), (off_t)(at + huge));
     cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
     uint64_t after_lfh = w.off;
     cr_assert_gt(after_lfh, 0xFFFFFFFFull);
