@@ -1,4 +1,5 @@
 #include "convert.h"
+#include "xfer.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -375,6 +376,56 @@ static int fd_sink(void *ctx, const void *p, size_t n, tc_diag *d)
     return 0;
 }
 
+typedef struct st_prog {
+    fdsink *f;
+    size_t ein, eout;
+} st_prog;
+
+static void st_progress(void *ctx, uint64_t in_done)
+{
+    st_prog *p = ctx;
+    p->f->ro->progress(p->f->ro->progress_ctx, p->f->written + in_done / p->ein * p->eout, p->f->total);
+}
+
+/* A contiguous tensor that lies whole in a stored record goes through
+ * tc_xfer (parallel chunks written in place); 1 when it does not qualify. */
+static int st_xfer(fdsink *f, const tc_st_item *it, tc_pool **pool, uint64_t data_start, tc_convert_report *rep,
+                   tc_diag *d)
+{
+    const tc_tensor *t = it->t;
+    const tc_storage *s = &it->c->s[t->storage];
+    size_t esz = tc_dtype_size(t->dtype);
+    uint64_t start = (uint64_t)t->offset * esz;
+    if (!s->raw || !contiguous(t) || start > s->nbytes || t->nbytes > s->nbytes - start ||
+        (it->out != t->dtype && !tc_cast_supported(it->out, t->dtype)))
+        return 1;
+    int rc = fd_flush(f, d);
+    if (rc)
+        return rc;
+    if (!*pool && !(*pool = tc_pool_new(0)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    st_prog sp = {f, esz, tc_dtype_size(it->out)};
+    tc_xfer x = {
+        .src = &it->c->src, .in_off = s->file_off + start, .in_bytes = t->nbytes, .what = s->key,
+        .out_fd = f->fd, .out_off = data_start + f->written, .from = t->dtype, .to = it->out,
+        .count = it->out != t->dtype, .progress = f->ro && f->ro->progress ? st_progress : NULL, .progress_ctx = &sp,
+    };
+    if ((rc = tc_xfer_run(*pool, &x, d))) {
+        f->werr = x.werr;
+        return rc;
+    }
+    if (lseek(f->fd, (off_t)(x.out_off + x.out_bytes), SEEK_SET) < 0) {
+        f->werr = true;
+        return tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(errno));
+    }
+    f->written += x.out_bytes;
+    if (rep) {
+        rep->overflow += x.stats.overflow;
+        rep->underflow += x.stats.underflow;
+    }
+    return 0;
+}
+
 /* tc_st_write; on failure *at is the item whose input failed, or n when the output did. */
 static int st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta, int fd, tc_convert_report *rep,
                     const tc_rewrite_opts *ro, size_t *at, tc_diag *d)
@@ -430,9 +481,11 @@ static int st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta
     else if (tc_write_all(fd, len8, 8) || tc_write_all(fd, h.p, h.n))
         rc = tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(errno));
     free(h.p);
+    tc_pool *pool = NULL;
     for (size_t i = 0; i < n && !rc; i++) {
         uint64_t before = f.written;
-        rc = tc_tensor_stream(items[i].c, items[i].t, items[i].out, fd_sink, &f, rep, d);
+        if ((rc = st_xfer(&f, &items[i], &pool, 8 + h.n, rep, d)) == 1)
+            rc = tc_tensor_stream(items[i].c, items[i].t, items[i].out, fd_sink, &f, rep, d);
         if (!rc && f.written - before != items[i].nbytes)
             rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': wrote %" PRIu64 " bytes, expected %" PRIu64, items[i].name,
                          f.written - before, items[i].nbytes);
@@ -441,6 +494,7 @@ static int st_write(tc_st_item *items, size_t n, const tc_kv *meta, size_t nmeta
     }
     if (!rc)
         rc = fd_flush(&f, d);
+    tc_pool_free(pool);
     free(f.buf);
     if (!rc)
         rep->data_bytes += pos;
