@@ -12,9 +12,13 @@
 #   BENCH_GEN_ARGS="..."   extra args for make_bench_ckpt.py, e.g. "--layers 2 --vocab 5000"
 #                          for a quick smoke run
 #   BENCH_DROP_CACHES=1    drop the page cache before each run (needs root; skipped otherwise)
+#   BENCH_CUDA_TOOL=PROG   the build's tests/cast/test_cast_cuda, for the kernel bandwidth table on
+#                          machines with a GPU (default: beside TENSORCTL in a build tree)
 #
 # Prints a markdown table on stdout: median wall time, ratio to cp, torch/tensorctl, peak RSS
-# (/usr/bin/time -f %M) and output size for each task. Progress goes to stderr.
+# (/usr/bin/time -f %M) and output size for each task. Progress goes to stderr. Where
+# `tensorctl devices` finds a usable GPU, the cast is also timed with --engine cpu and
+# --engine cuda, and a table of the CUDA kernels' bandwidth follows.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -121,6 +125,13 @@ bench "tensorctl to-cpu" "$dir/out.pt" "$tool" to-cpu "$ckpt" -o "$dir/out.pt"
 bench "torch load+save" "$dir/out.pt" "$py" -c "$torch_cpu" "$ckpt" "$dir/out.pt"
 bench "tensorctl to-cpu --dtype bfloat16" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 "$ckpt" -o "$dir/out.pt"
 bench "torch load+bf16+save" "$dir/out.pt" "$py" -c "$torch_cast" "$ckpt" "$dir/out.pt"
+gpu=
+if "$tool" devices -q; then
+    # with a GPU, the default engine (auto) is the GPU: time both explicitly
+    gpu=1
+    bench "tensorctl to-cpu --dtype bfloat16 --engine cpu" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 --engine cpu "$ckpt" -o "$dir/out.pt"
+    bench "tensorctl to-cpu --dtype bfloat16 --engine cuda" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 --engine cuda "$ckpt" -o "$dir/out.pt"
+fi
 if "$tool" convert --help >/dev/null 2>&1; then
     bench "tensorctl convert safetensors" "$dir/out.safetensors" "$tool" convert "$ckpt" "$dir/out.safetensors"
 else
@@ -162,3 +173,14 @@ END {
         printf "| %s | %.2f | %s | %s | %s | %.0f | %.1f |\n", name[i], t[i], xcp, xcps, vs, m[i] / 1024, sz[i] / 1e6
     }
 }' "$results"
+
+if [ -n "$gpu" ]; then
+    # the cast kernels alone, against the device's own copy bandwidth
+    kb=${BENCH_CUDA_TOOL:-$(dirname "$tool")/tests/cast/test_cast_cuda}
+    echo
+    "$tool" devices | sed 's/^/- /'
+    echo
+    if [ -x "$kb" ]; then "$kb" --bench | grep '^|'
+    else echo "(no $kb: set BENCH_CUDA_TOOL to the build's tests/cast/test_cast_cuda for the kernel table)"
+    fi
+fi

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -140,11 +141,108 @@ extern "C" int tc_cuda_device_get(tc_cuda_device *out, int idx)
     return 0;
 }
 
-// Elements per chunk: 4 Mi, i.e. at most 32 MiB per buffer for float64.
-#define CHUNK ((size_t)4 << 20)
+// A staging buffer: the larger side (input or output) of one sub-chunk. Two
+// streams, each with a pinned input and output buffer and a device input and
+// output buffer: 16 MiB pinned and 16 MiB on the device in all.
+#define SUB_BYTES ((size_t)4 << 20)
 
-extern "C" int tc_cuda_cast(int dev, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n,
-                            char *why, size_t why_len)
+struct tc_cuda_caster {
+    int dev, sms;
+    cudaStream_t st[2];
+    void *hin[2], *hout[2], *din[2], *dout[2];
+};
+
+namespace {
+
+// Make dev current for the life of the object; the caller's device is
+// restored after (CUDA's current device is per thread, and ours is not the
+// only code that may set it).
+struct on_device {
+    int prev;
+    cudaError_t err;
+    explicit on_device(int dev) : prev(0)
+    {
+        cudaGetDevice(&prev);
+        err = cudaSetDevice(dev);
+    }
+    ~on_device()
+    {
+        cudaSetDevice(prev);
+        cudaGetLastError(); // leave no sticky error to the next call
+    }
+};
+
+void release(tc_cuda_caster *c)
+{
+    for (int k = 0; k < 2; k++) {
+        if (c->st[k]) {
+            cudaStreamSynchronize(c->st[k]);
+            cudaStreamDestroy(c->st[k]);
+        }
+        if (c->hin[k])
+            cudaFreeHost(c->hin[k]);
+        if (c->hout[k])
+            cudaFreeHost(c->hout[k]);
+        if (c->din[k])
+            cudaFree(c->din[k]);
+        if (c->dout[k])
+            cudaFree(c->dout[k]);
+    }
+}
+
+} // namespace
+
+extern "C" tc_cuda_caster *tc_cuda_caster_new(int dev, char *why, size_t why_len)
+{
+    tc_cuda_info info;
+    tc_cuda_query(&info);
+    if (!info.available || dev < 0 || dev >= info.count) {
+        put(why, why_len, "%s", info.available ? "no such CUDA device" : info.why);
+        return NULL;
+    }
+    tc_cuda_caster *c = (tc_cuda_caster *)calloc(1, sizeof *c);
+    if (!c) {
+        put(why, why_len, "out of memory");
+        return NULL;
+    }
+    c->dev = dev;
+    on_device on(dev);
+    cudaError_t e = on.err;
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev);
+    for (int k = 0; k < 2 && e == cudaSuccess; k++) {
+        e = cudaStreamCreateWithFlags(&c->st[k], cudaStreamNonBlocking);
+        if (e == cudaSuccess)
+            e = cudaMallocHost(&c->hin[k], SUB_BYTES);
+        if (e == cudaSuccess)
+            e = cudaMallocHost(&c->hout[k], SUB_BYTES);
+        if (e == cudaSuccess)
+            e = cudaMalloc(&c->din[k], SUB_BYTES);
+        if (e == cudaSuccess)
+            e = cudaMalloc(&c->dout[k], SUB_BYTES);
+    }
+    if (e != cudaSuccess) {
+        put(why, why_len, "CUDA setup on device %d failed: %s", dev, cudaGetErrorString(e));
+        release(c);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+extern "C" void tc_cuda_caster_free(tc_cuda_caster *c)
+{
+    if (!c)
+        return;
+    {
+        on_device on(c->dev);
+        release(c);
+    }
+    free(c);
+}
+
+extern "C" int tc_cuda_caster_run(tc_cuda_caster *c, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src,
+                                  size_t n, char *why, size_t why_len)
 {
     size_t ds = esize(dst_t), ss = esize(src_t);
     if (!ds || !ss) {
@@ -158,77 +256,128 @@ extern "C" int tc_cuda_cast(int dev, tc_dtype dst_t, void *dst, tc_dtype src_t, 
         return 0;
     }
     launcher run = pick(dst_t, src_t);
+    on_device on(c->dev);
+    cudaError_t e = on.err;
+    size_t len[2] = {0, 0}, off[2] = {0, 0};
+    size_t chunk = SUB_BYTES / (ds > ss ? ds : ss);
+    // Sub-chunk i runs on stream i % 2. Before reusing a stream's buffers,
+    // wait for its previous sub-chunk and drain its output; meanwhile the
+    // other stream's copies and kernel are in flight.
+    for (size_t pos = 0, i = 0; e == cudaSuccess && (pos < n || len[0] || len[1]); i++) {
+        int k = (int)(i & 1);
+        if (len[k]) {
+            if ((e = cudaStreamSynchronize(c->st[k])) != cudaSuccess)
+                break;
+            memcpy((char *)dst + off[k] * ds, c->hout[k], len[k] * ds);
+            len[k] = 0;
+        }
+        if (pos >= n)
+            continue;
+        size_t m = n - pos < chunk ? n - pos : chunk;
+        memcpy(c->hin[k], (const char *)src + pos * ss, m * ss);
+        int blocks = (int)((m + 255) / 256);
+        if (blocks > c->sms * 32)
+            blocks = c->sms * 32;
+        if ((e = cudaMemcpyAsync(c->din[k], c->hin[k], m * ss, cudaMemcpyHostToDevice, c->st[k])) != cudaSuccess)
+            break;
+        run(c->dout[k], c->din[k], m, blocks, c->st[k]);
+        if ((e = cudaGetLastError()) != cudaSuccess ||
+            (e = cudaMemcpyAsync(c->hout[k], c->dout[k], m * ds, cudaMemcpyDeviceToHost, c->st[k])) != cudaSuccess)
+            break;
+        len[k] = m;
+        off[k] = pos;
+        pos += m;
+    }
+    if (e == cudaSuccess)
+        return 0;
+    put(why, why_len, "CUDA cast failed: %s", cudaGetErrorString(e));
+    for (int k = 0; k < 2; k++) // nothing may still be using the buffers
+        cudaStreamSynchronize(c->st[k]);
+    return -1;
+}
+
+extern "C" int tc_cuda_cast(int dev, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n,
+                            char *why, size_t why_len)
+{
+    if (!esize(dst_t) || !esize(src_t)) {
+        put(why, why_len, "unsupported cast %d -> %d", (int)src_t, (int)dst_t);
+        return -1;
+    }
+    tc_cuda_caster *c = tc_cuda_caster_new(dev, why, why_len);
+    if (!c)
+        return -1;
+    int rc = tc_cuda_caster_run(c, dst_t, dst, src_t, src, n, why, why_len);
+    tc_cuda_caster_free(c);
+    return rc;
+}
+
+extern "C" int tc_cuda_measure(int dev, tc_dtype dst_t, tc_dtype src_t, size_t n, int reps, double *kernel_s,
+                               double *copy_s, char *why, size_t why_len)
+{
+    size_t ds = esize(dst_t), ss = esize(src_t);
+    launcher run = ds && ss ? pick(dst_t, src_t) : NULL;
+    if (!run || n == 0 || reps < 1) {
+        put(why, why_len, "nothing to measure");
+        return -1;
+    }
     tc_cuda_info info;
     tc_cuda_query(&info);
     if (!info.available || dev < 0 || dev >= info.count) {
         put(why, why_len, "%s", info.available ? "no such CUDA device" : info.why);
         return -1;
     }
-    int prev = 0, sms = 0, rc = -1;
-    cudaGetDevice(&prev);
-    cudaStream_t st[2] = {0, 0};
-    void *hin[2] = {0, 0}, *hout[2] = {0, 0}, *din[2] = {0, 0}, *dout[2] = {0, 0};
-    size_t len[2] = {0, 0}, off[2] = {0, 0};
-    size_t chunk = n < CHUNK ? n : CHUNK;
-    cudaError_t e = cudaSetDevice(dev);
+    on_device on(dev);
+    cudaError_t e = on.err;
+    void *a = NULL, *b = NULL;
+    cudaEvent_t t0 = NULL, t1 = NULL;
+    int sms = 0;
+    float ms = 0;
+    size_t big = (ds > ss ? ds : ss) * n;
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    for (int k = 0; k < 2 && e == cudaSuccess; k++) {
-        e = cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking);
-        if (e == cudaSuccess)
-            e = cudaMallocHost(&hin[k], chunk * ss);
-        if (e == cudaSuccess)
-            e = cudaMallocHost(&hout[k], chunk * ds);
-        if (e == cudaSuccess)
-            e = cudaMalloc(&din[k], chunk * ss);
-        if (e == cudaSuccess)
-            e = cudaMalloc(&dout[k], chunk * ds);
+    if (e == cudaSuccess)
+        e = cudaMalloc(&a, big);
+    if (e == cudaSuccess)
+        e = cudaMalloc(&b, big);
+    if (e == cudaSuccess)
+        e = cudaMemset(a, 0x3c, big);
+    if (e == cudaSuccess)
+        e = cudaEventCreate(&t0);
+    if (e == cudaSuccess)
+        e = cudaEventCreate(&t1);
+    int blocks = (int)((n + 255) / 256);
+    if (blocks > sms * 32)
+        blocks = sms * 32;
+    // the kernel: reps casts of n elements after one warm-up
+    if (e == cudaSuccess) {
+        run(b, a, n, blocks, 0);
+        cudaEventRecord(t0, 0);
+        for (int r = 0; r < reps; r++)
+            run(b, a, n, blocks, 0);
+        cudaEventRecord(t1, 0);
+        if ((e = cudaGetLastError()) == cudaSuccess && (e = cudaEventSynchronize(t1)) == cudaSuccess &&
+            (e = cudaEventElapsedTime(&ms, t0, t1)) == cudaSuccess)
+            *kernel_s = ms / 1e3 / reps;
+    }
+    // the device's own copy of as many bytes as the cast reads and writes
+    if (e == cudaSuccess) {
+        size_t bytes = (n * ss + n * ds) / 2;
+        cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+        cudaEventRecord(t0, 0);
+        for (int r = 0; r < reps; r++)
+            cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+        cudaEventRecord(t1, 0);
+        if ((e = cudaGetLastError()) == cudaSuccess && (e = cudaEventSynchronize(t1)) == cudaSuccess &&
+            (e = cudaEventElapsedTime(&ms, t0, t1)) == cudaSuccess)
+            *copy_s = ms / 1e3 / reps;
     }
     if (e != cudaSuccess)
-        goto done;
-    // Chunk c runs on stream c % 2. Before reusing a stream's buffers, wait
-    // for its previous chunk and drain its output; meanwhile the other
-    // stream's copies and kernel are in flight.
-    for (size_t pos = 0, c = 0; pos < n || len[0] || len[1]; c++) {
-        int k = (int)(c & 1);
-        if (len[k]) {
-            if ((e = cudaStreamSynchronize(st[k])) != cudaSuccess)
-                goto done;
-            memcpy((char *)dst + off[k] * ds, hout[k], len[k] * ds);
-            len[k] = 0;
-        }
-        if (pos >= n)
-            continue;
-        size_t m = n - pos < chunk ? n - pos : chunk;
-        memcpy(hin[k], (const char *)src + pos * ss, m * ss);
-        int blocks = (int)((m + 255) / 256);
-        if (blocks > sms * 32)
-            blocks = sms * 32;
-        if ((e = cudaMemcpyAsync(din[k], hin[k], m * ss, cudaMemcpyHostToDevice, st[k])) != cudaSuccess)
-            goto done;
-        run(dout[k], din[k], m, blocks, st[k]);
-        if ((e = cudaGetLastError()) != cudaSuccess ||
-            (e = cudaMemcpyAsync(hout[k], dout[k], m * ds, cudaMemcpyDeviceToHost, st[k])) != cudaSuccess)
-            goto done;
-        len[k] = m;
-        off[k] = pos;
-        pos += m;
-    }
-    rc = 0;
-done:
-    if (rc)
-        put(why, why_len, "CUDA cast failed: %s", cudaGetErrorString(e));
-    for (int k = 0; k < 2; k++) {
-        if (st[k])
-            cudaStreamSynchronize(st[k]);
-        if (st[k])
-            cudaStreamDestroy(st[k]);
-        cudaFreeHost(hin[k]);
-        cudaFreeHost(hout[k]);
-        cudaFree(din[k]);
-        cudaFree(dout[k]);
-    }
-    cudaGetLastError();
-    cudaSetDevice(prev);
-    return rc;
+        put(why, why_len, "CUDA measurement failed: %s", cudaGetErrorString(e));
+    if (t0)
+        cudaEventDestroy(t0);
+    if (t1)
+        cudaEventDestroy(t1);
+    cudaFree(a);
+    cudaFree(b);
+    return e == cudaSuccess ? 0 : -1;
 }

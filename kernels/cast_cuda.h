@@ -36,9 +36,28 @@ void tc_cuda_query(tc_cuda_info *out);
 /* Describe device idx into *out. Return 0, or -1 when it does not exist. */
 int tc_cuda_device_get(tc_cuda_device *out, int idx);
 
-/* Cast n elements on device `dev`, host buffers in and out: copies in through
- * pinned staging buffers, kernels, copies back, overlapping the copies with
- * the kernels in chunks. Return 0, or -1 with a reason in why. */
+/* A caster owns what casts on device `dev` need, made once: two streams,
+ * each with pinned host staging buffers and device buffers (16 MiB of each
+ * in all). NULL, with a reason in why, when CUDA or the device is unusable. */
+typedef struct tc_cuda_caster tc_cuda_caster;
+tc_cuda_caster *tc_cuda_caster_new(int dev, char *why, size_t why_len);
+void tc_cuda_caster_free(tc_cuda_caster *c);
+
+/* Cast n elements, host buffers in and out: copied in through the pinned
+ * buffers in sub-chunks that alternate between the two streams, so one
+ * stream's copies overlap the other's kernel. Return 0, or -1 with a reason
+ * in why (always, in builds without CUDA). */
+int tc_cuda_caster_run(tc_cuda_caster *c, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n,
+                       char *why, size_t why_len);
+
+/* Time the cast kernel alone on n elements already on the device (mean of
+ * reps runs, seconds) and a device-to-device copy moving the same bytes (a
+ * cast reads n * size(src) and writes n * size(dst); the copy moves half of
+ * that sum each way). For benchmarks; -1 with a reason when not possible. */
+int tc_cuda_measure(int dev, tc_dtype dst_t, tc_dtype src_t, size_t n, int reps, double *kernel_s, double *copy_s,
+                    char *why, size_t why_len);
+
+/* One cast with a caster made and freed around it. */
 int tc_cuda_cast(int dev, tc_dtype dst_t, void *dst, tc_dtype src_t, const void *src, size_t n,
                  char *why, size_t why_len);
 

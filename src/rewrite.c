@@ -12,6 +12,7 @@
 #include "xfer.h"
 
 #define CHUNK (8u << 20)
+#define CUDA_CHUNK (32u << 20)
 
 bool tc_glob_any(const char *const *pats, size_t n, const char *name)
 {
@@ -42,11 +43,13 @@ static tc_dtype elem_dtype(const tc_ckpt *c, size_t i)
 static int choose_engine(tc_plan *p, const tc_rewrite_opts *o, tc_diag *d)
 {
     if (o->engine != TC_ENGINE_CPU) {
-        tc_cuda_info ci;
-        tc_cuda_query(&ci);
-        p->cuda = ci.available;
+        /* streams and pinned buffers made now, before any output exists;
+         * with --engine auto a GPU that cannot take them leaves the CPU */
+        char why[256] = "";
+        p->caster = tc_cuda_caster_new(o->cuda_device, why, sizeof why);
+        p->cuda = p->caster != NULL;
         if (!p->cuda && o->engine == TC_ENGINE_CUDA)
-            return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", ci.why);
+            return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", why);
     }
     if (p->cuda)
         snprintf(p->engine, sizeof p->engine, "cuda:%d", o->cuda_device);
@@ -153,6 +156,8 @@ void tc_plan_free(tc_plan *p)
         p->st = NULL;
         tc_pool_free(p->pool);
         p->pool = NULL;
+        tc_cuda_caster_free(p->caster);
+        p->caster = NULL;
     }
 }
 
@@ -165,7 +170,9 @@ int tc_stream_storage(const tc_ckpt *c, tc_plan *p, size_t i, const tc_rewrite_o
     tc_plan_st *ps = &p->st[i];
     tc_dtype from = elem_dtype(c, i), to = ps->dtype;
     size_t esz = ps->cast ? tc_dtype_size(from) : 1, osz = ps->cast ? tc_dtype_size(to) : 1;
-    size_t chunk = CHUNK / esz * esz;
+    /* CHUNK bytes on the larger side; bigger for the GPU, whose caster splits
+     * a chunk over its two streams */
+    size_t chunk = (p->cuda && ps->cast ? CUDA_CHUNK : CHUNK) / (esz > osz ? esz : osz) * esz;
     uint8_t *in = malloc(chunk), *out = ps->cast ? malloc(chunk / esz * osz) : NULL;
     tc_srd r;
     int rc = 0;
@@ -189,7 +196,7 @@ int tc_stream_storage(const tc_ckpt *c, tc_plan *p, size_t i, const tc_rewrite_o
             tc_cast_stats cs = {0};
             char why[256] = "";
             if (cuda && (tc_cast_count(&cs, to, from, in, n) ||
-                         tc_cuda_cast(o->cuda_device, to, out, from, in, n, why, sizeof why))) {
+                         tc_cuda_caster_run(p->caster, to, out, from, in, n, why, sizeof why))) {
                 rc = tc_fail(d, TC_ERR_IO, "CUDA cast of storage '%s' failed: %s", s->key, why);
                 break;
             }

@@ -52,6 +52,7 @@ typedef struct tc_plan {
     char engine[64];             /* what does the casts: "cpu (avx2+f16c)", "cuda:0"; "": no cast */
     bool cuda;                   /* casts run on the GPU */
     struct tc_pool *pool;        /* threads for stored records (made when first needed) */
+    struct tc_cuda_caster *caster; /* the GPU's streams and buffers, when cuda */
 } tc_plan;
 
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d);

@@ -1,5 +1,10 @@
-/* tc_cuda_cast against tc_cast_ref on every pair. Exits 77 (meson's skip)
- * with the reason when no GPU is usable or CUDA is not built in. */
+/* The CUDA casts against tc_cast_ref on every pair: one caster reused for
+ * every pair and length (its streams and buffers reused), and the one-shot
+ * tc_cuda_cast. Exits 77 (meson's skip) with the reason when no GPU is
+ * usable or CUDA is not built in.
+ *
+ * With --bench: instead, the kernel's bandwidth against the device's own
+ * copy bandwidth for every pair (bench/bench.sh runs this on GPU machines). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +50,28 @@ static void fill(tc_dtype t, void *p, size_t n)
     }
 }
 
-int main(void)
+static int bench(void)
+{
+    const size_t n = (size_t)64 << 20;
+    printf("| cast | kernel GB/s | device copy GB/s | kernel / copy |\n|---|---|---|---|\n");
+    for (size_t a = 0; a < NT; a++)
+        for (size_t b = 0; b < NT; b++) {
+            if (a == b)
+                continue;
+            double ks = 0, cs = 0;
+            char why[256] = "";
+            if (tc_cuda_measure(0, types[b], types[a], n, 20, &ks, &cs, why, sizeof why)) {
+                printf("FAIL %s->%s: %s\n", tc_dtype_name(types[a]), tc_dtype_name(types[b]), why);
+                return 1;
+            }
+            double bytes = (double)n * (double)(tc_dtype_size(types[a]) + tc_dtype_size(types[b]));
+            printf("| %s -> %s | %.0f | %.0f | %.2f |\n", tc_dtype_name(types[a]), tc_dtype_name(types[b]),
+                   bytes / ks / 1e9, bytes / cs / 1e9, cs / ks);
+        }
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     tc_cuda_info info;
     tc_cuda_query(&info);
@@ -61,27 +87,41 @@ int main(void)
         }
         return 77;
     }
+    if (argc > 1 && !strcmp(argv[1], "--bench"))
+        return bench();
     for (int d = 0; d < info.count; d++) {
         tc_cuda_device dev;
         if (tc_cuda_device_get(&dev, d) == 0)
             printf("device %d: %s sm_%d%d, %" PRIu64 " MiB free of %" PRIu64 "\n", d, dev.name, dev.cc_major,
                    dev.cc_minor, dev.free_mem >> 20, dev.total_mem >> 20);
     }
-    /* more than two 4 Mi chunks, so both streams get reused; odd length */
+    /* many sub-chunks of the caster, so both streams get reused; odd length */
     const size_t sizes[] = {0, 1, 1000, ((size_t)9 << 20) + 12345};
     void *in = malloc(8 * sizes[3]), *want = malloc(8 * sizes[3]), *got = malloc(8 * sizes[3]);
     if (!in || !want || !got)
         return 1;
     int fails = 0;
+    char why[256] = "";
+    if (tc_cuda_caster_new(info.count, why, sizeof why) || !why[0]) {
+        printf("FAIL: a caster on device %d (there is none) must fail with a reason\n", info.count);
+        fails++;
+    }
+    tc_cuda_caster *caster = tc_cuda_caster_new(0, why, sizeof why);
+    if (!caster) {
+        printf("FAIL: no caster on device 0: %s\n", why);
+        return 1;
+    }
     for (size_t a = 0; a < NT; a++)
         for (size_t b = 0; b < NT; b++)
             for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
                 size_t n = sizes[k], ds = tc_dtype_size(types[b]);
-                char why[256] = "";
                 fill(types[a], in, n);
                 tc_cast_ref(types[b], want, types[a], in, n);
                 memset(got, 0xa5, n * ds);
-                if (tc_cuda_cast(0, types[b], got, types[a], in, n, why, sizeof why)) {
+                /* the one-shot call for the long length, the shared caster for the rest */
+                int rc = k == 3 && a == 1 ? tc_cuda_cast(0, types[b], got, types[a], in, n, why, sizeof why)
+                                          : tc_cuda_caster_run(caster, types[b], got, types[a], in, n, why, sizeof why);
+                if (rc) {
                     printf("FAIL %s->%s n=%zu: %s\n", tc_dtype_name(types[a]), tc_dtype_name(types[b]), n, why);
                     fails++;
                     continue;
@@ -99,6 +139,7 @@ int main(void)
                     fails++;
                 }
             }
+    tc_cuda_caster_free(caster);
     free(in);
     free(want);
     free(got);
