@@ -54,7 +54,7 @@ static int choose_engine(tc_plan *p, const tc_rewrite_opts *o, tc_diag *d)
     if (p->cuda)
         snprintf(p->engine, sizeof p->engine, "cuda:%d", o->cuda_device);
     else
-        snprintf(p->engine, sizeof p->engine, "cpu (%s)", tc_cast_cpu_path());
+        snprintf(p->engine, sizeof p->engine, "cpu (%s, %u threads)", tc_cast_cpu_path(), tc_pool_default_size());
     return 0;
 }
 

@@ -60,12 +60,16 @@ static void *helper_main(void *a)
     return NULL;
 }
 
+unsigned tc_pool_default_size(void)
+{
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c < 1 ? 1 : c > TC_POOL_MAX ? TC_POOL_MAX : (unsigned)c;
+}
+
 tc_pool *tc_pool_new(unsigned n)
 {
-    if (n == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c < 1 ? 1 : (unsigned)c;
-    }
+    if (n == 0)
+        n = tc_pool_default_size();
     if (n > TC_POOL_MAX)
         n = TC_POOL_MAX;
     tc_pool *p = calloc(1, sizeof *p);

@@ -28,6 +28,7 @@ typedef struct tc_pool tc_pool;
  * thread; NULL only when out of memory, and a NULL pool works the same way. */
 #define TC_POOL_MAX 8
 tc_pool *tc_pool_new(unsigned n);
+unsigned tc_pool_default_size(void);
 void tc_pool_free(tc_pool *p);
 unsigned tc_pool_size(const tc_pool *p);
 

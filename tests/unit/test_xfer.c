@@ -277,6 +277,7 @@ Test(xfer, pool_sizes)
     p = tc_pool_new(0);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cr_assert_eq(tc_pool_size(p), cpus > TC_POOL_MAX ? TC_POOL_MAX : (unsigned)cpus);
+    cr_assert_eq(tc_pool_size(p), tc_pool_default_size());
     tc_pool_free(p);
     tc_pool_free(NULL);
 }
