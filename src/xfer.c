@@ -155,6 +155,7 @@ static void pool_run(tc_pool *p, pool_fn fn, void *arg)
 #define ROUND 64 /* chunks between progress reports and writeback starts */
 #define KCOPY_BYTES ((size_t)4 << 20) /* a chunk of a copy in the kernel */
 #define KCOPY_ROUND 8
+#define MIN_CHUNK_BYTES ((size_t)64 << 10)
 
 typedef struct worker {
     uint8_t *in, *out;
@@ -312,10 +313,18 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
     j->celems = kcopy ? KCOPY_BYTES : CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
     uint64_t round = kcopy ? KCOPY_ROUND : ROUND;
     j->nelems = x->in_bytes / j->ein;
+    unsigned nt = kcopy ? 1 : tc_pool_size(pool); /* parallel kernel copies only contend for the file */
+    if (nt > 1 && !kcopy) {
+        /* a range of few chunks is cut finer, down to MIN_CHUNK_BYTES, so
+         * that the threads finish together (each range ends in a wait) */
+        uint64_t want = (j->nelems + 4 * nt - 1) / (4 * nt);
+        size_t floor = MIN_CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
+        if (want < j->celems)
+            j->celems = want > floor ? (size_t)want : floor;
+    }
     uint64_t nchunks = (j->nelems + j->celems - 1) / j->celems;
-    unsigned nt = tc_pool_size(pool);
-    if (nchunks < 2 || kcopy)
-        nt = 1; /* not worth waking anyone; parallel kernel copies only contend for the file */
+    if (nchunks < 2)
+        nt = 1; /* not worth waking anyone */
     int rc = 0;
     uint8_t *own = NULL; /* scratch when there is no pool */
     for (unsigned t = 0; t < nt && !rc; t++) {
