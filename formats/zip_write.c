@@ -169,10 +169,19 @@ int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d)
     return rc;
 }
 
+/* n more bytes would not fit the open record's declared size */
+static int too_much(const tc_zipw *w, uint64_t n, tc_diag *d)
+{
+    if (n <= w->rec_size - w->rec_done)
+        return 0;
+    return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
+}
+
 int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d)
 {
-    if (n > w->rec_size - w->rec_done)
-        return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
+    int rc = too_much(w, n, d);
+    if (rc)
+        return rc;
     const uint8_t *s = p;
     for (size_t left = n; left;) {
         uInt k = left > (1u << 30) ? (1u << 30) : (uInt)left;
@@ -186,20 +195,22 @@ int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d)
 
 int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d)
 {
-    if (n > w->rec_size - w->rec_done)
-        return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
-    int rc = flush(w, d);
+    int rc = too_much(w, n, d);
+    if (rc)
+        return rc;
+    rc = flush(w, d);
     *off = w->off;
     return rc;
 }
 
 int tc_zipw_commit(tc_zipw *w, uint64_t n, uint32_t crc, tc_diag *d)
 {
-    if (n > w->rec_size - w->rec_done)
-        return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
+    int rc = too_much(w, n, d);
+    if (rc)
+        return rc;
     if (lseek(w->fd, (off_t)(w->off + n), SEEK_SET) < 0)
         return io_err(d, errno);
-    w->rec_crc = w->rec_done ? (uint32_t)crc32_combine(w->rec_crc, crc, (z_off_t)n) : crc;
+    w->rec_crc = (uint32_t)crc32_combine(w->rec_crc, crc, (z_off_t)n);
     w->off += n;
     w->rec_done += n;
     w->synced = w->off; /* the writer of the range started its writeback */

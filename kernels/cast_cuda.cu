@@ -172,6 +172,24 @@ struct on_device {
     }
 };
 
+// false, with the reason in why, unless dev is a usable device
+bool usable(int dev, char *why, size_t why_len)
+{
+    tc_cuda_info info;
+    tc_cuda_query(&info);
+    if (info.available && dev >= 0 && dev < info.count)
+        return true;
+    put(why, why_len, "%s", info.available ? "no such CUDA device" : info.why);
+    return false;
+}
+
+// Blocks for n elements: one thread each, grid-stride beyond 32 blocks per SM.
+int grid(size_t n, int sms)
+{
+    size_t blocks = (n + 255) / 256, most = (size_t)sms * 32;
+    return (int)(blocks < most ? blocks : most);
+}
+
 void release(tc_cuda_caster *c)
 {
     for (int k = 0; k < 2; k++) {
@@ -194,12 +212,8 @@ void release(tc_cuda_caster *c)
 
 extern "C" tc_cuda_caster *tc_cuda_caster_new(int dev, char *why, size_t why_len)
 {
-    tc_cuda_info info;
-    tc_cuda_query(&info);
-    if (!info.available || dev < 0 || dev >= info.count) {
-        put(why, why_len, "%s", info.available ? "no such CUDA device" : info.why);
+    if (!usable(dev, why, why_len))
         return NULL;
-    }
     tc_cuda_caster *c = (tc_cuda_caster *)calloc(1, sizeof *c);
     if (!c) {
         put(why, why_len, "out of memory");
@@ -275,12 +289,9 @@ extern "C" int tc_cuda_caster_run(tc_cuda_caster *c, tc_dtype dst_t, void *dst, 
             continue;
         size_t m = n - pos < chunk ? n - pos : chunk;
         memcpy(c->hin[k], (const char *)src + pos * ss, m * ss);
-        int blocks = (int)((m + 255) / 256);
-        if (blocks > c->sms * 32)
-            blocks = c->sms * 32;
         if ((e = cudaMemcpyAsync(c->din[k], c->hin[k], m * ss, cudaMemcpyHostToDevice, c->st[k])) != cudaSuccess)
             break;
-        run(c->dout[k], c->din[k], m, blocks, c->st[k]);
+        run(c->dout[k], c->din[k], m, grid(m, c->sms), c->st[k]);
         if ((e = cudaGetLastError()) != cudaSuccess ||
             (e = cudaMemcpyAsync(c->hout[k], c->dout[k], m * ds, cudaMemcpyDeviceToHost, c->st[k])) != cudaSuccess)
             break;
@@ -320,12 +331,8 @@ extern "C" int tc_cuda_measure(int dev, tc_dtype dst_t, tc_dtype src_t, size_t n
         put(why, why_len, "nothing to measure");
         return -1;
     }
-    tc_cuda_info info;
-    tc_cuda_query(&info);
-    if (!info.available || dev < 0 || dev >= info.count) {
-        put(why, why_len, "%s", info.available ? "no such CUDA device" : info.why);
+    if (!usable(dev, why, why_len))
         return -1;
-    }
     on_device on(dev);
     cudaError_t e = on.err;
     void *a = NULL, *b = NULL;
@@ -345,9 +352,7 @@ extern "C" int tc_cuda_measure(int dev, tc_dtype dst_t, tc_dtype src_t, size_t n
         e = cudaEventCreate(&t0);
     if (e == cudaSuccess)
         e = cudaEventCreate(&t1);
-    int blocks = (int)((n + 255) / 256);
-    if (blocks > sms * 32)
-        blocks = sms * 32;
+    int blocks = grid(n, sms);
     // the kernel: reps casts of n elements after one warm-up
     if (e == cudaSuccess) {
         run(b, a, n, blocks, 0);

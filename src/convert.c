@@ -408,7 +408,7 @@ static int st_xfer(fdsink *f, const tc_st_item *it, tc_pool **pool, uint64_t dat
     tc_xfer x = {
         .src = &it->c->src, .in_off = s->file_off + start, .in_bytes = t->nbytes, .what = s->key,
         .out_fd = f->fd, .out_off = data_start + f->written, .from = t->dtype, .to = it->out,
-        .count = it->out != t->dtype, .progress = f->ro && f->ro->progress ? st_progress : NULL, .progress_ctx = &sp,
+        .progress = f->ro && f->ro->progress ? st_progress : NULL, .progress_ctx = &sp,
     };
     if ((rc = tc_xfer_run(*pool, &x, d))) {
         f->werr = x.werr;

@@ -385,7 +385,7 @@ static int xfer_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, cons
     bool trust = !ps->cast && s->crc_known && !(s->crc == 0 && s->nbytes) && !o->verify_crc;
     tc_xfer x = {
         .src = &c->src, .in_off = s->file_off, .in_bytes = s->nbytes, .what = s->key, .out_fd = w->fd,
-        .from = ps->cast ? elem_dtype(c, i) : ps->dtype, .to = ps->dtype, .want_crc = !trust, .count = ps->cast,
+        .from = ps->cast ? elem_dtype(c, i) : ps->dtype, .to = ps->dtype, .want_crc = !trust,
         .progress = o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
     };
     if (!p->pool && !(p->pool = tc_pool_new(0)))

@@ -172,7 +172,7 @@ typedef struct job {
     size_t ein, eout, celems;
     uint64_t nelems;
     atomic_uint_fast64_t next; /* next chunk to take */
-    uint64_t end;              /* end of this round */
+    uint64_t begin, end;       /* this round's chunks */
     atomic_bool stop;
     uint32_t crc[ROUND];
     worker w[TC_POOL_MAX];
@@ -233,8 +233,7 @@ static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint3
             return -1;
         const uint8_t *o = w->in;
         if (j->cast) {
-            if (x->count ? tc_cast_cpu_counted(&w->stats, x->to, w->out, x->from, w->in, ne)
-                         : tc_cast_cpu(x->to, w->out, x->from, w->in, ne))
+            if (tc_cast_cpu_counted(&w->stats, x->to, w->out, x->from, w->in, ne))
                 return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from),
                                tc_dtype_name(x->to));
             o = w->out;
@@ -275,7 +274,7 @@ static void work(void *arg, unsigned tid)
         uint32_t crc = (uint32_t)crc32(0, NULL, 0);
         if (read_cast_write(j, w, e0, ne, &crc, &werr))
             goto failed;
-        j->crc[k % ROUND] = crc;
+        j->crc[k - j->begin] = crc;
         continue;
 failed:
         w->fail_at = k;
@@ -340,6 +339,7 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
         fallocate(x->out_fd, 0, (off_t)x->out_off, (off_t)tc_xfer_out_bytes(x));
     for (uint64_t r0 = 0; r0 < nchunks && !rc; r0 += round) {
         j->end = nchunks - r0 < round ? nchunks : r0 + round;
+        j->begin = r0;
         atomic_store(&j->next, r0);
         pool_run(nt > 1 ? pool : NULL, work, j);
         if (atomic_load(&j->stop)) {

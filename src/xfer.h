@@ -44,7 +44,6 @@ typedef struct tc_xfer {
      * in_bytes / size(from) elements (a trailing partial element is dropped). */
     tc_dtype from, to;
     bool want_crc;           /* compute crc of the output */
-    bool count;              /* count overflow/underflow into stats (casts) */
     /* called on the caller's thread every few MiB with the input bytes done */
     void (*progress)(void *ctx, uint64_t in_done);
     void *progress_ctx;
@@ -52,7 +51,7 @@ typedef struct tc_xfer {
     /* results */
     uint64_t out_bytes;      /* bytes written */
     uint32_t crc;            /* of the output, when want_crc */
-    tc_cast_stats stats;
+    tc_cast_stats stats;     /* a cast's overflow/underflow/NaN counts */
     bool werr;               /* on failure: writing the output failed (not the input) */
 } tc_xfer;
 

@@ -53,7 +53,7 @@ static run_out run(tc_pool *pool, const tc_src *src, uint64_t in_off, uint64_t l
         cr_assert_eq(write(out_fd, pre, sizeof pre), (ssize_t)sizeof pre);
     }
     r.x = (tc_xfer){.src = src, .in_off = in_off, .in_bytes = len, .what = "range", .out_fd = out_fd,
-                    .out_off = PRE, .from = from, .to = to, .want_crc = crc, .count = from != to,
+                    .out_off = PRE, .from = from, .to = to, .want_crc = crc,
                     .progress = on_progress};
     last_progress = 0;
     tc_diag d = {0};
