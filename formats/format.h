@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#include "../src/ckpt.h"
+#include "ckpt.h"
 
 typedef struct tc_format {
     const char *name;

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/ckpt.h"
+#include "ckpt.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

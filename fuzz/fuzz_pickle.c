@@ -4,7 +4,7 @@
  * be a fixed point: write(read(w)) == w for w = write(read(write(x))). */
 #include <string.h>
 
-#include "../formats/pickle.h"
+#include "pickle.h"
 #include "fuzz_common.h"
 
 static const pk_limits lim = {.max_objects = 200000, .max_depth = 200, .max_memo = 200000};

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/ckpt.h"
-#include "../src/rewrite.h"
+#include "ckpt.h"
+#include "rewrite.h"
 #include "fuzz_common.h"
 
 static const tc_limits lim = {.max_pickle_bytes = 1u << 20, .max_objects = 20000, .max_depth = 100,

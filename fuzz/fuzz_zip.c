@@ -2,7 +2,7 @@
  * with its CRC checked. */
 #include <string.h>
 
-#include "../formats/zip.h"
+#include "zip.h"
 #include "fuzz_common.h"
 
 /* an absolute name, or one with a ".." component */

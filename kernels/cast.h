@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#include "../src/dtype.h"
+#include "dtype.h"
 
 /* True when src -> dst is a supported cast. */
 bool tc_cast_supported(tc_dtype dst, tc_dtype src);

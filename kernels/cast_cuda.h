@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#include "../src/dtype.h"
+#include "dtype.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "../formats/format.h"
+#include "format.h"
 
 /* ---- storages ---------------------------------------------------------- */
 

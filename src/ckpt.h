@@ -16,9 +16,9 @@
 
 #include "diag.h"
 #include "dtype.h"
-#include "io.h"
-#include "../formats/pickle.h"
-#include "../formats/zip.h"
+#include "source.h"
+#include "pickle.h"
+#include "zip.h"
 
 typedef enum tc_tensor_kind {
     TC_TENSOR_DENSE,

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../formats/shard_index.h"
-#include "../kernels/cast.h"
+#include "shard_index.h"
+#include "cast.h"
 #include "outfile.h"
 
 #define CHUNK (4u << 20)        /* elements gathered per cast/write step, in bytes */

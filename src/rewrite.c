@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../formats/zip.h"
-#include "../kernels/cast.h"
-#include "../kernels/cast_cuda.h"
+#include "zip.h"
+#include "cast.h"
+#include "cast_cuda.h"
 #include "xfer.h"
 
 #define CHUNK (8u << 20)

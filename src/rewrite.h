@@ -75,7 +75,7 @@ int tc_write_torch(tc_ckpt *c, tc_plan *p, const tc_rewrite_opts *o, int fd, con
  * one storage record data/<key> (copied, or streamed and cast as planned;
  * *werr tells whether a failure was on the writing side), close (version
  * record, central directory; frees w, passes rc through). */
-#include "../formats/zip.h"
+#include "zip.h"
 int tc_torch_zip_open(tc_zipw *w, int fd, const char *out_path, uint8_t *pkl, size_t plen, tc_diag *d);
 int tc_torch_zip_storage(tc_zipw *w, const tc_ckpt *c, tc_plan *p, size_t i, size_t key, const tc_rewrite_opts *o,
                          uint64_t *done, uint64_t total, bool *werr, tc_diag *d);

@@ -17,8 +17,8 @@
 
 #include "diag.h"
 #include "dtype.h"
-#include "io.h"
-#include "../kernels/cast.h"
+#include "source.h"
+#include "cast.h"
 
 /* Threads for tc_xfer_run; the caller's thread is one of them. */
 typedef struct tc_pool tc_pool;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../ckpt.h"
+#include "ckpt.h"
 
 /* Exit statuses, documented in man/tensorctl.1 and pinned by tests. */
 enum {

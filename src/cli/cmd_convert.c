@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../formats/shard_index.h"
-#include "../convert.h"
-#include "../outfile.h"
+#include "shard_index.h"
+#include "convert.h"
+#include "outfile.h"
 #include "cli.h"
 #include "move.h"
 

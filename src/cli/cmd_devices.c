@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../kernels/cast.h"
-#include "../../kernels/cast_cuda.h"
+#include "cast.h"
+#include "cast_cuda.h"
 #include "cli.h"
 
 static const tc_opt opts[] = {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../formats/shard_index.h"
-#include "../tensor_data.h"
+#include "shard_index.h"
+#include "tensor_data.h"
 #include "cli.h"
 
 static const tc_opt opts[] = {

@@ -5,15 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../kernels/cast.h"
-#include "../../kernels/cast_cuda.h"
+#include "cast.h"
+#include "cast_cuda.h"
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../formats/shard_index.h"
-#include "../outfile.h"
-#include "../rewrite.h"
+#include "shard_index.h"
+#include "outfile.h"
+#include "rewrite.h"
 #include "cli.h"
 #include "move.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../outfile.h"
+#include "outfile.h"
 
 int tc_verbosity = 1;
 

@@ -2,7 +2,7 @@
 #ifndef TC_MOVE_H
 #define TC_MOVE_H
 
-#include "../rewrite.h"
+#include "rewrite.h"
 #include "cli.h"
 
 typedef struct tc_move_req tc_move_req;

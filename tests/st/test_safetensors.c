@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "formats/shard_index.h"
-#include "src/ckpt.h"
+#include "shard_index.h"
+#include "ckpt.h"
 
 static char path[256];
 

@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "formats/pickle.h"
-#include "formats/zip.h"
-#include "src/ckpt.h"
+#include "pickle.h"
+#include "zip.h"
+#include "ckpt.h"
 #include "unit_util.h"
 
 static char *T; /* temp dir of the test */

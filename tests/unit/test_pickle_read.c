@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats/pickle.h"
-#include "formats/zip.h"
+#include "pickle.h"
+#include "zip.h"
 #include "unit_util.h"
 
 #define PK(s) (const uint8_t *)(s), sizeof(s) - 1

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/pickle.h"
+#include "pickle.h"
 #include "unit_util.h"
 
 #define PK(s) (const uint8_t *)(s), sizeof(s) - 1

@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "kernels/cast.h"
-#include "src/xfer.h"
+#include "cast.h"
+#include "xfer.h"
 #include "unit_util.h"
 
 #define PRE 4096 /* bytes before the range, in and out, that must not move */

@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "formats/zip.h"
-#include "src/xfer.h"
+#include "zip.h"
+#include "xfer.h"
 #include "unit_util.h"
 
 static uint32_t rd32(const uint8_t *p) { return tc_le32(p); }

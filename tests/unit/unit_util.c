@@ -1,6 +1,6 @@
 #include "unit_util.h"
 
-#include "formats/zip.h"
+#include "zip.h"
 
 #include <dirent.h>
 #include <inttypes.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/pickle.h"
+#include "pickle.h"
 
 /* A growing byte buffer; aborts on OOM (tests only). */
 typedef struct bbuf {

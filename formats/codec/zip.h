@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 
-#include "../src/io.h"
+#include "source.h"
 
 typedef struct tc_zip_entry {
     char *name;

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 
-#include "../src/diag.h"
+#include "diag.h"
 
 typedef enum pk_kind {
     PK_NONE,

@@ -1,4 +1,4 @@
-#include "io.h"
+#include "source.h"
 
 #include <errno.h>
 #include <fcntl.h>
