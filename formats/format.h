@@ -1,30 +1,124 @@
-/* One on-disk checkpoint format behind one interface.
+/* Format drivers: one on-disk checkpoint format each, behind one interface.
  *
- * A format probes the first bytes (and the file name), then opens: it fills
- * the tc_ckpt's storages, tensors, globals and facts from metadata alone.
- * Adding a format is one file, one line in tc_formats[] (formats/registry.c),
- * a sample and a test. */
+ * A driver probes a file's first bytes (and name), opens it (fills a
+ * tc_ckpt from metadata alone, keeping what it needs as private state),
+ * reads a storage's bytes when asked, writes the format, and releases its
+ * state with the checkpoint. Adding a format is one file, one line in
+ * tc_formats[] (registry.c), samples and tests.
+ *
+ * Writing is split between the driver and its caller: the driver lays out
+ * the container (records, headers, names, the object graph) and asks the
+ * job's data callback to put each block's bytes at the offsets it chose; the
+ * operations layer above supplies the callback (copying, casting, in
+ * parallel). So a driver never reads tensor data to write it. */
 #ifndef TC_FORMAT_H
 #define TC_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdbool.h>
 
 #include "ckpt.h"
+#include "dest.h"
+
+/* What a probe sees: the first n bytes of the file (n < 64 for tiny files). */
+typedef struct tc_probe {
+    const uint8_t *head;
+    size_t n;
+    uint64_t size;
+    const char *path;
+} tc_probe;
+
+/* A reader of one storage's bytes. When the bytes lie uncompressed in a file,
+ * src is that file and [off, off + size) their range, for callers that read
+ * them in parallel or copy them in the kernel; read works in every case. */
+typedef struct tc_rd tc_rd;
+struct tc_rd {
+    const tc_src *src;   /* NULL when the bytes are not a plain range of a file */
+    uint64_t off, size;
+    uint64_t done;       /* bytes returned by read */
+    const char *what;    /* names the bytes in messages: the storage key */
+    int (*read)(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d);
+    void (*close)(tc_rd *r);
+    void *state;
+};
+
+/* ---- writing ---------------------------------------------------------------- */
+
+/* What becomes of one storage of a checkpoint rewritten whole. */
+typedef struct tc_out_storage {
+    const char *location;  /* its new location tag */
+    tc_dtype dtype;        /* its new element type (== the old one when not cast) */
+    bool cast;
+    uint64_t nbytes;       /* its new size */
+} tc_out_storage;
+
+/* A block of bytes to write: a storage (torch) or a tensor's data (safetensors). */
+typedef struct tc_wblock {
+    uint64_t nbytes;
+    tc_dtype dtype;        /* element type of the written bytes */
+    const char *location;  /* torch: location tag */
+    bool cast;             /* its bytes are cast from another type */
+} tc_wblock;
+
+/* One named tensor of a flat state_dict: a view of a block. */
+typedef struct tc_witem {
+    const char *name;
+    size_t block;
+    tc_dtype dtype;
+    int ndim;
+    const int64_t *shape, *stride;
+    int64_t offset;        /* elements */
+    bool requires_grad, parameter;
+    long same_as;          /* an earlier item that is the same tensor object (tied weights), or -1 */
+} tc_witem;
+
+/* The bytes of block k, written at off of dst (tc_dst_pwrite, from any
+ * thread); *crc receives their CRC-32 when crc is not NULL. */
+typedef int (*tc_data_fn)(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d);
+
+typedef struct tc_write_job {
+    /* Either a whole checkpoint rewritten with its object graph (one block
+     * per storage, in order; st says what becomes of each) ... */
+    tc_ckpt *whole;
+    const tc_out_storage *st;
+    /* ... or a flat state_dict of items over blocks. */
+    const tc_witem *items;
+    size_t nitems;
+    const tc_wblock *blocks;
+    size_t nblocks;
+    const tc_kv *meta;     /* safetensors __metadata__, in order */
+    size_t nmeta;
+    tc_data_fn data;
+    void *ctx;
+    uint32_t max_depth;    /* pickle nesting the writer may emit */
+} tc_write_job;
 
 typedef struct tc_format {
     const char *name;
-    /* head: the first n bytes of the file (n may be short for tiny files). */
-    bool (*probe)(const uint8_t *head, size_t n, const char *path);
+    bool (*probe)(const tc_probe *p);
     int (*open)(tc_ckpt *c, tc_diag *d);
+    int (*open_storage)(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);
+    /* NULL for formats tensorctl reads only */
+    int (*write)(const tc_write_job *job, tc_dst *dst, tc_diag *d);
 } tc_format;
-
-extern const tc_format tc_format_torch_zip;
-extern const tc_format tc_format_torch_legacy;
-extern const tc_format tc_format_safetensors;
 
 /* NULL-terminated, in probing order. */
 extern const tc_format *const tc_formats[];
+
+/* Open path with the first driver whose probe accepts it. On failure *out
+ * is NULL and d (its subject: path) says why. */
+int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d);
+/* The driver named name ("torch-zip", "safetensors"), or NULL. */
+const tc_format *tc_format_named(const char *name);
+
+/* Storage i's bytes, through c's driver. */
+int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);
+/* Fill buf with exactly min(n, left) bytes; *got is 0 only at the end. */
+int tc_rd_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d);
+void tc_rd_close(tc_rd *r);
+
+/* For drivers: a reader of the plain range [off, off + size) of src. */
+void tc_rd_range(tc_rd *r, const tc_src *src, uint64_t off, uint64_t size);
 
 #endif

@@ -1,13 +1,117 @@
+/* The format registry, opening by probe, and storage readers. */
 #include "format.h"
 
-/* formats/shard_index.c: an index JSON naming safetensors or torch shards */
-extern const tc_format tc_format_shard_index, tc_format_torch_index;
+#include <stdio.h>
+#include <string.h>
+
+extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
+    tc_format_safetensors_index, tc_format_torch_index;
 
 const tc_format *const tc_formats[] = {
     &tc_format_torch_zip,
     &tc_format_torch_legacy,
     &tc_format_safetensors,
-    &tc_format_shard_index,
+    &tc_format_safetensors_index,
     &tc_format_torch_index,
     NULL,
 };
+
+const tc_format *tc_format_named(const char *name)
+{
+    for (const tc_format *const *f = tc_formats; *f; f++)
+        if (!strcmp((*f)->name, name))
+            return *f;
+    return NULL;
+}
+
+int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
+{
+    *out = NULL;
+    tc_ckpt *c;
+    int rc = tc_ckpt_new(&c, path, lim, d);
+    if (rc)
+        return rc;
+    const tc_src *src = tc_ckpt_src(c);
+    uint8_t head[64] = {0};
+    size_t hn = src->size < sizeof head ? (size_t)src->size : sizeof head;
+    const tc_format *fmt = NULL;
+    if ((rc = tc_src_read(src, 0, head, hn, "header", d)))
+        goto fail;
+    tc_probe p = {head, hn, src->size, path};
+    for (const tc_format *const *f = tc_formats; *f && !fmt; f++)
+        if ((*f)->probe(&p))
+            fmt = *f;
+    if (!fmt) {
+        rc = tc_fail(d, TC_ERR_FORMAT,
+                     "not a checkpoint: no known format starts with bytes %02x %02x %02x %02x (expected a "
+                     "torch zip, legacy torch or safetensors file)",
+                     head[0], head[1], head[2], head[3]);
+        goto fail;
+    }
+    tc_ckpt_set_driver(c, fmt, fmt->name, NULL, NULL);
+    if ((rc = fmt->open(c, d)))
+        goto fail;
+    *out = c;
+    return 0;
+fail:
+    tc_diag_subject(d, path);
+    tc_ckpt_close(c);
+    return rc;
+}
+
+int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    const tc_format *f = tc_ckpt_driver(c);
+    int rc = f->open_storage(c, i, r, d);
+    r->what = tc_ckpt_storage(c, i)->key;
+    tc_diag_subject(d, tc_ckpt_path(c));
+    return rc;
+}
+
+int tc_rd_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    uint64_t left = r->size - r->done;
+    if (n > left)
+        n = (size_t)left;
+    *got = 0;
+    size_t total = 0;
+    while (total < n) {
+        size_t g = 0;
+        int rc = r->read(r, (uint8_t *)buf + total, n - total, &g, d);
+        if (rc)
+            return rc;
+        if (!g)
+            return tc_fail(d, TC_ERR_FORMAT, "record for storage '%s' is shorter than its %llu bytes", r->what,
+                           (unsigned long long)r->size);
+        total += g;
+        r->done += g;
+    }
+    *got = total;
+    return 0;
+}
+
+void tc_rd_close(tc_rd *r)
+{
+    if (r && r->close)
+        r->close(r);
+    if (r)
+        r->close = NULL;
+}
+
+static int range_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    int rc = tc_src_read(r->src, r->off + r->done, buf, n, r->what ? r->what : "storage", d);
+    *got = rc ? 0 : n;
+    return rc;
+}
+
+void tc_rd_range(tc_rd *r, const tc_src *src, uint64_t off, uint64_t size)
+{
+    r->src = src;
+    r->off = off;
+    r->size = size;
+    r->done = 0;
+    r->read = range_read;
+    r->close = NULL;
+}

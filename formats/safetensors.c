@@ -1,66 +1,24 @@
 /* safetensors: u64 LE header length N, N bytes of JSON, then the data
  * buffer. Every tensor is one raw storage; the buffer must be covered
  * exactly, as the reference library requires. */
-#include "format.h"
-#include "shard_index.h"
-
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* rank: the order of the reference library's Dtype enum (its sort key) */
-static const tc_st_dtype st_types[] = {
-    {"BOOL", TC_DT_BOOL, 8, 0},
-    {"F4", TC_DT_INVALID, 4, 1},
-    {"F6_E2M3", TC_DT_INVALID, 6, 2},
-    {"F6_E3M2", TC_DT_INVALID, 6, 3},
-    {"U8", TC_DT_U8, 8, 4},
-    {"I8", TC_DT_I8, 8, 5},
-    {"F8_E5M2", TC_DT_F8E5M2, 8, 6},
-    {"F8_E4M3", TC_DT_F8E4M3FN, 8, 7},
-    {"F8_E8M0", TC_DT_F8E8M0FNU, 8, 8},
-    {"F8_E4M3FNUZ", TC_DT_F8E4M3FNUZ, 8, 9},
-    {"F8_E5M2FNUZ", TC_DT_F8E5M2FNUZ, 8, 10},
-    {"I16", TC_DT_I16, 16, 11},
-    {"U16", TC_DT_U16, 16, 12},
-    {"F16", TC_DT_F16, 16, 13},
-    {"BF16", TC_DT_BF16, 16, 14},
-    {"I32", TC_DT_I32, 32, 15},
-    {"U32", TC_DT_U32, 32, 16},
-    {"F32", TC_DT_F32, 32, 17},
-    {"C64", TC_DT_C64, 64, 18},
-    {"F64", TC_DT_F64, 64, 19},
-    {"I64", TC_DT_I64, 64, 20},
-    {"U64", TC_DT_U64, 64, 21},
-};
-#define N_ST_TYPES (sizeof st_types / sizeof st_types[0])
+#include "format.h"
 
-const tc_st_dtype *tc_st_dtype_lookup(const char *name)
-{
-    for (size_t i = 0; name && i < N_ST_TYPES; i++)
-        if (!strcmp(st_types[i].name, name))
-            return &st_types[i];
-    return NULL;
-}
+extern const tc_format tc_format_safetensors;
 
-const tc_st_dtype *tc_st_dtype_of(tc_dtype t)
+static bool probe(const tc_probe *p)
 {
-    for (size_t i = 0; i < N_ST_TYPES; i++)
-        if (st_types[i].dtype == t && t != TC_DT_INVALID)
-            return &st_types[i];
-    return NULL;
-}
-
-static bool probe(const uint8_t *h, size_t n, const char *path)
-{
-    size_t pl = path ? strlen(path) : 0;
-    if (pl > 12 && !strcmp(path + pl - 12, ".safetensors"))
+    size_t pl = p->path ? strlen(p->path) : 0;
+    if (pl > 12 && !strcmp(p->path + pl - 12, ".safetensors"))
         return true;
-    if (n < 9 || h[8] != '{')
+    if (p->n < 9 || p->head[8] != '{')
         return false;
-    uint64_t len = tc_le64(h);
+    uint64_t len = tc_le64(p->head);
     return len >= 2 && len < (1ull << 40);
 }
 
@@ -130,23 +88,6 @@ static int cmp_name(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-static int add_meta(tc_ckpt *c, const char *k, const char *v, tc_diag *d)
-{
-    tc_kv *m = realloc(c->meta, (c->nmeta + 1) * sizeof *m);
-    if (!m)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    c->meta = m;
-    m[c->nmeta].key = strdup(k);
-    m[c->nmeta].value = strdup(v);
-    if (!m[c->nmeta].key || !m[c->nmeta].value) {
-        free(m[c->nmeta].key);
-        free(m[c->nmeta].value);
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
-    c->nmeta++;
-    return 0;
-}
-
 static int read_metadata(tc_ckpt *c, const cJSON *m, tc_diag *d)
 {
     if (!cJSON_IsObject(m))
@@ -158,10 +99,9 @@ static int read_metadata(tc_ckpt *c, const cJSON *m, tc_diag *d)
             return tc_fail(d, TC_ERR_FORMAT, "__metadata__ value of '%s' is %s (%s), not a string", v->string,
                            json_kind(v), b);
         }
-        for (size_t i = 0; i < c->nmeta; i++)
-            if (!strcmp(c->meta[i].key, v->string))
-                return tc_fail(d, TC_ERR_FORMAT, "__metadata__ has the key '%s' twice", v->string);
-        int rc = add_meta(c, v->string, v->valuestring, d);
+        if (tc_ckpt_meta_get(c, v->string))
+            return tc_fail(d, TC_ERR_FORMAT, "__metadata__ has the key '%s' twice", v->string);
+        int rc = tc_ckpt_add_meta(c, v->string, v->valuestring, d);
         if (rc)
             return rc;
     }
@@ -185,14 +125,16 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
         json_brief(jd, b, sizeof b);
         return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': dtype %s is not a string", name, b);
     }
-    const tc_st_dtype *st = tc_st_dtype_lookup(jd->valuestring);
-    if (!st)
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': unknown dtype '%.40s' (not a safetensors 0.8 dtype)",
-                       name, jd->valuestring);
-    if (st->dtype == TC_DT_INVALID)
+    tc_dtype dt = tc_dtype_from_st(jd->valuestring);
+    unsigned foreign = tc_dtype_st_foreign_bits(jd->valuestring);
+    if (foreign)
         return tc_fail(d, TC_ERR_UNSUPPORTED,
                        "tensor '%s': dtype %s (%u-bit elements) has no torch dtype tensorctl supports", name,
-                       st->name, st->bits);
+                       jd->valuestring, foreign);
+    if (dt == TC_DT_INVALID)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': unknown dtype '%.40s' (not a safetensors 0.8 dtype)",
+                       name, jd->valuestring);
+    const char *stname = tc_dtype_get(dt)->st_name;
     if (!cJSON_IsArray(js)) {
         json_brief(js, b, sizeof b);
         return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape %s is not an array", name, b);
@@ -215,12 +157,12 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
         ovf |= __builtin_mul_overflow(numel, u, &numel);
     }
     uint64_t nbytes = 0;
-    ovf |= __builtin_mul_overflow(numel, (uint64_t)st->bits / 8, &nbytes);
+    ovf |= __builtin_mul_overflow(numel, (uint64_t)tc_dtype_size(dt), &nbytes);
     char shp[96];
     json_brief(js, shp, sizeof shp);
     if (ovf)
         return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape %s x %s overflows a 64-bit byte count", name, shp,
-                       st->name);
+                       stname);
     uint64_t off[2];
     if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || json_u64(jo->child, &off[0]) ||
         json_u64(jo->child->next, &off[1])) {
@@ -240,24 +182,25 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
         return tc_fail(d, TC_ERR_FORMAT,
                        "tensor '%s': shape %s x %s is %" PRIu64 " bytes but data_offsets [%" PRIu64 ", %" PRIu64
                        "] hold %" PRIu64,
-                       name, shp, st->name, nbytes, off[0], off[1], off[1] - off[0]);
+                       name, shp, stname, nbytes, off[0], off[1], off[1] - off[0]);
 
-    long si = tc_ckpt_new_storage(c, name, d);
+    long si = tc_ckpt_add_storage(c, name, d);
     if (si < 0)
         return d->code;
-    tc_storage *s = &c->s[si];
+    tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
     if (!(s->location = strdup("-")))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    s->dtype = st->dtype;
+    s->dtype = dt;
     s->numel = numel;
     s->nbytes = nbytes;
-    s->raw = true;
+    s->stored = true;
     s->ntensors = 1;
-    tc_tensor *t = tc_ckpt_new_tensor(c, name, d);
-    if (!t)
+    long ti = tc_ckpt_add_tensor(c, name, d);
+    if (ti < 0)
         return d->code;
+    tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
     t->kind = TC_TENSOR_DENSE;
-    t->dtype = st->dtype;
+    t->dtype = dt;
     t->ndim = nd;
     int64_t stride = 1;
     for (int i = nd - 1; i >= 0; i--) {
@@ -271,24 +214,27 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
     snprintf(t->device, sizeof t->device, "-");
     sp->b = off[0];
     sp->e = off[1];
-    sp->t = c->nt - 1;
+    sp->t = (size_t)ti;
     return 0;
 }
 
 static int open_st(tc_ckpt *c, tc_diag *d)
 {
-    uint64_t size = c->src.size;
+    tc_ckpt_set_driver(c, &tc_format_safetensors, tc_format_safetensors.name, NULL, NULL);
+    const tc_src *src = tc_ckpt_src(c);
+    const tc_limits *lim = tc_ckpt_limits(c);
+    uint64_t size = src->size;
     uint8_t h8[8];
     if (size < 8)
         return tc_fail(d, TC_ERR_FORMAT, "file is %" PRIu64 " bytes, too short for a safetensors header length",
                        size);
-    int rc = tc_src_read(&c->src, 0, h8, 8, "header length", d);
+    int rc = tc_src_read(src, 0, h8, 8, "header length", d);
     if (rc)
         return rc;
     uint64_t n = tc_le64(h8);
-    if (n > c->lim.max_header)
+    if (n > lim->max_header)
         return tc_fail(d, TC_ERR_LIMIT, "safetensors header length %" PRIu64 " is over the limit of %" PRIu64
-                       " bytes (corrupt file? --max-header-size raises it)", n, c->lim.max_header);
+                       " bytes (corrupt file? --max-header-size raises it)", n, lim->max_header);
     if (n > size - 8)
         return tc_fail(d, TC_ERR_FORMAT,
                        "safetensors header length %" PRIu64 " runs past the end of the file (%" PRIu64
@@ -302,7 +248,7 @@ static int open_st(tc_ckpt *c, tc_diag *d)
     cJSON *root = NULL;
     span *sp = NULL;
     char **names = NULL;
-    if ((rc = tc_src_read(&c->src, 8, hdr, (size_t)n, "header", d)))
+    if ((rc = tc_src_read(src, 8, hdr, (size_t)n, "header", d)))
         goto done;
     hdr[n] = 0;
     if (hdr[0] != '{') {
@@ -343,9 +289,9 @@ static int open_st(tc_ckpt *c, tc_diag *d)
     }
     uint64_t data_size = size - 8 - n;
     size_t count = (size_t)cJSON_GetArraySize(root);
-    if (count > c->lim.max_entries + 1) {
+    if (count > lim->max_entries + 1) {
         rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64 " (raise with --max-entries)", count,
-                     c->lim.max_entries);
+                     lim->max_entries);
         goto done;
     }
     sp = calloc(count + 1, sizeof *sp);
@@ -380,7 +326,7 @@ static int open_st(tc_ckpt *c, tc_diag *d)
     uint64_t pos = 0;
     const char *prev = NULL;
     for (size_t i = 0; i < ns; i++) {
-        const char *nm = c->t[sp[i].t].name;
+        const char *nm = tc_ckpt_tensor(c, sp[i].t)->name;
         if (sp[i].b < pos) {
             rc = tc_fail(d, TC_ERR_FORMAT,
                          "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] overlap tensor '%s', which ends at %" PRIu64,
@@ -397,7 +343,7 @@ static int open_st(tc_ckpt *c, tc_diag *d)
         }
         pos = sp[i].e;
         prev = nm;
-        c->s[c->t[sp[i].t].storage].file_off = 8 + n + sp[i].b;
+        tc_ckpt_storage_mut(c, (size_t)tc_ckpt_tensor(c, sp[i].t)->storage)->file_off = 8 + n + sp[i].b;
     }
     if (pos != data_size) {
         rc = tc_fail(d, TC_ERR_FORMAT,
@@ -422,4 +368,111 @@ done:
     return rc;
 }
 
-const tc_format tc_format_safetensors = {"safetensors", probe, open_st};
+static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    (void)d;
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    tc_rd_range(r, tc_ckpt_src(c), s->file_off, s->nbytes);
+    return 0;
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+static int cmp_item(const void *x, const void *y, void *ctx)
+{
+    const tc_write_job *job = ctx;
+    const tc_witem *a = &job->items[*(const size_t *)x], *b = &job->items[*(const size_t *)y];
+    int ra = tc_dtype_get(a->dtype)->st_rank, rb = tc_dtype_get(b->dtype)->st_rank;
+    if (ra != rb)
+        return rb - ra;
+    return strcmp(a->name, b->name);
+}
+
+/* A JSON number printed exactly (cJSON would print large ones through a double). */
+static cJSON *exact(uint64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRIu64, v);
+    return cJSON_CreateRaw(t);
+}
+
+/* The header: __metadata__, then every tensor in the reference library's order. */
+static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
+{
+    cJSON *h = cJSON_CreateObject();
+    bool ok = h != NULL;
+    if (ok && job->nmeta) {
+        cJSON *m = cJSON_AddObjectToObject(h, "__metadata__");
+        ok = m != NULL;
+        for (size_t i = 0; ok && i < job->nmeta; i++)
+            ok = cJSON_AddStringToObject(m, job->meta[i].key, job->meta[i].value) != NULL;
+    }
+    uint64_t pos = 0;
+    for (size_t i = 0; ok && i < job->nitems; i++) {
+        const tc_witem *it = &job->items[order[i]];
+        uint64_t n = job->blocks[it->block].nbytes;
+        cJSON *t = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs = cJSON_CreateArray();
+        ok = t && shape && offs && cJSON_AddStringToObject(t, "dtype", tc_dtype_get(it->dtype)->st_name);
+        for (int k = 0; ok && k < it->ndim; k++)
+            ok = cJSON_AddItemToArray(shape, exact((uint64_t)it->shape[k]));
+        ok = ok && cJSON_AddItemToArray(offs, exact(pos)) && cJSON_AddItemToArray(offs, exact(pos + n));
+        if (ok) {
+            cJSON_AddItemToObject(t, "shape", shape);
+            cJSON_AddItemToObject(t, "data_offsets", offs);
+            cJSON_AddItemToObject(h, it->name, t);
+        } else {
+            cJSON_Delete(t);
+            cJSON_Delete(shape);
+            cJSON_Delete(offs);
+        }
+        pos += n;
+    }
+    char *text = ok ? cJSON_PrintUnformatted(h) : NULL;
+    cJSON_Delete(h);
+    if (!text)
+        tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return text;
+}
+
+static int write_st(const tc_write_job *job, tc_dst *dst, tc_diag *d)
+{
+    for (size_t i = 0; i < job->nitems; i++)
+        if (!tc_dtype_get(job->items[i].dtype)->st_name)
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': safetensors has no dtype for %s", job->items[i].name,
+                           tc_dtype_name(job->items[i].dtype));
+    size_t *order = malloc((job->nitems + 1) * sizeof *order);
+    if (!order)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < job->nitems; i++)
+        order[i] = i;
+    qsort_r(order, job->nitems, sizeof *order, cmp_item, (void *)job);
+    char *h = header(job, order, d);
+    int rc = h ? 0 : d->code;
+    size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
+    char *hp = h ? realloc(h, padded + 1) : NULL;
+    if (h && !hp) {
+        free(h);
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    if (!rc) {
+        memset(hp + hl, ' ', padded - hl); /* the reference library pads the header to 8 bytes */
+        uint8_t len8[8];
+        tc_put64(len8, padded);
+        rc = tc_dst_write(dst, len8, 8, d);
+        if (!rc)
+            rc = tc_dst_write(dst, hp, padded, d);
+    }
+    free(hp);
+    uint64_t pos = dst->pos;
+    for (size_t i = 0; i < job->nitems && !rc; i++) {
+        const tc_witem *it = &job->items[order[i]];
+        rc = job->data(job->ctx, it->block, dst, pos, NULL, d);
+        pos += job->blocks[it->block].nbytes;
+    }
+    if (!rc)
+        tc_dst_seek(dst, pos);
+    free(order);
+    return rc;
+}
+
+const tc_format tc_format_safetensors = {"safetensors", probe, open_st, open_storage, write_st};

@@ -1,23 +1,29 @@
-/* Sharded checkpoints: an index JSON ({"metadata": {...}, "weight_map":
- * {name: shard file}}) beside its shards. As a format it lists the whole
- * model, opening and checking one shard at a time; tensor data stays in the
- * shards (the storages here are not readable: convert reads the shards). */
-#include "format.h"
+/* Sharded checkpoints: an index JSON beside its shards. As a format it lists
+ * the whole model, opening and checking one shard at a time; a storage's
+ * bytes are read through the shard that holds it. */
 #include "shard_index.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "format.h"
 
 #define MAX_INDEX (256u << 20)
 
-bool tc_index_path(const char *path)
+extern const tc_format tc_format_safetensors_index, tc_format_torch_index;
+
+static bool ends_with(const char *s, const char *suf)
 {
-    size_t l = path ? strlen(path) : 0;
-    return l > 11 && !strcmp(path + l - 11, ".index.json");
+    size_t a = s ? strlen(s) : 0, b = strlen(suf);
+    return a > b && !strcmp(s + a - b, suf);
 }
+
+bool tc_index_path(const char *path) { return ends_with(path, ".index.json"); }
 
 void tc_index_free(tc_index *ix)
 {
@@ -36,41 +42,95 @@ void tc_index_free(tc_index *ix)
         free(ix->sh[i].path);
     }
     free(ix->sh);
+    tc_strmap_free(&ix->names);
+    tc_strmap_free(&ix->files);
     free(ix->path);
     free(ix);
 }
 
-static int cmp_entry(const void *a, const void *b)
+/* A shard file name: a relative path of plain components under the index's folder. */
+static const char *bad_shard_name(const char *file)
 {
-    return strcmp(((const tc_index_entry *)a)->name, ((const tc_index_entry *)b)->name);
+    if (!*file)
+        return "is empty";
+    if (file[0] == '/')
+        return "is an absolute path";
+    if (strchr(file, '\\'))
+        return "contains a backslash";
+    if (tc_index_path(file))
+        return "is itself an index (an index may name only shards)";
+    for (const char *p = file; *p;) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0 || (l == 1 && p[0] == '.'))
+            return "has an empty or '.' component";
+        if (l == 2 && p[0] == '.' && p[1] == '.')
+            return "leaves the index's folder ('..')";
+        p += l + (e ? 1 : 0);
+    }
+    return NULL;
 }
 
 static int add_shard(tc_index *ix, const char *file, size_t *out, tc_diag *d)
 {
-    for (size_t i = 0; i < ix->nsh; i++)
-        if (!strcmp(ix->sh[i].file, file)) {
-            *out = i;
-            return 0;
-        }
-    if (!*file || file[0] == '/' || strstr(file, "..") || strchr(file, '\\'))
-        return tc_fail(d, TC_ERR_FORMAT, "weight_map names shard '%s', which is not a file beside the index", file);
-    tc_shard *s = realloc(ix->sh, (ix->nsh + 1) * sizeof *s);
-    if (!s)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    ix->sh = s;
+    if (tc_strmap_get(&ix->files, file, out))
+        return 0;
+    const char *why = bad_shard_name(file);
+    if (why)
+        return tc_fail(d, TC_ERR_FORMAT, "weight_map names shard '%.200s', which %s", file, why);
+    if (ix->nsh % 64 == 0) {
+        tc_shard *s = realloc(ix->sh, (ix->nsh + 64) * sizeof *s);
+        if (!s)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        ix->sh = s;
+    }
+    tc_shard *s = &ix->sh[ix->nsh];
     const char *slash = strrchr(ix->path, '/');
     size_t dl = slash ? (size_t)(slash - ix->path + 1) : 0;
     size_t n = dl + strlen(file) + 1;
-    s[ix->nsh].file = strdup(file);
-    s[ix->nsh].path = malloc(n);
-    s[ix->nsh].ntensors = 0;
-    if (!s[ix->nsh].file || !s[ix->nsh].path) {
-        free(s[ix->nsh].file);
-        free(s[ix->nsh].path);
+    s->file = strdup(file);
+    s->path = malloc(n);
+    s->ntensors = 0;
+    if (!s->file || !s->path || tc_strmap_put(&ix->files, s->file, ix->nsh, NULL) < 0) {
+        free(s->file);
+        free(s->path);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    snprintf(s[ix->nsh].path, n, "%.*s%s", (int)dl, ix->path, file);
+    snprintf(s->path, n, "%.*s%s", (int)dl, ix->path, file);
     *out = ix->nsh++;
+    return 0;
+}
+
+static int read_meta(tc_index *ix, const cJSON *md, tc_diag *d)
+{
+    for (const cJSON *m = cJSON_IsObject(md) ? md->child : NULL; m; m = m->next) {
+        char num[64];
+        const char *v = NULL;
+        char *printed = NULL;
+        if (cJSON_IsString(m)) {
+            v = m->valuestring;
+        } else if (cJSON_IsNumber(m)) {
+            snprintf(num, sizeof num, "%.0f", m->valuedouble);
+            v = num;
+        } else {
+            v = printed = cJSON_PrintUnformatted(m);
+        }
+        if (!strcmp(m->string, "total_size") && cJSON_IsNumber(m) && m->valuedouble >= 0) {
+            ix->total_size = (uint64_t)m->valuedouble;
+            ix->has_total_size = true;
+        }
+        tc_kv *kv = realloc(ix->meta, (ix->nmeta + 1) * sizeof *kv);
+        if (kv)
+            ix->meta = kv;
+        if (!kv || !v || !(kv[ix->nmeta].key = strdup(m->string)) || !(kv[ix->nmeta].value = strdup(v))) {
+            if (kv && v && kv[ix->nmeta].key)
+                free(kv[ix->nmeta].key);
+            free(printed);
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        }
+        ix->nmeta++;
+        free(printed);
+    }
     return 0;
 }
 
@@ -106,41 +166,15 @@ int tc_index_open(tc_index **out, const char *path, const tc_limits *lim, tc_dia
         goto done;
     }
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
     if (!cJSON_IsObject(wm)) {
         rc = tc_fail(d, TC_ERR_FORMAT, "index has no \"weight_map\" object (not a shard index?)");
         goto done;
     }
-    for (const cJSON *m = cJSON_IsObject(md) ? md->child : NULL; m; m = m->next) {
-        char num[64];
-        const char *v = NULL;
-        char *printed = NULL;
-        if (cJSON_IsString(m)) {
-            v = m->valuestring;
-        } else if (cJSON_IsNumber(m)) {
-            snprintf(num, sizeof num, "%.0f", m->valuedouble);
-            v = num;
-        } else {
-            v = printed = cJSON_PrintUnformatted(m);
-        }
-        if (!strcmp(m->string, "total_size") && cJSON_IsNumber(m) && m->valuedouble >= 0) {
-            ix->total_size = (uint64_t)m->valuedouble;
-            ix->has_total_size = true;
-        }
-        tc_kv *kv = realloc(ix->meta, (ix->nmeta + 1) * sizeof *kv);
-        if (kv)
-            ix->meta = kv;
-        if (!kv || !v || !(kv[ix->nmeta].key = strdup(m->string)) || !(kv[ix->nmeta].value = strdup(v))) {
-            if (kv && v && kv[ix->nmeta].key)
-                free(kv[ix->nmeta].key);
-            free(printed);
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        ix->nmeta++;
-        free(printed);
-    }
-    size_t n = (size_t)cJSON_GetArraySize(wm);
+    if ((rc = read_meta(ix, cJSON_GetObjectItemCaseSensitive(j, "metadata"), d)))
+        goto done;
+    size_t n = 0;
+    for (const cJSON *w = wm->child; w; w = w->next)
+        n++;
     if (n > lim->max_entries) {
         rc = tc_fail(d, TC_ERR_LIMIT, "weight_map has %zu entries, over the limit of %" PRIu64 " (raise with --max-entries)", n, lim->max_entries);
         goto done;
@@ -161,29 +195,42 @@ int tc_index_open(tc_index **out, const char *path, const tc_limits *lim, tc_dia
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             goto done;
         }
+        int put = tc_strmap_put(&ix->names, ix->e[ix->n].name, ix->n, NULL);
+        if (put < 0) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        if (put == 0) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "weight_map names tensor '%s' twice", w->string);
+            free(ix->e[ix->n].name);
+            goto done;
+        }
         ix->e[ix->n++].shard = si;
         ix->sh[si].ntensors++;
     }
-    tc_index_entry *sorted = malloc((ix->n + 1) * sizeof *sorted);
-    if (!sorted) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    memcpy(sorted, ix->e, ix->n * sizeof *sorted);
-    qsort(sorted, ix->n, sizeof *sorted, cmp_entry);
-    for (size_t i = 1; i < ix->n && !rc; i++)
-        if (!strcmp(sorted[i].name, sorted[i - 1].name))
-            rc = tc_fail(d, TC_ERR_FORMAT, "weight_map names tensor '%s' twice", sorted[i].name);
-    free(sorted);
 done:
     cJSON_Delete(j);
     free(buf);
     tc_src_close(&src);
-    if (rc)
+    if (rc) {
+        tc_diag_subject(d, path);
         tc_index_free(ix);
-    else
+    } else {
         *out = ix;
+    }
     return rc;
+}
+
+int tc_index_check_shards(const tc_index *ix, tc_diag *d)
+{
+    for (size_t i = 0; i < ix->nsh; i++)
+        if (access(ix->sh[i].path, R_OK) < 0) {
+            int e = errno;
+            return tc_fail_at(d, e == ENOENT ? TC_ERR_FORMAT : TC_ERR_IO, ix->path, TC_NO_OFFSET,
+                              "shard %s, which the index lists, cannot be read: %s (incomplete download?)",
+                              ix->sh[i].file, strerror(e));
+        }
+    return 0;
 }
 
 int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_ckpt **out, tc_diag *d)
@@ -191,153 +238,296 @@ int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_c
     *out = NULL;
     const tc_shard *sh = &ix->sh[i];
     tc_ckpt *c;
-    int rc = tc_ckpt_open(&c, sh->path, lim, d);
-    if (rc) {
-        char msg[sizeof d->msg];
-        snprintf(msg, sizeof msg, "%s", d->msg);
-        tc_diag_clear(d);
-        return tc_fail(d, rc, "shard %s: %s", sh->file, msg);
-    }
-    /* exactly the names the index gives this shard */
-    for (size_t k = 0; k < ix->n; k++) {
-        if (ix->e[k].shard != i)
-            continue;
-        bool found = false;
-        for (size_t t = 0; t < c->nt && !found; t++)
-            found = !strcmp(c->t[t].name, ix->e[k].name);
-        if (!found) {
+    int rc = tc_open(&c, sh->path, lim, d);
+    if (rc)
+        return rc;
+    /* exactly the names the index gives this shard: each of its tensors is one of them, and as many */
+    size_t matched = 0;
+    for (size_t t = 0; t < tc_ckpt_ntensors(c); t++) {
+        const char *name = tc_ckpt_tensor(c, t)->name;
+        size_t at;
+        char msg[600] = "";
+        if (!tc_strmap_get(&ix->names, name, &at))
+            snprintf(msg, sizeof msg, "holds tensor '%s', which the index does not list", name);
+        else if (ix->e[at].shard != i)
+            snprintf(msg, sizeof msg, "holds tensor '%s', which the index puts in %s", name,
+                     ix->sh[ix->e[at].shard].file);
+        if (msg[0]) {
             tc_ckpt_close(c);
-            return tc_fail(d, TC_ERR_FORMAT, "shard %s: the index maps tensor '%s' to it, but it is not there",
-                           sh->file, ix->e[k].name);
+            return tc_fail_at(d, TC_ERR_FORMAT, sh->path, TC_NO_OFFSET, "%s", msg);
         }
+        matched += tc_ckpt_find_tensor(c, name) == (long)t; /* a name given twice counts once */
     }
-    for (size_t t = 0; t < c->nt; t++) {
-        long at = -1;
-        for (size_t k = 0; k < ix->n && at < 0; k++)
-            if (!strcmp(c->t[t].name, ix->e[k].name))
-                at = (long)k;
-        if (at < 0 || ix->e[at].shard != i) {
-            const char *name = c->t[t].name;
-            char msg[600];
-            if (at < 0)
-                snprintf(msg, sizeof msg, "shard %s holds tensor '%s', which the index does not list", sh->file, name);
-            else
-                snprintf(msg, sizeof msg, "shard %s holds tensor '%s', which the index puts in %s", sh->file, name,
-                         ix->sh[ix->e[at].shard].file);
-            tc_ckpt_close(c);
-            return tc_fail(d, TC_ERR_FORMAT, "%s", msg);
-        }
-    }
+    if (matched != sh->ntensors)
+        for (size_t k = 0; k < ix->n; k++)
+            if (ix->e[k].shard == i && tc_ckpt_find_tensor(c, ix->e[k].name) < 0) {
+                tc_ckpt_close(c);
+                return tc_fail_at(d, TC_ERR_FORMAT, sh->path, TC_NO_OFFSET,
+                                  "the index maps tensor '%s' to it, but it is not there", ix->e[k].name);
+            }
     *out = c;
     return 0;
 }
 
-/* ---- as a format: the whole model, one shard at a time --------------------------- */
+/* ---- writing ---------------------------------------------------------------------- */
 
-static bool probe_st(const uint8_t *h, size_t n, const char *path)
+typedef struct jbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} jbuf;
+
+static void put(jbuf *b, const char *s, size_t n)
 {
-    (void)h;
-    (void)n;
-    size_t l = path ? strlen(path) : 0;
-    return l > 23 && !strcmp(path + l - 23, ".safetensors.index.json");
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
 }
 
-static bool probe_pt(const uint8_t *h, size_t n, const char *path)
+static void puts_(jbuf *b, const char *s) { put(b, s, strlen(s)); }
+
+/* A JSON string, escaped by cJSON. */
+static void put_string(jbuf *b, const char *s)
 {
-    (void)h;
-    (void)n;
-    return tc_index_path(path) && !probe_st(h, n, path);
+    cJSON *j = cJSON_CreateString(s);
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (t)
+        puts_(b, t);
+    else
+        b->oom = true;
+    free(t);
+    cJSON_Delete(j);
+}
+
+int tc_index_write(tc_dst *dst, uint64_t total_size, const tc_kv *meta, size_t nmeta, const char *const *names,
+                   const char *const *files, size_t n, tc_diag *d)
+{
+    jbuf b = {0};
+    char num[64];
+    snprintf(num, sizeof num, "%" PRIu64, total_size);
+    puts_(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
+    puts_(&b, num);
+    for (size_t i = 0; i < nmeta; i++) {
+        if (!strcmp(meta[i].key, "total_size"))
+            continue;
+        puts_(&b, ",\n    ");
+        put_string(&b, meta[i].key);
+        puts_(&b, ": ");
+        put_string(&b, meta[i].value);
+    }
+    puts_(&b, "\n  },\n  \"weight_map\": {");
+    for (size_t i = 0; i < n; i++) {
+        puts_(&b, i ? ",\n    " : "\n    ");
+        put_string(&b, names[i]);
+        puts_(&b, ": ");
+        put_string(&b, files[i]);
+    }
+    puts_(&b, "\n  }\n}\n");
+    int rc = b.oom ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_dst_write(dst, b.p, b.n, d);
+    free(b.p);
+    return rc;
+}
+
+/* ---- as a format: the whole model, one shard at a time ---------------------------- */
+
+typedef struct ipriv {
+    tc_index *ix;
+    size_t *local;        /* per storage: its index within its shard */
+    tc_ckpt *open;        /* the shard last read from, kept open */
+    long open_k;
+    size_t readers;       /* readers of open not yet closed */
+} ipriv;
+
+static void ipriv_free(void *p)
+{
+    ipriv *x = p;
+    if (!x)
+        return;
+    tc_index_free(x->ix);
+    free(x->local);
+    tc_ckpt_close(x->open);
+    free(x);
+}
+
+static bool probe_st(const tc_probe *p) { return ends_with(p->path, ".safetensors.index.json"); }
+
+static bool probe_pt(const tc_probe *p) { return tc_index_path(p->path) && !probe_st(p); }
+
+/* Shard i's storages and tensors into c. */
+static int add_shard_contents(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, uint64_t *total, tc_diag *d)
+{
+    long base = (long)tc_ckpt_nstorages(c), sh = tc_ckpt_add_shard(c, x->ix->sh[i].file, d);
+    if (sh < 0)
+        return d->code;
+    size_t ns = tc_ckpt_nstorages(s);
+    size_t *local = realloc(x->local, ((size_t)base + ns + 1) * sizeof *local);
+    if (!local)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    x->local = local;
+    for (size_t k = 0; k < ns; k++) {
+        const tc_storage *from = tc_ckpt_storage(s, k);
+        char key[1200];
+        snprintf(key, sizeof key, "%s:%s", x->ix->sh[i].file, from->key); /* unique across shards */
+        long si = tc_ckpt_add_storage(c, key, d);
+        if (si < 0)
+            return d->code;
+        tc_storage *st = tc_ckpt_storage_mut(c, (size_t)si);
+        if (!(st->location = strdup(from->location)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        st->dtype = from->dtype;
+        st->untyped = from->untyped;
+        st->numel = from->numel;
+        st->nbytes = from->nbytes;
+        st->ntensors = from->ntensors;
+        st->crc_known = from->crc_known;
+        st->crc = from->crc;
+        st->shard = sh;
+        local[si] = k;
+        *total += st->nbytes;
+    }
+    long tbase = (long)tc_ckpt_ntensors(c);
+    for (size_t k = 0; k < tc_ckpt_ntensors(s); k++) {
+        const tc_tensor *from = tc_ckpt_tensor(s, k);
+        long ti = tc_ckpt_add_tensor(c, from->name, d);
+        if (ti < 0)
+            return d->code;
+        tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
+        char *name = t->name;
+        *t = *from;
+        t->name = name;
+        if (t->storage >= 0)
+            t->storage += base;
+        if (t->alias_of >= 0)
+            t->alias_of += tbase;
+    }
+    return 0;
 }
 
 static int open_ix(tc_ckpt *c, tc_diag *d)
 {
-    tc_index *ix;
-    int rc = tc_index_open(&ix, c->path, &c->lim, d);
+    bool st = probe_st(&(tc_probe){.path = tc_ckpt_path(c)});
+    const tc_format *f = st ? &tc_format_safetensors_index : &tc_format_torch_index;
+    ipriv *x = calloc(1, sizeof *x);
+    if (!x)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    x->open_k = -1;
+    tc_ckpt_set_driver(c, f, f->name, x, ipriv_free);
+    int rc = tc_index_open(&x->ix, tc_ckpt_path(c), tc_ckpt_limits(c), d);
     if (rc)
+        return rc;
+    const tc_index *ix = x->ix;
+    if ((rc = tc_index_check_shards(ix, d)))
         return rc;
     char v[64];
     snprintf(v, sizeof v, "%zu", ix->nsh);
     if ((rc = tc_ckpt_add_fact(c, "shards", v, d)))
-        goto done;
+        return rc;
     uint64_t total = 0;
     for (size_t i = 0; i < ix->nsh && !rc; i++) {
         tc_ckpt *s;
-        if ((rc = tc_index_open_shard(ix, i, &c->lim, &s, d)))
+        if ((rc = tc_index_open_shard(ix, i, tc_ckpt_limits(c), &s, d)))
             break;
-        long base = (long)c->ns;
-        for (size_t k = 0; k < s->ns && !rc; k++) {
-            char key[1200];
-            snprintf(key, sizeof key, "%s:%s", ix->sh[i].file, s->s[k].key);
-            long si = tc_ckpt_new_storage(c, key, d);
-            if (si < 0) {
-                rc = d->code;
-                break;
-            }
-            tc_storage *st = &c->s[si];
-            if (!(st->location = strdup(s->s[k].location)))
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            st->dtype = s->s[k].dtype;
-            st->untyped = s->s[k].untyped;
-            st->numel = s->s[k].numel;
-            st->nbytes = s->s[k].nbytes;
-            st->ntensors = s->s[k].ntensors;
-            total += st->nbytes;
-        }
-        for (size_t k = 0; k < s->nt && !rc; k++) {
-            tc_tensor *t = tc_ckpt_new_tensor(c, s->t[k].name, d);
-            if (!t) {
-                rc = d->code;
-                break;
-            }
-            char *name = t->name;
-            *t = s->t[k];
-            t->name = name;
-            t->node = t->param = NULL;
-            if (t->storage >= 0)
-                t->storage += base;
-            if (t->alias_of >= 0)
-                t->alias_of += (long)(c->nt - 1 - k);
-        }
-        char fk[32];
+        rc = add_shard_contents(c, x, i, s, &total, d);
+        char fk[32], fv[1200];
         snprintf(fk, sizeof fk, "shard%zu", i + 1);
-        snprintf(v, sizeof v, "%zu tensors", s->nt);
-        char fv[1200];
-        snprintf(fv, sizeof fv, "%s (%s, %s, ok)", ix->sh[i].file, tc_ckpt_format(s), v);
+        snprintf(fv, sizeof fv, "%s (%s, %zu tensors, ok)", ix->sh[i].file, tc_ckpt_format(s), tc_ckpt_ntensors(s));
         if (!rc)
             rc = tc_ckpt_add_fact(c, fk, fv, d);
+        for (size_t g = 0; g < tc_ckpt_nglobals(s) && !rc; g++)
+            for (uint32_t n = 0; n < tc_ckpt_global(s, g)->count && !rc; n++)
+                rc = tc_ckpt_add_global(c, tc_ckpt_global(s, g)->name, d);
         tc_ckpt_close(s);
     }
-    if (!rc && ix->has_total_size && ix->total_size != total) {
+    if (rc)
+        return rc;
+    tc_ckpt_sort_globals(c);
+    if (ix->has_total_size && ix->total_size != total) {
         snprintf(v, sizeof v, "%" PRIu64 " (tensors hold %" PRIu64 ")", ix->total_size, total);
         rc = tc_ckpt_add_fact(c, "total_size_mismatch", v, d);
     }
-    for (size_t i = 0; i < ix->nmeta && !rc; i++) {
-        tc_kv *m = realloc(c->meta, (c->nmeta + 1) * sizeof *m);
-        if (!m) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            break;
-        }
-        c->meta = m;
-        m[c->nmeta].key = strdup(ix->meta[i].key);
-        m[c->nmeta].value = strdup(ix->meta[i].value);
-        c->nmeta++;
-        if (!m[c->nmeta - 1].key || !m[c->nmeta - 1].value)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
-done:
-    tc_index_free(ix);
+    for (size_t i = 0; i < ix->nmeta && !rc; i++)
+        rc = tc_ckpt_add_meta(c, ix->meta[i].key, ix->meta[i].value, d);
     return rc;
 }
 
-const char *tc_index_shard_of(const tc_ckpt *c, const tc_tensor *t)
+/* A reader of a shard's storage; the shard stays open until its last reader closes. */
+typedef struct ird {
+    tc_rd inner;
+    ipriv *x;
+    tc_ckpt *own;         /* a shard opened for this reader alone, or NULL */
+} ird;
+
+static int ird_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
 {
-    static char buf[1024];
-    if (!c->fmt || strcmp(c->fmt->name + strlen(c->fmt->name) - 6, "-index") || t->storage < 0)
-        return NULL;
-    const char *key = c->s[t->storage].key, *colon = strchr(key, ':');
-    snprintf(buf, sizeof buf, "%.*s", colon ? (int)(colon - key) : 0, key);
-    return buf;
+    ird *s = r->state;
+    return tc_rd_read(&s->inner, buf, n, got, d);
 }
 
-const tc_format tc_format_shard_index = {"safetensors-index", probe_st, open_ix};
-const tc_format tc_format_torch_index = {"torch-index", probe_pt, open_ix};
+static void ird_close(tc_rd *r)
+{
+    ird *s = r->state;
+    tc_rd_close(&s->inner);
+    if (s->own)
+        tc_ckpt_close(s->own);
+    else
+        s->x->readers--;
+    free(s);
+    r->state = NULL;
+}
+
+static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    ipriv *x = tc_ckpt_priv(c);
+    const tc_storage *st = tc_ckpt_storage(c, i);
+    ird *s = calloc(1, sizeof *s);
+    if (!s)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    s->x = x;
+    tc_ckpt *shard = x->open;
+    int rc = 0;
+    if (x->open_k != st->shard) {
+        if (x->readers) { /* the cached shard is in use: this reader gets its own */
+            rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &s->own, d);
+            shard = s->own;
+        } else {
+            tc_ckpt_close(x->open);
+            x->open = NULL;
+            x->open_k = -1;
+            if (!(rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &x->open, d)))
+                x->open_k = st->shard;
+            shard = x->open;
+        }
+    }
+    if (!rc)
+        rc = tc_storage_open(shard, x->local[i], &s->inner, d);
+    if (rc) {
+        if (s->own)
+            tc_ckpt_close(s->own);
+        free(s);
+        return rc;
+    }
+    if (!s->own)
+        x->readers++;
+    /* a plain range stays a plain range: parallel readers use the shard's file directly */
+    r->src = s->inner.src;
+    r->off = s->inner.off;
+    r->size = s->inner.size;
+    r->read = ird_read;
+    r->close = ird_close;
+    r->state = s;
+    return 0;
+}
+
+const tc_format tc_format_safetensors_index = {"safetensors-index", probe_st, open_ix, open_storage, NULL};
+const tc_format tc_format_torch_index = {"torch-index", probe_pt, open_ix, open_storage, NULL};

@@ -1,33 +1,26 @@
-/* safetensors helpers shared by formats/safetensors.c, formats/shard_index.c
- * and src/convert.c: the dtype names of safetensors 0.8, and sharded
- * checkpoints described by an index (model.safetensors.index.json,
- * pytorch_model.bin.index.json).
+/* Sharded checkpoints described by an index (model.safetensors.index.json,
+ * pytorch_model.bin.index.json): {"metadata": {...}, "weight_map": {tensor
+ * name: shard file}}.
+ *
+ * As a format (tc_format_safetensors_index, tc_format_torch_index) an index
+ * lists the whole model; its storages are read through the shard holding
+ * them. The set operations use the index itself, through tc_index.
+ *
+ * Shard files are relative paths under the index's folder: subfolders are
+ * allowed, ".." components, absolute paths and backslashes are not, and a
+ * shard may not itself be an index.
  *
  * Ownership: a tc_index owns its tables and strings; tc_index_free accepts
- * NULL. Shards are opened by the caller, one at a time, with tc_ckpt_open. */
+ * NULL. Shards are opened by the caller, one at a time. */
 #ifndef TC_SHARD_INDEX_H
 #define TC_SHARD_INDEX_H
 
-#include <stdint.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ckpt.h"
-
-/* ---- safetensors dtype names ------------------------------------------- */
-
-typedef struct tc_st_dtype {
-    const char *name;   /* "F32" */
-    tc_dtype dtype;     /* TC_DT_INVALID when tensorctl has no such type (F4, F6_*) */
-    unsigned bits;      /* bits per element */
-    int rank;           /* position in the reference library's Dtype enum (sort key) */
-} tc_st_dtype;
-
-/* The entry for a safetensors dtype name, or NULL when safetensors has none. */
-const tc_st_dtype *tc_st_dtype_lookup(const char *name);
-/* The entry safetensors uses for t, or NULL when it cannot hold t. */
-const tc_st_dtype *tc_st_dtype_of(tc_dtype t);
-
-/* ---- shard index --------------------------------------------------------- */
+#include "dest.h"
+#include "strmap.h"
 
 typedef struct tc_shard {
     char *file;        /* as written in the index, relative to it */
@@ -46,8 +39,10 @@ typedef struct tc_index {
     size_t nmeta;
     tc_index_entry *e; /* weight_map in file order */
     size_t n;
+    tc_strmap names;   /* entry name -> index into e */
     tc_shard *sh;      /* in order of first mention */
     size_t nsh;
+    tc_strmap files;   /* shard file -> index into sh */
     uint64_t total_size; /* metadata.total_size, 0 when absent */
     bool has_total_size;
 } tc_index;
@@ -57,13 +52,18 @@ bool tc_index_path(const char *path);
 /* Read and validate the index JSON (not the shards). */
 int tc_index_open(tc_index **out, const char *path, const tc_limits *lim, tc_diag *d);
 void tc_index_free(tc_index *ix);
-/* Open shard i (tc_ckpt_open) and check it holds exactly the tensors the
- * index maps to it. On a mismatch the shard is closed and d says which
- * tensor is missing or extra. */
+/* Every shard the index lists is there to be read (checked before any work
+ * starts; a missing one is a bad input: an incomplete download). */
+int tc_index_check_shards(const tc_index *ix, tc_diag *d);
+/* Open shard i and check it holds exactly the tensors the index maps to it.
+ * On a mismatch the shard is closed and d says which tensor is missing or
+ * extra. */
 int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_ckpt **out, tc_diag *d);
 
-/* The shard of a tensor of a checkpoint opened from an index (format
- * "safetensors-index" or "torch-index"), or NULL for other checkpoints. */
-const char *tc_index_shard_of(const tc_ckpt *c, const tc_tensor *t);
+/* Write an index into dst, as transformers writes it: "metadata" with
+ * total_size first, then meta (less any total_size), values as strings;
+ * "weight_map" of names[i] -> files[i] in the order given. */
+int tc_index_write(tc_dst *dst, uint64_t total_size, const tc_kv *meta, size_t nmeta, const char *const *names,
+                   const char *const *files, size_t n, tc_diag *d);
 
 #endif

@@ -1,32 +1,51 @@
 /* torch.save's zip format (torch >= 1.6): <archive>/data.pkl, data/<key>
  * records, version, byteorder and friends. */
-#include "format.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool probe(const uint8_t *h, size_t n, const char *path)
+#include "format.h"
+#include "torch_pickle.h"
+#include "zip.h"
+
+extern const tc_format tc_format_torch_zip;
+
+typedef struct zpriv {
+    tc_torch_graph tg;       /* first: see tc_torch_graph_of */
+    tc_zip zip;
+    char *archive;           /* top folder, without "/" */
+    const tc_zip_entry **rec; /* per storage: its data record */
+} zpriv;
+
+static void zpriv_free(void *p)
 {
-    (void)path;
-    return n >= 4 && !memcmp(h, "PK\x03\x04", 4);
+    zpriv *z = p;
+    if (!z)
+        return;
+    tc_torch_graph_free(&z->tg);
+    tc_zip_free(&z->zip);
+    free(z->archive);
+    free(z->rec);
+    free(z);
 }
 
-static const tc_zip_entry *record(const tc_ckpt *c, const char *name)
+static bool probe(const tc_probe *p) { return p->n >= 4 && !memcmp(p->head, "PK\x03\x04", 4); }
+
+static const tc_zip_entry *record(const zpriv *z, const char *name)
 {
     char full[512];
-    snprintf(full, sizeof full, "%s/%s", c->archive, name);
-    return tc_zip_find(&c->zip, full);
+    snprintf(full, sizeof full, "%s/%s", z->archive, name);
+    return tc_zip_find(&z->zip, full);
 }
 
-static int small_record(tc_ckpt *c, const char *name, tc_diag *d)
+static int small_record(tc_ckpt *c, zpriv *z, const char *name, tc_diag *d)
 {
-    const tc_zip_entry *e = record(c, name);
+    const tc_zip_entry *e = record(z, name);
     if (!e)
         return 0;
     uint8_t *buf;
     size_t len;
-    int rc = tc_zip_read_all(&c->zip, e, 64, &buf, &len, d);
+    int rc = tc_zip_read_all(&z->zip, e, 64, &buf, &len, d);
     if (rc)
         return rc;
     char v[65];
@@ -41,76 +60,172 @@ static int small_record(tc_ckpt *c, const char *name, tc_diag *d)
 
 static int open_zip(tc_ckpt *c, tc_diag *d)
 {
-    tc_zip_limits zl = {.max_entries = c->lim.max_entries};
-    int rc = tc_zip_open(&c->zip, &c->src, &zl, d);
-    if (rc)
+    zpriv *z = calloc(1, sizeof *z);
+    if (!z)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    tc_ckpt_set_driver(c, &tc_format_torch_zip, tc_format_torch_zip.name, z, zpriv_free);
+    const tc_limits *lim = tc_ckpt_limits(c);
+    tc_zip_limits zl = {.max_entries = lim->max_entries};
+    int rc = tc_torch_graph_init(&z->tg, c, d);
+    if (rc || (rc = tc_zip_open(&z->zip, tc_ckpt_src(c), &zl, d)))
         return rc;
-    if (c->zip.n == 0)
+    if (z->zip.n == 0)
         return tc_fail(d, TC_ERR_FORMAT, "zip archive has no entries");
-    const char *first = c->zip.e[0].name, *slash = strchr(first, '/');
+    const char *first = z->zip.e[0].name, *slash = strchr(first, '/');
     if (!slash || slash == first)
         return tc_fail(d, TC_ERR_FORMAT, "zip entry '%s' is not inside a top folder (not a torch checkpoint)",
                        first);
-    if (!(c->archive = strndup(first, (size_t)(slash - first))))
+    if (!(z->archive = strndup(first, (size_t)(slash - first))))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    size_t al = strlen(c->archive);
-    for (size_t i = 0; i < c->zip.n; i++)
-        if (strncmp(c->zip.e[i].name, c->archive, al) || c->zip.e[i].name[al] != '/')
+    size_t al = strlen(z->archive);
+    for (size_t i = 0; i < z->zip.n; i++)
+        if (strncmp(z->zip.e[i].name, z->archive, al) || z->zip.e[i].name[al] != '/')
             return tc_fail(d, TC_ERR_FORMAT, "zip entry '%s' is outside the top folder '%s/' (torch refuses this)",
-                           c->zip.e[i].name, c->archive);
-    if (record(c, "constants.pkl"))
+                           z->zip.e[i].name, z->archive);
+    if (record(z, "constants.pkl"))
         return tc_fail(d, TC_ERR_UNSUPPORTED,
                        "a TorchScript archive (torch.jit.save), not a torch.save checkpoint");
-    if ((rc = tc_ckpt_add_fact(c, "archive", c->archive, d)) || (rc = small_record(c, "version", d)) ||
-        (rc = small_record(c, ".data/version", d)) || (rc = small_record(c, "byteorder", d)) ||
-        (rc = small_record(c, ".format_version", d)) || (rc = small_record(c, ".storage_alignment", d)))
+    if ((rc = tc_ckpt_add_fact(c, "archive", z->archive, d)) || (rc = small_record(c, z, "version", d)) ||
+        (rc = small_record(c, z, ".data/version", d)) || (rc = small_record(c, z, "byteorder", d)) ||
+        (rc = small_record(c, z, ".format_version", d)) || (rc = small_record(c, z, ".storage_alignment", d)))
         return rc;
-    for (size_t i = 0; i < c->nfacts; i++)
-        if (!strcmp(c->facts[i].key, "byteorder") && strcmp(c->facts[i].value, "little"))
+    for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
+        if (!strcmp(tc_ckpt_fact(c, i)->key, "byteorder") && strcmp(tc_ckpt_fact(c, i)->value, "little"))
             return tc_fail(d, TC_ERR_UNSUPPORTED, "byteorder record says '%s'; only little-endian files are supported",
-                           c->facts[i].value);
-    if (!record(c, "version") && !record(c, ".data/version"))
-        return tc_fail(d, TC_ERR_FORMAT, "no %s/version record (torch refuses such files)", c->archive);
+                           tc_ckpt_fact(c, i)->value);
+    if (!record(z, "version") && !record(z, ".data/version"))
+        return tc_fail(d, TC_ERR_FORMAT, "no %s/version record (torch refuses such files)", z->archive);
 
-    const tc_zip_entry *pe = record(c, "data.pkl");
+    const tc_zip_entry *pe = record(z, "data.pkl");
     if (!pe)
-        return tc_fail(d, TC_ERR_FORMAT, "no %s/data.pkl record", c->archive);
+        return tc_fail(d, TC_ERR_FORMAT, "no %s/data.pkl record", z->archive);
     uint8_t *pkl;
     size_t plen;
-    if (pe->usize > c->lim.max_pickle_bytes)
+    if (pe->usize > lim->max_pickle_bytes)
         return tc_fail(d, TC_ERR_LIMIT, "%s is %llu bytes, more than %llu (raise with --max-pickle-size)", pe->name,
-                       (unsigned long long)pe->usize, (unsigned long long)c->lim.max_pickle_bytes);
-    if ((rc = tc_zip_read_all(&c->zip, pe, c->lim.max_pickle_bytes, &pkl, &plen, d)))
+                       (unsigned long long)pe->usize, (unsigned long long)lim->max_pickle_bytes);
+    if ((rc = tc_zip_read_all(&z->zip, pe, lim->max_pickle_bytes, &pkl, &plen, d)))
         return rc;
-    pk_read_opts o = {.limits = {c->lim.max_objects, c->lim.max_depth, c->lim.max_objects},
-                      .what = "data.pkl",
-                      .on_persid = tc_ckpt_on_persid,
-                      .ctx = c};
-    size_t used;
-    rc = pk_read(c->g, pkl, plen, &o, &c->root, &used, d);
+    pk_read_opts o = tc_torch_read_opts(&z->tg, "data.pkl");
+    rc = pk_read(z->tg.g, pkl, plen, &o, &z->tg.root, NULL, d);
     free(pkl);
     if (rc)
         return rc;
-    for (size_t i = 0; i < c->ns; i++) {
-        tc_storage *s = &c->s[i];
+    size_t ns = tc_ckpt_nstorages(c);
+    if (!(z->rec = calloc(ns + 1, sizeof *z->rec)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ns; i++) {
+        tc_storage *s = tc_ckpt_storage_mut(c, i);
         char name[256];
         snprintf(name, sizeof name, "data/%s", s->key);
-        const tc_zip_entry *e = record(c, name);
+        const tc_zip_entry *e = record(z, name);
         if (!e)
             return tc_fail(d, TC_ERR_FORMAT, "storage '%s': no record %s/%s (file incomplete?)", s->key,
-                           c->archive, name);
+                           z->archive, name);
         if (e->usize != s->nbytes)
             return tc_fail(d, TC_ERR_FORMAT,
                            "record %s is %llu bytes but storage '%s' needs %llu (%llu x %s)", e->name,
                            (unsigned long long)e->usize, s->key, (unsigned long long)s->nbytes,
                            (unsigned long long)s->numel, tc_dtype_name(s->dtype));
-        s->rec = e;
-        s->raw = e->method == 0;
+        z->rec[i] = e;
+        s->stored = e->method == 0;
         s->file_off = e->data_off;
         s->crc_known = true;
         s->crc = e->crc;
     }
-    return tc_ckpt_index_graph(c, d);
+    return tc_torch_index(&z->tg, d);
 }
 
-const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip};
+/* ---- reading a storage -------------------------------------------------------- */
+
+static int inflate_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    return tc_zip_rd_read(r->state, buf, n, got, false, d);
+}
+
+static void inflate_close(tc_rd *r)
+{
+    tc_zip_rd_close(r->state);
+    free(r->state);
+    r->state = NULL;
+}
+
+static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    const zpriv *z = tc_ckpt_priv(c);
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    if (s->stored) {
+        tc_rd_range(r, tc_ckpt_src(c), s->file_off, s->nbytes);
+        return 0;
+    }
+    tc_zip_rd *zr = malloc(sizeof *zr);
+    if (!zr)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_zip_rd_open(zr, &z->zip, z->rec[i], d);
+    if (rc) {
+        free(zr);
+        return rc;
+    }
+    r->size = s->nbytes;
+    r->read = inflate_read;
+    r->close = inflate_close;
+    r->state = zr;
+    return 0;
+}
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+/* Block k as record data/<k>: laid out here, its bytes put by the job's callback. */
+static int write_block(tc_zipw *w, const tc_write_job *job, size_t k, uint64_t size, tc_diag *d)
+{
+    char name[48];
+    snprintf(name, sizeof name, "data/%zu", k);
+    uint64_t off;
+    uint32_t crc = 0;
+    int rc = tc_zipw_begin(w, name, size, d);
+    if (!rc)
+        rc = tc_zipw_reserve(w, size, &off, d);
+    if (!rc)
+        rc = job->data(job->ctx, k, w->dst, off, &crc, d);
+    if (!rc)
+        rc = tc_zipw_commit(w, size, crc, d);
+    if (!rc)
+        rc = tc_zipw_end(w, d);
+    return rc;
+}
+
+static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
+{
+    uint8_t *pkl = NULL;
+    size_t plen = 0;
+    int rc;
+    tc_torch_graph *tg = job->whole ? tc_torch_graph_of(job->whole) : NULL;
+    if (job->whole && !tg)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s files have no object graph to rewrite", tc_ckpt_format(job->whole));
+    if (tg)
+        rc = tc_torch_rewrite(tg, job->st, job->max_depth, &pkl, &plen, d);
+    else
+        rc = tc_torch_state_dict(job, &pkl, &plen, d);
+    if (rc)
+        return rc;
+    char archive[256];
+    tc_zip_archive_name(dst->path, archive, sizeof archive);
+    tc_zipw w;
+    rc = tc_zipw_init(&w, dst, archive, d);
+    if (!rc)
+        rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d);
+    free(pkl);
+    if (!rc)
+        rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
+    size_t n = tg ? tc_ckpt_nstorages(job->whole) : job->nblocks;
+    for (size_t k = 0; k < n && !rc; k++)
+        rc = write_block(&w, job, k, tg ? job->st[k].nbytes : job->blocks[k].nbytes, d);
+    if (!rc)
+        rc = tc_zipw_add(&w, "version", "3\n", 2, d);
+    if (!rc)
+        rc = tc_zipw_finish(&w, d);
+    tc_zipw_free(&w);
+    return rc;
+}
+
+const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip, open_storage, write_zip};

@@ -48,6 +48,7 @@ struct pk_obj {
     uint8_t mark;        /* scratch flag for walkers; reset with pk_graph_clear_marks */
     uint32_t depth;      /* nesting depth below this node, as read */
     uint32_t memo;       /* writer's memo slot + 1; 0 when not yet written */
+    uint32_t tag;        /* the graph user's own (the torch reader: tensor index + 1); never set here */
     int64_t i;
     double f;
     char *s;

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 
+#include "dest.h"
 #include "source.h"
 
 typedef struct tc_zip_entry {
@@ -65,7 +66,7 @@ void tc_zip_rd_close(tc_zip_rd *r);
 int tc_zip_read_all(const tc_zip *z, const tc_zip_entry *e, uint64_t max, uint8_t **out, size_t *len,
                     tc_diag *d);
 
-/* Writer. Output goes to fd from its current offset 0. */
+/* Writer. Output goes to dst from its current position. */
 typedef struct tc_zipw_ent {
     char *name;
     uint32_t crc;
@@ -73,8 +74,8 @@ typedef struct tc_zipw_ent {
 } tc_zipw_ent;
 
 typedef struct tc_zipw {
-    int fd;
-    uint64_t off;
+    tc_dst *dst;
+    uint64_t off;      /* bytes written and buffered */
     char *prefix; /* "archive/" */
     tc_zipw_ent *e;
     size_t n, cap;
@@ -84,15 +85,14 @@ typedef struct tc_zipw {
     uint32_t rec_crc;
     uint8_t *buf; /* write buffer */
     size_t blen;
-    uint64_t synced; /* written back up to here (see kick_writeback) */
 } tc_zipw;
 
-int tc_zipw_init(tc_zipw *w, int fd, const char *archive_name, tc_diag *d);
+int tc_zipw_init(tc_zipw *w, tc_dst *dst, const char *archive_name, tc_diag *d);
 /* Begin record `name` of exactly `size` bytes. */
 int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d);
 int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d);
 /* The next n bytes of the open record are written by the caller, with
- * pwrite at *off (in parallel, say): reserve flushes what is buffered and
+ * tc_dst_pwrite at *off (in parallel, say): reserve flushes what is buffered and
  * says where they go; commit accounts for them, with their CRC-32, and moves
  * the file position past them. */
 int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d);

@@ -12,30 +12,14 @@
 #define WBUF (1u << 20)
 #define BIG 0xFFFFFFFFull
 
-static int io_err(tc_diag *d, int e)
-{
-    return tc_fail(d, TC_ERR_IO, "write failed: %s", strerror(e < 0 ? -e : e));
-}
-
-/* Start writing back what is on disk's way every 32 MiB, so that the fsync
- * before the rename finds little left to do: the disk works while we copy. */
-static void kick_writeback(tc_zipw *w)
-{
-    uint64_t flushed = w->off - w->blen;
-    if (flushed - w->synced >= (32u << 20)) {
-        sync_file_range(w->fd, (off_t)w->synced, (off_t)(flushed - w->synced), SYNC_FILE_RANGE_WRITE);
-        w->synced = flushed;
-    }
-}
-
 static int flush(tc_zipw *w, tc_diag *d)
 {
     if (w->blen) {
-        int e = tc_write_all(w->fd, w->buf, w->blen);
-        if (e)
-            return io_err(d, e);
+        int rc = tc_dst_write(w->dst, w->buf, w->blen, d);
+        if (rc)
+            return rc;
         w->blen = 0;
-        kick_writeback(w);
+        tc_dst_writeback_pos(w->dst);
     }
     return 0;
 }
@@ -51,11 +35,11 @@ static int emit(tc_zipw *w, const void *p, size_t n, tc_diag *d)
         }
         size_t k = WBUF - w->blen < n ? WBUF - w->blen : n;
         if (k == WBUF && w->blen == 0) { /* large writes skip the buffer */
-            int e = tc_write_all(w->fd, s, n);
-            if (e)
-                return io_err(d, e);
+            int rc = tc_dst_write(w->dst, s, n, d);
+            if (rc)
+                return rc;
             w->off += n;
-            kick_writeback(w);
+            tc_dst_writeback_pos(w->dst);
             return 0;
         }
         memcpy(w->buf + w->blen, s, k);
@@ -67,10 +51,11 @@ static int emit(tc_zipw *w, const void *p, size_t n, tc_diag *d)
     return 0;
 }
 
-int tc_zipw_init(tc_zipw *w, int fd, const char *archive_name, tc_diag *d)
+int tc_zipw_init(tc_zipw *w, tc_dst *dst, const char *archive_name, tc_diag *d)
 {
     memset(w, 0, sizeof *w);
-    w->fd = fd;
+    w->dst = dst;
+    w->off = dst->pos;
     size_t l = strlen(archive_name);
     w->prefix = malloc(l + 2);
     w->buf = malloc(WBUF);
@@ -107,7 +92,7 @@ int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d)
     }
     size_t pl = strlen(w->prefix), nl = strlen(name);
     if (pl + nl > 65535)
-        return tc_fail(d, TC_ERR_USAGE, "record name too long");
+        return tc_fail_at(d, TC_ERR_USAGE, w->dst->path, w->off, "record name too long");
     tc_zipw_ent *e = &w->e[w->n];
     if (!(e->name = malloc(pl + nl + 1)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
@@ -174,7 +159,8 @@ static int too_much(const tc_zipw *w, uint64_t n, tc_diag *d)
 {
     if (n <= w->rec_size - w->rec_done)
         return 0;
-    return tc_fail(d, TC_ERR_USAGE, "record %s: more data than its declared size", w->e[w->n - 1].name);
+    return tc_fail_at(d, TC_ERR_USAGE, w->dst->path, w->off, "record %s: more data than its declared size",
+                      w->e[w->n - 1].name);
 }
 
 int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d)
@@ -208,12 +194,11 @@ int tc_zipw_commit(tc_zipw *w, uint64_t n, uint32_t crc, tc_diag *d)
     int rc = too_much(w, n, d);
     if (rc)
         return rc;
-    if (lseek(w->fd, (off_t)(w->off + n), SEEK_SET) < 0)
-        return io_err(d, errno);
     w->rec_crc = (uint32_t)crc32_combine(w->rec_crc, crc, (z_off_t)n);
     w->off += n;
     w->rec_done += n;
-    w->synced = w->off; /* the writer of the range started its writeback */
+    tc_dst_seek(w->dst, w->off);
+    w->dst->synced = w->off; /* the writer of the range started its writeback */
     return 0;
 }
 
@@ -221,7 +206,7 @@ int tc_zipw_end(tc_zipw *w, tc_diag *d)
 {
     tc_zipw_ent *e = &w->e[w->n - 1];
     if (w->rec_done != w->rec_size)
-        return tc_fail(d, TC_ERR_USAGE, "record %s: wrote %llu of %llu bytes", e->name,
+        return tc_fail_at(d, TC_ERR_USAGE, w->dst->path, w->off, "record %s: wrote %llu of %llu bytes", e->name,
                        (unsigned long long)w->rec_done, (unsigned long long)w->rec_size);
     e->crc = w->rec_crc;
     w->open = false;

@@ -1,8 +1,8 @@
 /* Element types of tensors as PyTorch and safetensors name them.
  *
  * One table (dtype.c) maps each type to its torch name, element size, legacy
- * storage class (for _rebuild_tensor_v2 files), safetensors name and kind.
- * Everything else in tensorctl looks types up here. */
+ * storage class (for _rebuild_tensor_v2 files), safetensors name and sort
+ * rank, and kind. Everything else in tensorctl looks types up here. */
 #ifndef TC_DTYPE_H
 #define TC_DTYPE_H
 
@@ -57,6 +57,7 @@ typedef struct tc_dtype_info {
     size_t size;             /* bytes per element */
     const char *storage;     /* legacy storage class ("FloatStorage"), NULL for v3-only types */
     const char *st_name;     /* safetensors dtype ("F32"), NULL when safetensors has none */
+    int st_rank;             /* position in the safetensors library's Dtype enum (its sort key) */
     tc_dtype_kind kind;
 } tc_dtype_info;
 
@@ -68,6 +69,9 @@ static inline const char *tc_dtype_name(tc_dtype t) { return tc_dtype_get(t)->na
 tc_dtype tc_dtype_from_name(const char *name);          /* "float32", also "torch.float32" */
 tc_dtype tc_dtype_from_storage(const char *storage);    /* "FloatStorage" */
 tc_dtype tc_dtype_from_st(const char *st_name);         /* "F32" */
+/* Bits per element of a safetensors dtype that has no torch type here (F4,
+ * F6_E2M3, F6_E3M2), 0 for any other name. */
+unsigned tc_dtype_st_foreign_bits(const char *st_name);
 /* True when torch saves this dtype with _rebuild_tensor_v3 and UntypedStorage. */
 static inline bool tc_dtype_is_v3(tc_dtype t) { return tc_dtype_get(t)->storage == NULL; }
 

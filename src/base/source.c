@@ -10,16 +10,16 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return tc_fail(d, TC_ERR_IO, "cannot open: %s", strerror(errno));
+        return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = errno;
         close(fd);
-        return tc_fail(d, TC_ERR_IO, "cannot stat: %s", strerror(e));
+        return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot stat: %s", strerror(e));
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        return tc_fail(d, TC_ERR_IO, "is a directory");
+        return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "is a directory");
     }
     out->fd = fd;
     out->size = (uint64_t)st.st_size;
@@ -39,7 +39,7 @@ void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)
 int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *ctx, tc_diag *d)
 {
     if (off > s->size || n > s->size - off)
-        return tc_fail(d, TC_ERR_FORMAT,
+        return tc_fail_at(d, TC_ERR_FORMAT, s->what, s->size,
                        "%s: needs bytes up to offset %llu but the file ends at %llu (truncated?)", ctx,
                        (unsigned long long)off + n, (unsigned long long)s->size);
     if (s->mem) {
@@ -52,11 +52,11 @@ int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            return tc_fail(d, TC_ERR_IO, "%s: read error at offset %llu: %s", ctx,
+            return tc_fail_at(d, TC_ERR_IO, s->what, off, "%s: read error at offset %llu: %s", ctx,
                            (unsigned long long)off, strerror(errno));
         }
         if (r == 0)
-            return tc_fail(d, TC_ERR_IO, "%s: file shrank while reading (offset %llu)", ctx,
+            return tc_fail_at(d, TC_ERR_IO, s->what, off, "%s: file shrank while reading (offset %llu)", ctx,
                            (unsigned long long)off);
         p += r;
         off += (uint64_t)r;

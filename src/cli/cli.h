@@ -73,6 +73,8 @@ void tc_print_cmd_help(const tc_cmd *cmd);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A core failure, with the subject the core named; returns its exit status. */
+int tc_err_diag(const tc_diag *d);
 void tc_warn(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern int tc_verbosity; /* 0 quiet, 1 normal, 2 verbose */
 int tc_exit_for(int status);
@@ -92,10 +94,6 @@ void tc_progress_init(tc_progress *p, const char *label, bool enabled);
 void tc_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void tc_progress_end(tc_progress *p);
 
-void tc_install_signal_cleanup(void);
-/* Create the folder a set is written to: OUT itself, or the folder of OUT.index.json
- * (one level, like mkdir). Prints and returns -1 on failure. */
-int tc_out_folder(const char *out, bool is_index);
 /* 1536 -> "1.5 KiB" */
 void tc_human_bytes(uint64_t b, char *out, size_t n);
 

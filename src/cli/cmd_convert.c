@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard_index.h"
-#include "convert.h"
-#include "outfile.h"
 #include "cli.h"
+#include "convert.h"
+#include "format.h"
 #include "move.h"
+#include "set.h"
+#include "shard_index.h"
 
 static const tc_opt opts[] = {
     {OPT_HELP, 'h', "help", NULL, "show this help", false},
@@ -87,58 +88,65 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, bo
                         tc_convert_opts *o, const tc_limits *lim)
 {
     tc_ckpt *c = NULL;
-    tc_diag d = {0};
-    tc_outfile of = {.fd = -1};
+    tc_diag d = TC_DIAG_INIT;
+    tc_dst dst = TC_DST_INIT;
     tc_convert_report rep = {0};
     tc_progress prog;
-    int rc = tc_ckpt_open(&c, in, lim, &d);
-    if (rc) {
-        tc_err(in, "%s", d.msg);
-        return tc_exit_for(rc);
-    }
+    int rc = tc_open(&c, in, lim, &d);
+    if (rc)
+        return tc_err_diag(&d);
     if (tc_ckpt_has_dangerous(c) && !allow_unsafe) {
-        for (size_t g = 0; g < c->ngl; g++)
-            if (c->gl[g].dangerous)
+        for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
+            if (tc_ckpt_global(c, g)->dangerous)
                 tc_err(in, "refusing to convert: it names the dangerous global %s, which runs when the file is "
-                       "unpickled (inspect it; --allow-unsafe converts it anyway)", c->gl[g].name);
+                       "unpickled (inspect it; --allow-unsafe converts it anyway)", tc_ckpt_global(c, g)->name);
         tc_ckpt_close(c);
         return TC_EXIT_UNSAFE;
     }
-    if (fmt == FMT_ST && !o->key && c->root && tc_verbosity > 0) {
+    size_t nt = tc_ckpt_ntensors(c);
+    if (fmt == FMT_ST && !o->key && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
         static const char *const common[] = {"state_dict", "model", "module", "model_state_dict", NULL};
         for (const char *const *k = common; *k; k++) {
             size_t l = strlen(*k), n = 0;
-            for (size_t i = 0; i < c->nt; i++)
-                n += !strncmp(c->t[i].name, *k, l) && c->t[i].name[l] == '.';
-            if (n && n < c->nt) {
+            for (size_t i = 0; i < nt; i++)
+                n += !strncmp(tc_ckpt_tensor(c, i)->name, *k, l) && tc_ckpt_tensor(c, i)->name[l] == '.';
+            if (n && n < nt) {
                 fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n",
                         *k);
                 break;
             }
         }
     }
-    if ((rc = tc_out_open(&of, out, force, &d)))
+    if ((rc = tc_dst_open(&dst, out, force ? TC_DST_FORCE : 0, &d)))
         goto fail;
     tc_progress_init(&prog, "converting", true);
     o->ro.progress = tc_progress_cb;
     o->ro.progress_ctx = &prog;
-    if (fmt == FMT_ST)
-        rc = tc_convert_to_safetensors(c, o, c->root ? NULL : c->meta, c->root ? 0 : c->nmeta, of.fd, &rep, &d);
-    else
-        rc = tc_convert_to_torch(c, o, of.fd, out, &rep, &d);
+    if (fmt == FMT_ST) {
+        /* a safetensors input's own __metadata__ carries over */
+        size_t nm = tc_ckpt_has_objects(c) ? 0 : tc_ckpt_nmeta(c);
+        tc_kv *meta = calloc(nm + 1, sizeof *meta);
+        for (size_t i = 0; meta && i < nm; i++)
+            meta[i] = *tc_ckpt_meta(c, i);
+        rc = meta ? tc_convert_to_safetensors(c, o, meta, nm, &dst, &rep, &d) : tc_fail(&d, TC_ERR_NOMEM, "out of memory");
+        free(meta);
+    } else {
+        rc = tc_convert_to_torch(c, o, &dst, &rep, &d);
+    }
     tc_progress_end(&prog);
-    if (rc || (rc = tc_out_commit(&of, &d)))
+    if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
     summary(out, NULL, &rep, fmt == FMT_ST, o);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
 fail:
-    tc_out_abort(&of);
-    tc_err(rc == TC_ERR_IO && strstr(d.msg, "write") ? out : rc == TC_ERR_USAGE ? NULL : in, "%s", d.msg);
+    tc_dst_abort(&dst);
+    if (rc != TC_ERR_USAGE)
+        tc_diag_subject(&d, in);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
-    return tc_exit_for(rc);
+    return tc_err_diag(&d);
 }
 
 static int convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
@@ -200,7 +208,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(in, "OUT is the input file; write elsewhere");
         goto done;
     }
-    tc_install_signal_cleanup();
+    tc_dst_cleanup_on_signals();
     if (tc_index_path(in)) {
         ex = convert_index(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim, max_shard);
         goto done;
@@ -219,19 +227,19 @@ done:
 
 /* ---- sharded sets ------------------------------------------------------------ */
 
-/* A shard set through its index: planned and written by tc_convert_set; this prints. */
+/* A shard set through its index: planned and written by tc_set_run; this prints. */
 static int convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
                          const tc_convert_opts *o, const tc_limits *lim, uint64_t max_shard)
 {
-    tc_set_opts so = {.co = *o, .to_safetensors = fmt == FMT_ST, .max_shard = max_shard, .force = force,
-                      .allow_unsafe = allow_unsafe, .lim = *lim};
+    tc_set_opts so = {.mode = fmt == FMT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
+                      .force = force, .allow_unsafe = allow_unsafe, .lim = *lim};
     tc_set_report rep = {0};
-    tc_diag d = {0};
-    if (tc_out_folder(out, tc_index_path(out)))
-        return TC_EXIT_FAIL;
-    int rc = tc_convert_set(in, out, &so, &rep, &d);
+    tc_diag d = TC_DIAG_INIT;
+    int rc = tc_set_run(in, out, &so, &rep, &d);
     if (rc) {
-        tc_err(rc == TC_ERR_USAGE ? NULL : rep.where ? rep.where : in, "%s", d.msg);
+        if (rc != TC_ERR_USAGE)
+            tc_diag_subject(&d, in);
+        tc_err_diag(&d);
     } else {
         char lim_text[32], wrote[4200];
         tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard_index.h"
-#include "tensor_data.h"
 #include "cli.h"
+#include "format.h"
+#include "hash.h"
 
 static const tc_opt opts[] = {
     {OPT_HELP, 'h', "help", NULL, "show this help", false},
@@ -36,205 +36,53 @@ static const char *esc(const char *s, char *buf, size_t n)
     return buf;
 }
 
-/* ---- short descriptions of non-tensor objects ------------------------------- */
-
-typedef struct sbuf {
-    char b[160];
-    size_t n;
-} sbuf;
-
-static void sput(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sput(sbuf *s, const char *fmt, ...)
-{
-    if (s->n >= sizeof s->b - 1)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(s->b + s->n, sizeof s->b - s->n, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        s->n += (size_t)k;
-    if (s->n >= sizeof s->b - 1) {
-        s->n = sizeof s->b - 1;
-        memcpy(s->b + sizeof s->b - 4, "...", 4);
-    }
-}
-
-static void describe(const tc_ckpt *c, const pk_obj *o, sbuf *s, int depth);
-
-static void describe_items(const tc_ckpt *c, pk_obj *const *it, size_t n, bool dict, sbuf *s, int depth)
-{
-    for (size_t i = 0; i < n; i += dict ? 2 : 1) {
-        if (i)
-            sput(s, ", ");
-        if (s->n > 120) {
-            sput(s, "...");
-            return;
-        }
-        if (dict) {
-            describe(c, it[i], s, depth + 1);
-            sput(s, ": ");
-            describe(c, it[i + 1], s, depth + 1);
-        } else {
-            describe(c, it[i], s, depth + 1);
-        }
-    }
-}
-
-static void describe(const tc_ckpt *c, const pk_obj *o, sbuf *s, int depth)
-{
-    if (o->memo && o->memo <= c->nt) {
-        const tc_tensor *t = &c->t[o->memo - 1];
-        sput(s, "tensor %s[", tc_dtype_name(t->dtype));
-        for (int i = 0; i < t->ndim; i++)
-            sput(s, "%s%" PRId64, i ? "," : "", t->shape[i]);
-        sput(s, "]");
-        return;
-    }
-    switch (o->kind) {
-    case PK_NONE: sput(s, "None"); break;
-    case PK_BOOL: sput(s, o->i ? "True" : "False"); break;
-    case PK_INT: sput(s, "%" PRId64, o->i); break;
-    case PK_BIGINT: sput(s, "<%zu-byte int>", o->len); break;
-    case PK_FLOAT: sput(s, "%g", o->f); break;
-    case PK_STR: {
-        char e[200];
-        sput(s, "'%.40s%s'", esc(o->s, e, sizeof e), o->len > 40 ? "..." : "");
-        break;
-    }
-    case PK_BYTES:
-    case PK_BYTEARRAY: sput(s, "<%zu bytes>", o->len); break;
-    case PK_GLOBAL: {
-        char e1[200], e2[200];
-        sput(s, "%s.%s", esc(o->s, e1, sizeof e1), esc(o->name, e2, sizeof e2));
-        break;
-    }
-    case PK_PERSID: sput(s, "<storage>"); break;
-    case PK_DICT:
-        if (depth >= 2 && o->n) {
-            sput(s, "{%zu items}", o->n / 2);
-            break;
-        }
-        sput(s, "{");
-        describe_items(c, o->items, o->n, true, s, depth);
-        sput(s, "}");
-        break;
-    case PK_LIST:
-    case PK_TUPLE:
-    case PK_SET:
-    case PK_FROZENSET: {
-        const char *br = o->kind == PK_LIST ? "[]" : o->kind == PK_TUPLE ? "()" : "{}";
-        if (depth >= 2 && o->n) {
-            sput(s, "%c%zu items%c", br[0], o->n, br[1]);
-            break;
-        }
-        sput(s, "%c", br[0]);
-        describe_items(c, o->items, o->n, false, s, depth);
-        sput(s, "%c", br[1]);
-        break;
-    }
-    case PK_CALL: {
-        const pk_obj *f = pk_call_global(o);
-        if (f && !strcmp(f->s, "collections") && !strcmp(f->name, "OrderedDict") && !o->n) {
-            sput(s, "OrderedDict()");
-            break;
-        }
-        char e[200];
-        sput(s, "%s", f ? esc(f->name, e, sizeof e) : "<call>");
-        if (o->items_kind) {
-            sput(s, o->items_kind == PK_ITEMS_DICT ? "{" : "[");
-            if (depth >= 2)
-                sput(s, "%zu items", o->items_kind == PK_ITEMS_DICT ? o->n / 2 : o->n);
-            else
-                describe_items(c, o->items, o->n, o->items_kind == PK_ITEMS_DICT, s, depth);
-            sput(s, o->items_kind == PK_ITEMS_DICT ? "}" : "]");
-        } else {
-            sput(s, "(...)");
-        }
-        break;
-    }
-    default: sput(s, "?"); break;
-    }
-}
-
-/* Count tensors whose name starts with prefix + "." (or equals it). */
-static size_t tensors_under(const tc_ckpt *c, const char *prefix)
-{
-    size_t n = 0, l = strlen(prefix);
-    for (size_t i = 0; i < c->nt; i++)
-        if (!strncmp(c->t[i].name, prefix, l) && (c->t[i].name[l] == '.' || !c->t[i].name[l]))
-            n++;
-    return n;
-}
-
-/* The key/value items of a dict or dict-like object, or NULL. */
-static pk_obj *const *kv_items(const pk_obj *o, size_t *n)
-{
-    if (o->kind == PK_DICT || (o->kind == PK_CALL && o->items_kind == PK_ITEMS_DICT)) {
-        *n = o->n;
-        return o->items;
-    }
-    if (o->kind == PK_CALL && o->state && o->state->kind == PK_DICT && !o->memo) {
-        *n = o->state->n;
-        return o->state->items;
-    }
-    *n = 0;
-    return NULL;
-}
-
-static void content_line(const char *name, const char *text, cJSON *json, bool *header)
-{
-    if (json) {
-        cJSON_AddStringToObject(json, name, text);
-        return;
-    }
-    if (!*header)
-        printf("\ncontents:\n");
-    *header = true;
-    char e[512];
-    printf("  %-24s %s\n", esc(name, e, sizeof e), text);
-}
-
 /* One line per top-level entry that is not all tensors; for an entry holding
  * many tensors (a state_dict, an optimizer), its count and then its entries
  * without tensors (param_groups, hyper-parameters), one level down. */
 static void contents(const tc_ckpt *c, cJSON *json)
 {
-    size_t n;
-    pk_obj *const *it = kv_items(c->root, &n);
     bool header = false;
-    for (size_t i = 0; i + 1 < n; i += 2) {
-        if (it[i]->kind != PK_STR || it[i + 1]->memo)
+    size_t n = tc_ckpt_nentries(c);
+    for (size_t i = 0; i < n; i++) {
+        const tc_entry *e = tc_ckpt_entry(c, i);
+        if (e->depth != 1 || e->is_tensor)
             continue;
-        size_t k = tensors_under(c, it[i]->s), m;
-        sbuf s = {.n = 0};
-        pk_obj *const *sub = kv_items(it[i + 1], &m);
-        if (k > 8 || (k && sub)) {
-            sput(&s, "<%zu tensors>", k);
-            content_line(it[i]->s, s.b, json, &header);
-            for (size_t j = 0; sub && j + 1 < m; j += 2) {
-                char name[512];
-                if (sub[j]->kind != PK_STR || sub[j + 1]->memo)
-                    continue;
-                snprintf(name, sizeof name, "%s.%s", it[i]->s, sub[j]->s);
-                if (tensors_under(c, name))
-                    continue;
-                sbuf t = {.n = 0};
-                describe(c, sub[j + 1], &t, 0);
-                content_line(name, t.b, json, &header);
-            }
-            continue;
+        char text[64];
+        bool many = e->ntensors > 8 || (e->ntensors && e->has_items);
+        if (many)
+            snprintf(text, sizeof text, "<%zu tensors>", e->ntensors);
+        if (json) {
+            cJSON_AddStringToObject(json, e->name, many ? text : e->text);
+        } else {
+            if (!header)
+                printf("\ncontents:\n");
+            header = true;
+            char x[512];
+            printf("  %-24s %s\n", esc(e->name, x, sizeof x), many ? text : e->text);
         }
-        describe(c, it[i + 1], &s, 0);
-        content_line(it[i]->s, s.b, json, &header);
+        for (size_t j = i + 1; many && j < n && tc_ckpt_entry(c, j)->depth == 2; j++) {
+            const tc_entry *s2 = tc_ckpt_entry(c, j);
+            if (s2->is_tensor || s2->ntensors)
+                continue;
+            if (json) {
+                cJSON_AddStringToObject(json, s2->name, s2->text);
+            } else {
+                char x[512];
+                printf("  %-24s %s\n", esc(s2->name, x, sizeof x), s2->text);
+            }
+        }
     }
 }
 
 /* ---- tables ---------------------------------------------------------------- */
 
-static const char *device_of(const tc_ckpt *c, const tc_tensor *t)
+static const char *device_of(const tc_ckpt *c, const tc_tensor *t) { return tc_tensor_device(c, t); }
+
+/* The shard holding a tensor of a sharded set, or NULL. */
+static const char *shard_of(const tc_ckpt *c, const tc_tensor *t)
 {
-    return t->storage >= 0 ? c->s[t->storage].location : t->device;
+    long sh = t->storage >= 0 ? tc_ckpt_storage(c, (size_t)t->storage)->shard : -1;
+    return sh >= 0 ? tc_ckpt_shard(c, (size_t)sh) : NULL;
 }
 
 typedef struct agg {
@@ -260,28 +108,35 @@ static void agg_add(agg *a, size_t *n, size_t cap, const char *key, uint64_t byt
 }
 
 
-/* The name of the first tensor before i on the same storage, or NULL. */
-static const char *shares_with(const tc_ckpt *c, size_t i)
+/* The first tensor on each storage, to name what a tensor shares its storage with. */
+static long *first_on_storage(const tc_ckpt *c)
 {
-    const tc_tensor *t = &c->t[i];
-    if (t->storage < 0 || c->s[t->storage].ntensors < 2)
-        return NULL;
-    for (size_t k = 0; k < i; k++)
-        if (c->t[k].storage == t->storage)
-            return c->t[k].name;
-    return NULL;
+    size_t ns = tc_ckpt_nstorages(c);
+    long *f = malloc((ns + 1) * sizeof *f);
+    for (size_t i = 0; f && i < ns; i++)
+        f[i] = -1;
+    for (size_t k = 0; f && k < tc_ckpt_ntensors(c); k++) {
+        long s = tc_ckpt_tensor(c, k)->storage;
+        if (s >= 0 && f[s] < 0)
+            f[s] = (long)k;
+    }
+    return f;
 }
 
 static bool want_hash;
+static int hash_failed; /* exit status of the first failed hash, 0 when none */
 
 /* SHA-256 of tensor i, or NULL after printing why not. */
 static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
 {
-    tc_diag d = {0};
-    if (c->t[i].storage < 0)
+    tc_diag d = TC_DIAG_INIT;
+    if (tc_ckpt_tensor(c, i)->storage < 0)
         return NULL;
-    if (tc_tensor_sha256(c, &c->t[i], hex, &d)) {
-        tc_err(c->path, "%s", d.msg);
+    if (tc_tensor_sha256(c, tc_ckpt_tensor(c, i), hex, &d)) {
+        tc_diag_subject(&d, tc_ckpt_path(c));
+        int ex = tc_err_diag(&d);
+        if (!hash_failed)
+            hash_failed = ex;
         return NULL;
     }
     return hex;
@@ -290,22 +145,24 @@ static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
 static void print_text(const tc_ckpt *c)
 {
     char e1[1024], e2[1024];
-    printf("%s: %s", esc(c->path, e1, sizeof e1), tc_ckpt_format(c));
-    for (size_t i = 0; i < c->nfacts; i++)
-        printf(", %s %s", esc(c->facts[i].key, e1, sizeof e1), esc(c->facts[i].value, e2, sizeof e2));
+    size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c), ngl = tc_ckpt_nglobals(c);
+    long *first = first_on_storage(c);
+    printf("%s: %s", esc(tc_ckpt_path(c), e1, sizeof e1), tc_ckpt_format(c));
+    for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
+        printf(", %s %s", esc(tc_ckpt_fact(c, i)->key, e1, sizeof e1), esc(tc_ckpt_fact(c, i)->value, e2, sizeof e2));
     printf("\n\n");
     size_t w = 4;
-    for (size_t i = 0; i < c->nt; i++)
-        if (strlen(c->t[i].name) > w)
-            w = strlen(c->t[i].name);
+    for (size_t i = 0; i < nt; i++)
+        if (strlen(tc_ckpt_tensor(c, i)->name) > w)
+            w = strlen(tc_ckpt_tensor(c, i)->name);
     if (w > 60)
         w = 60;
     printf("%-*s  %-9s %-18s %-8s %10s  %s\n", (int)w, "name", "dtype", "shape", "device", "bytes", "notes");
     agg dev[64], dt[64];
     size_t ndev = 0, ndt = 0, nparam = 0;
     uint64_t pnumel = 0;
-    for (size_t i = 0; i < c->nt; i++) {
-        const tc_tensor *t = &c->t[i];
+    for (size_t i = 0; i < nt; i++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, i);
         char shape[64] = "[";
         size_t sl = 1;
         for (int k = 0; k < t->ndim && sl < sizeof shape - 8; k++)
@@ -315,20 +172,22 @@ static void print_text(const tc_ckpt *c)
         size_t nl = 0;
         if (t->parameter)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "param ");
+        long sw = first && t->storage >= 0 && tc_ckpt_storage(c, (size_t)t->storage)->ntensors > 1
+                      ? first[t->storage] : -1;
         if (t->alias_of >= 0)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "same tensor as %s ",
-                                   esc(c->t[t->alias_of].name, e1, sizeof e1));
-        else if (shares_with(c, i))
+                                   esc(tc_ckpt_tensor(c, (size_t)t->alias_of)->name, e1, sizeof e1));
+        else if (sw >= 0 && sw < (long)i)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "shares storage with %s ",
-                                   esc(shares_with(c, i), e1, sizeof e1));
+                                   esc(tc_ckpt_tensor(c, (size_t)sw)->name, e1, sizeof e1));
         if (t->kind == TC_TENSOR_QUANT)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "quantized ");
         if (t->kind == TC_TENSOR_META)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "no data ");
         if (t->kind == TC_TENSOR_OTHER)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
-        if (tc_index_shard_of(c, t))
-            snprintf(notes + nl, sizeof notes - nl, "in %s ", esc(tc_index_shard_of(c, t), e2, sizeof e2));
+        if (shard_of(c, t))
+            snprintf(notes + nl, sizeof notes - nl, "in %s ", esc(shard_of(c, t), e2, sizeof e2));
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
         printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, esc(t->name, e1, sizeof e1),
@@ -340,16 +199,17 @@ static void print_text(const tc_ckpt *c)
             }
         }
     }
-    for (size_t i = 0; i < c->ns; i++) {
-        agg_add(dev, &ndev, 64, c->s[i].location, c->s[i].nbytes);
-        agg_add(dt, &ndt, 64, tc_dtype_name(c->s[i].untyped ? TC_DT_U8 : c->s[i].dtype), c->s[i].nbytes);
-    }
+    free(first);
     uint64_t total = 0;
-    for (size_t i = 0; i < c->ns; i++)
-        total += c->s[i].nbytes;
+    for (size_t i = 0; i < ns; i++) {
+        const tc_storage *s = tc_ckpt_storage(c, i);
+        agg_add(dev, &ndev, 64, s->location, s->nbytes);
+        agg_add(dt, &ndt, 64, tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype), s->nbytes);
+        total += s->nbytes;
+    }
     char h[32];
     tc_human_bytes(total, h, sizeof h);
-    printf("\n%zu tensors on %zu storages, %s of tensor data", c->nt, c->ns, h);
+    printf("\n%zu tensors on %zu storages, %s of tensor data", nt, ns, h);
     if (nparam)
         printf("; %zu nn.Parameter objects with %" PRIu64 " elements", nparam, pnumel);
     printf("\nbytes per device:");
@@ -363,12 +223,13 @@ static void print_text(const tc_ckpt *c)
         printf("  %s %s", dt[i].key, h);
     }
     printf("\n");
-    if (c->nmeta) {
+    if (tc_ckpt_nmeta(c)) {
         printf("\nmetadata:\n");
-        for (size_t i = 0; i < c->nmeta; i++)
-            printf("  %-24s %s\n", esc(c->meta[i].key, e1, sizeof e1), esc(c->meta[i].value, e2, sizeof e2));
+        for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
+            printf("  %-24s %s\n", esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
+                   esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
     }
-    if (c->root)
+    if (tc_ckpt_has_objects(c))
         contents(c, NULL);
     bool cuda = false;
     for (size_t i = 0; i < ndev; i++)
@@ -381,14 +242,16 @@ static void print_text(const tc_ckpt *c)
         printf("\nnote: CUDA-tagged storages: torch.load fails on a machine without CUDA (or with fewer GPUs) "
                "unless given map_location; 'tensorctl to-cpu' writes a file that loads anywhere.\n");
     size_t nunsafe = 0;
-    for (size_t i = 0; i < c->ngl; i++)
-        nunsafe += !c->gl[i].allowed;
-    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", c->ngl, nunsafe);
+    for (size_t i = 0; i < ngl; i++)
+        nunsafe += !tc_ckpt_global(c, i)->allowed;
+    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", ngl, nunsafe);
     printf("%s\n", tc_ckpt_has_dangerous(c) ? ", DANGEROUS ones present:" : "");
-    for (size_t i = 0; i < c->ngl; i++)
-        if (!c->gl[i].allowed || tc_verbosity > 1)
-            printf("  %-10s %s\n", c->gl[i].dangerous ? "DANGEROUS" : c->gl[i].allowed ? "ok" : "unsafe",
-                   esc(c->gl[i].name, e1, sizeof e1));
+    for (size_t i = 0; i < ngl; i++) {
+        const tc_global *g = tc_ckpt_global(c, i);
+        if (!g->allowed || tc_verbosity > 1)
+            printf("  %-10s %s\n", g->dangerous ? "DANGEROUS" : g->allowed ? "ok" : "unsafe",
+                   esc(g->name, e1, sizeof e1));
+    }
     if (tc_ckpt_has_dangerous(c))
         printf("This file runs code when loaded with torch.load(weights_only=False) or pickle; tensorctl never "
                "executes it.\n");
@@ -405,14 +268,15 @@ static cJSON *int_array(const int64_t *v, int n)
 static void print_json(const tc_ckpt *c)
 {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "file", c->path);
+    cJSON_AddStringToObject(j, "file", tc_ckpt_path(c));
     cJSON_AddStringToObject(j, "format", tc_ckpt_format(c));
     cJSON *facts = cJSON_AddObjectToObject(j, "records");
-    for (size_t i = 0; i < c->nfacts; i++)
-        cJSON_AddStringToObject(facts, c->facts[i].key, c->facts[i].value);
+    for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
+        cJSON_AddStringToObject(facts, tc_ckpt_fact(c, i)->key, tc_ckpt_fact(c, i)->value);
     cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
-    for (size_t i = 0; i < c->nt; i++) {
-        const tc_tensor *t = &c->t[i];
+    size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
+    for (size_t i = 0; i < nt; i++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, i);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", t->name);
         cJSON_AddStringToObject(o, "dtype", tc_dtype_name(t->dtype));
@@ -421,7 +285,7 @@ static void print_json(const tc_ckpt *c)
         cJSON_AddNumberToObject(o, "storage_offset", (double)t->offset);
         cJSON_AddStringToObject(o, "device", device_of(c, t));
         if (t->storage >= 0)
-            cJSON_AddStringToObject(o, "storage", c->s[t->storage].key);
+            cJSON_AddStringToObject(o, "storage", tc_ckpt_storage(c, (size_t)t->storage)->key);
         else
             cJSON_AddNullToObject(o, "storage");
         cJSON_AddNumberToObject(o, "nbytes", (double)t->nbytes);
@@ -430,43 +294,48 @@ static void print_json(const tc_ckpt *c)
         static const char *const kinds[] = {"dense", "quantized", "meta", "other"};
         cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
         if (t->alias_of >= 0)
-            cJSON_AddStringToObject(o, "same_as", c->t[t->alias_of].name);
-        if (tc_index_shard_of(c, t))
-            cJSON_AddStringToObject(o, "shard", tc_index_shard_of(c, t));
+            cJSON_AddStringToObject(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
+        if (shard_of(c, t))
+            cJSON_AddStringToObject(o, "shard", shard_of(c, t));
         char hex[65];
         if (want_hash && tensor_hash(c, i, hex))
             cJSON_AddStringToObject(o, "sha256", hex);
         cJSON_AddItemToArray(ts, o);
     }
     cJSON *ss = cJSON_AddArrayToObject(j, "storages");
-    for (size_t i = 0; i < c->ns; i++) {
-        const tc_storage *s = &c->s[i];
+    cJSON **names_of = calloc(ns + 1, sizeof *names_of);
+    for (size_t i = 0; i < ns; i++) {
+        const tc_storage *s = tc_ckpt_storage(c, i);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "key", s->key);
         cJSON_AddStringToObject(o, "device", s->location);
         cJSON_AddStringToObject(o, "dtype", s->untyped ? "untyped" : tc_dtype_name(s->dtype));
         cJSON_AddNumberToObject(o, "nbytes", (double)s->nbytes);
         cJSON *names = cJSON_AddArrayToObject(o, "tensors");
-        for (size_t k = 0; k < c->nt; k++)
-            if (c->t[k].storage == (long)i)
-                cJSON_AddItemToArray(names, cJSON_CreateString(c->t[k].name));
+        if (names_of)
+            names_of[i] = names;
         cJSON_AddItemToArray(ss, o);
     }
+    for (size_t k = 0; names_of && k < nt; k++)
+        if (tc_ckpt_tensor(c, k)->storage >= 0)
+            cJSON_AddItemToArray(names_of[tc_ckpt_tensor(c, k)->storage], cJSON_CreateString(tc_ckpt_tensor(c, k)->name));
+    free(names_of);
     cJSON *gl = cJSON_AddArrayToObject(j, "globals"), *ug = cJSON_AddArrayToObject(j, "unsafe_globals"),
           *dg = cJSON_AddArrayToObject(j, "dangerous_globals");
-    for (size_t i = 0; i < c->ngl; i++) {
-        cJSON_AddItemToArray(gl, cJSON_CreateString(c->gl[i].name));
-        if (!c->gl[i].allowed)
-            cJSON_AddItemToArray(ug, cJSON_CreateString(c->gl[i].name));
-        if (c->gl[i].dangerous)
-            cJSON_AddItemToArray(dg, cJSON_CreateString(c->gl[i].name));
+    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
+        const tc_global *g = tc_ckpt_global(c, i);
+        cJSON_AddItemToArray(gl, cJSON_CreateString(g->name));
+        if (!g->allowed)
+            cJSON_AddItemToArray(ug, cJSON_CreateString(g->name));
+        if (g->dangerous)
+            cJSON_AddItemToArray(dg, cJSON_CreateString(g->name));
     }
-    if (c->nmeta || !c->root) {
+    if (tc_ckpt_nmeta(c) || !tc_ckpt_has_objects(c)) {
         cJSON *m = cJSON_AddObjectToObject(j, "metadata");
-        for (size_t i = 0; i < c->nmeta; i++)
-            cJSON_AddStringToObject(m, c->meta[i].key, c->meta[i].value);
+        for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
+            cJSON_AddStringToObject(m, tc_ckpt_meta(c, i)->key, tc_ckpt_meta(c, i)->value);
     }
-    if (c->root)
+    if (tc_ckpt_has_objects(c))
         contents(c, cJSON_AddObjectToObject(j, "contents"));
     char *s = cJSON_Print(j);
     if (s)
@@ -495,22 +364,26 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     want_hash = a.set[OPT_HASH];
     for (int i = 0; i < a.npos; i++) {
         tc_ckpt *c;
-        tc_diag d = {0};
-        int rc = tc_ckpt_open(&c, a.pos[i], &lim, &d);
+        tc_diag d = TC_DIAG_INIT;
+        hash_failed = 0;
+        int rc = tc_open(&c, a.pos[i], &lim, &d);
         if (rc) {
-            tc_err(a.pos[i], "%s", d.msg);
-            if (ex == TC_EXIT_OK || tc_exit_for(rc) > ex)
-                ex = tc_exit_for(rc);
+            int e = tc_err_diag(&d);
+            if (ex == TC_EXIT_OK || e > ex)
+                ex = e;
             continue;
         }
         if (a.set[OPT_JSON])
             print_json(c);
         else if (tc_verbosity > 0)
             print_text(c);
+        if (hash_failed && (ex == TC_EXIT_OK || hash_failed > ex))
+            ex = hash_failed;
         if (tc_ckpt_has_dangerous(c)) {
-            for (size_t g = 0; g < c->ngl; g++)
-                if (c->gl[g].dangerous)
-                    tc_err(a.pos[i], "DANGEROUS global %s: loading this file with pickle would run it", c->gl[g].name);
+            for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
+                if (tc_ckpt_global(c, g)->dangerous)
+                    tc_err(a.pos[i], "DANGEROUS global %s: loading this file with pickle would run it",
+                           tc_ckpt_global(c, g)->name);
             ex = TC_EXIT_UNSAFE;
         }
         tc_ckpt_close(c);

@@ -7,15 +7,11 @@
 
 #include "cast.h"
 #include "cast_cuda.h"
-#include <errno.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "shard_index.h"
-#include "outfile.h"
-#include "rewrite.h"
 #include "cli.h"
+#include "format.h"
 #include "move.h"
+#include "set.h"
+#include "shard_index.h"
 
 #define COMMON_OPTS                                                                                      \
     {OPT_HELP, 'h', "help", NULL, "show this help", false},                                              \
@@ -139,27 +135,30 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
 
 static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const tc_move_req *r)
 {
-    size_t moved = 0;
-    for (size_t i = 0; i < c->ns; i++)
-        moved += strcmp(p->st[i].location, c->s[i].location) != 0;
-    for (size_t i = 0; i < c->ns; i++) {
-        if (!p->st[i].overflow && !p->st[i].underflow)
+    size_t moved = 0, ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
+    for (size_t i = 0; i < ns; i++)
+        moved += strcmp(p->st[i].location, tc_ckpt_storage(c, i)->location) != 0;
+    for (size_t i = 0; i < ns; i++) {
+        const tc_plan_stat *st = &p->stat[i];
+        if (!st->overflow && !st->underflow)
             continue;
         char names[512] = "";
         size_t nl = 0;
-        for (size_t k = 0; k < c->nt && nl < sizeof names - 64; k++)
-            if (c->t[k].storage == (long)i && c->t[k].alias_of < 0)
-                nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", c->t[k].name);
-        if (p->st[i].overflow)
-            tc_warn(out, "%s: %" PRIu64 " values too large for %s became inf/NaN", names, p->st[i].overflow,
+        for (size_t k = 0; k < nt && nl < sizeof names - 64; k++) {
+            const tc_tensor *t = tc_ckpt_tensor(c, k);
+            if (t->storage == (long)i && t->alias_of < 0)
+                nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", t->name);
+        }
+        if (st->overflow)
+            tc_warn(out, "%s: %" PRIu64 " values too large for %s became inf/NaN", names, st->overflow,
                     tc_dtype_name(r->o.dtype));
-        if (p->st[i].underflow)
-            tc_warn(out, "%s: %" PRIu64 " nonzero values too small for %s became zero", names, p->st[i].underflow,
+        if (st->underflow)
+            tc_warn(out, "%s: %" PRIu64 " nonzero values too small for %s became zero", names, st->underflow,
                     tc_dtype_name(r->o.dtype));
     }
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", out, c->nt, moved, c->ns);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", out, nt, moved, ns);
     if (r->o.dtype != TC_DT_INVALID) {
         fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", p->ncast,
                 tc_dtype_name(r->o.dtype), p->nkept);
@@ -175,59 +174,58 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
 }
 
 /* Open input, check safety, plan, write OUT atomically. */
-int tc_move_run(const char *in, const char *out, bool force, tc_move_req *r)
+int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req *r)
 {
     tc_ckpt *c = NULL;
-    tc_diag d = {0};
+    tc_diag d = TC_DIAG_INIT;
     tc_plan p = {0};
-    tc_outfile of = {.fd = -1};
+    tc_dst dst = TC_DST_INIT;
     tc_progress prog;
-    int rc = tc_ckpt_open(&c, in, &r->lim, &d);
-    if (rc) {
-        tc_err(in, "%s", d.msg);
-        return tc_exit_for(rc);
-    }
-    if (!c->root) {
+    int rc = tc_open(&c, in, &r->lim, &d);
+    if (rc)
+        return tc_err_diag(&d);
+    if (!tc_ckpt_has_objects(c)) {
         tc_err(in, "%s files hold no device tags; use 'tensorctl convert' to turn them into .pt files",
                tc_ckpt_format(c));
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }
     if (tc_ckpt_has_dangerous(c) && !r->allow_unsafe) {
-        for (size_t g = 0; g < c->ngl; g++)
-            if (c->gl[g].dangerous)
+        for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
+            if (tc_ckpt_global(c, g)->dangerous)
                 tc_err(in, "refusing to rewrite: it names the dangerous global %s, which runs when the file is "
-                       "unpickled (inspect it; --allow-unsafe rewrites it anyway)", c->gl[g].name);
+                       "unpickled (inspect it; --allow-unsafe rewrites it anyway)", tc_ckpt_global(c, g)->name);
         tc_ckpt_close(c);
         return TC_EXIT_UNSAFE;
     }
-    for (size_t i = 0; i < c->nt; i++)
-        if (c->t[i].kind == TC_TENSOR_OTHER)
+    for (size_t i = 0; i < tc_ckpt_ntensors(c); i++)
+        if (tc_ckpt_tensor(c, i)->kind == TC_TENSOR_OTHER)
             tc_warn(in, "tensor '%s' is a tensor subclass without storage; its device is left as saved",
-                    c->t[i].name);
+                    tc_ckpt_tensor(c, i)->name);
+    r->o.progress = NULL;
     if ((rc = tc_plan_make(&p, c, &r->o, &d)))
         goto fail;
     if (r->check_cuda)
         r->check_cuda(r, c, &p);
-    if ((rc = tc_out_open(&of, out, force, &d)))
+    if ((rc = tc_dst_open(&dst, out, dst_flags, &d)))
         goto fail;
     tc_progress_init(&prog, "writing", true);
     r->o.progress = tc_progress_cb;
     r->o.progress_ctx = &prog;
-    rc = tc_write_torch(c, &p, &r->o, of.fd, out, &d);
+    rc = tc_rewrite(c, &p, &dst, &d);
     tc_progress_end(&prog);
-    if (rc || (rc = tc_out_commit(&of, &d)))
+    if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
     summary(out, c, &p, r);
     tc_plan_free(&p);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
 fail:
-    tc_out_abort(&of);
-    tc_err(rc == TC_ERR_IO && d.msg[0] && strstr(d.msg, "write") ? out : in, "%s", d.msg);
+    tc_dst_abort(&dst);
+    tc_diag_subject(&d, in);
     tc_plan_free(&p);
     tc_ckpt_close(c);
-    return tc_exit_for(rc);
+    return tc_err_diag(&d);
 }
 
 /* With a GPU present, check the target device exists and the tensors fit. */
@@ -251,10 +249,9 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
         return;
     }
     uint64_t need = 0;
-    for (size_t i = 0; i < c->ns; i++)
+    for (size_t i = 0; i < tc_ckpt_nstorages(c); i++)
         if (!strcmp(p->st[i].location, r->o.all_to ? r->o.all_to : "cuda:0"))
-            need += p->st[i].cast ? c->s[i].nbytes / tc_dtype_size(c->s[i].dtype) * tc_dtype_size(p->st[i].dtype)
-                                  : c->s[i].nbytes;
+            need += p->st[i].nbytes;
     if (need > dev.free_mem)
         tc_warn(NULL, "the tensors need %.1f GB on cuda:%d (%s) but only %.1f GB is free", need / 1e9, idx, dev.name,
                 dev.free_mem / 1e9);
@@ -263,96 +260,38 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
                 dev.free_mem / 1e9);
 }
 
-/* dir/base of a shard file name (its last component), or -1 when too long. */
-static int shard_out(char *path, size_t n, const char *dir, const char *file)
-{
-    const char *f = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    int k = snprintf(path, n, "%s/%s", dir, f);
-    return k < 0 || (size_t)k >= n ? -1 : 0;
-}
-
-/* Copy the index file in to out, atomically. */
-static int copy_index(const char *in, const char *out, bool force, tc_diag *d)
-{
-    tc_src src = {.fd = -1};
-    tc_outfile of = {.fd = -1};
-    uint8_t *buf = NULL;
-    int rc = tc_src_open_file(&src, in, d);
-    if (!rc && !(buf = malloc(src.size ? (size_t)src.size : 1)))
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc)
-        rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d);
-    if (!rc)
-        rc = tc_out_open(&of, out, force, d);
-    if (!rc && tc_write_all(of.fd, buf, (size_t)src.size))
-        rc = tc_fail(d, TC_ERR_IO, "write failed");
-    if (!rc)
-        rc = tc_out_commit(&of, d);
-    if (rc)
-        tc_out_abort(&of);
-    free(buf);
-    tc_src_close(&src);
-    return rc;
-}
-
-/* A sharded set: each shard rewritten into OUT's folder under its own name,
- * then a copy of the index (shard and tensor names do not change). A failure
- * removes the shards this run wrote. */
+/* A sharded set: each shard rewritten under its own name, the index copied;
+ * all of it or nothing. */
 static int move_index(const char *in, const char *out, bool force, tc_move_req *r)
 {
-    tc_index *ix = NULL;
-    tc_diag d = {0};
-    int rc = tc_index_open(&ix, in, &r->lim, &d), ex = TC_EXIT_OK;
+    tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o}, .force = force, .allow_unsafe = r->allow_unsafe,
+                      .lim = r->lim};
+    tc_set_report rep = {0};
+    tc_diag d = TC_DIAG_INIT;
+    int rc = tc_set_run(in, out, &so, &rep, &d);
     if (rc) {
-        tc_err(in, "%s", d.msg);
-        return tc_exit_for(rc);
+        tc_diag_subject(&d, in);
+        tc_set_report_free(&rep);
+        return tc_err_diag(&d);
     }
-    for (size_t i = 0; i < ix->nsh; i++)
-        if (access(ix->sh[i].path, R_OK) < 0) {
-            int e = errno;
-            tc_err(in, "shard %s, which the index lists, cannot be read: %s (incomplete download?)", ix->sh[i].file,
-                   strerror(e));
-            tc_index_free(ix);
-            return e == ENOENT ? TC_EXIT_BADFILE : TC_EXIT_FAIL;
-        }
-    char dir[4096], path[4096];
-    const char *idx_name = strrchr(in, '/') ? strrchr(in, '/') + 1 : in;
-    if (tc_out_folder(out, tc_index_path(out))) {
-        tc_index_free(ix);
-        return TC_EXIT_FAIL;
+    if (rep.sum.overflow)
+        tc_warn(rep.index_path, "%" PRIu64 " values too large for %s became inf/NaN", rep.sum.overflow,
+                tc_dtype_name(r->o.dtype));
+    if (rep.sum.underflow)
+        tc_warn(rep.index_path, "%" PRIu64 " nonzero values too small for %s became zero", rep.sum.underflow,
+                tc_dtype_name(r->o.dtype));
+    if (tc_verbosity > 0) {
+        char b[32];
+        tc_human_bytes(rep.sum.data_bytes, b, sizeof b);
+        fprintf(stderr, "tensorctl: wrote %s and %zu shard(s): %zu tensors", rep.index_path, rep.nshards,
+                rep.sum.ntensors);
+        if (r->o.dtype != TC_DT_INVALID)
+            fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", rep.ncast,
+                    tc_dtype_name(r->o.dtype), rep.nkept);
+        fprintf(stderr, "; tensor data %s\n", b);
     }
-    if (tc_index_path(out)) {
-        const char *slash = strrchr(out, '/');
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
-        idx_name = slash ? slash + 1 : out;
-    } else {
-        snprintf(dir, sizeof dir, "%s", out);
-    }
-    size_t done = 0;
-    for (; done < ix->nsh && ex == TC_EXIT_OK; done++) {
-        if (shard_out(path, sizeof path, dir, ix->sh[done].file)) {
-            tc_err(dir, "output path too long");
-            ex = TC_EXIT_USAGE;
-        } else if (tc_same_file(ix->sh[done].path, path)) {
-            tc_err(path, "would overwrite its own input shard; choose another output folder");
-            ex = TC_EXIT_USAGE;
-        } else {
-            ex = tc_move_run(ix->sh[done].path, path, force, r);
-        }
-    }
-    if (ex == TC_EXIT_OK) {
-        if (shard_out(path, sizeof path, dir, idx_name) || (rc = copy_index(in, path, force, &d))) {
-            tc_err(path, "%s", d.msg[0] ? d.msg : "output path too long");
-            ex = rc ? tc_exit_for(rc) : TC_EXIT_USAGE;
-        }
-        done++;
-    }
-    if (ex != TC_EXIT_OK)
-        for (size_t i = 0; i + 1 < done && i < ix->nsh; i++) /* shards finished before the failure */
-            if (!shard_out(path, sizeof path, dir, ix->sh[i].file))
-                unlink(path);
-    tc_index_free(ix);
-    return ex;
+    tc_set_report_free(&rep);
+    return TC_EXIT_OK;
 }
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
@@ -394,7 +333,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             tc_err(in, "a sharded set needs -o OUTDIR (or -o OUTDIR/NAME.index.json) for the new shards");
             goto done;
         }
-        tc_install_signal_cleanup();
+        tc_dst_cleanup_on_signals();
         ex = move_index(in, a.val[OPT_OUTPUT], a.set[OPT_FORCE], &r);
         goto done;
     }
@@ -419,8 +358,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(in, "OUT is the input file; use --in-place to replace it");
         goto done;
     }
-    tc_install_signal_cleanup();
-    ex = tc_move_run(in, out, a.set[OPT_FORCE] || a.set[OPT_IN_PLACE], &r);
+    tc_dst_cleanup_on_signals();
+    ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : a.set[OPT_FORCE] ? TC_DST_FORCE : 0, &r);
 done:
     free(out);
     free(a.pos);

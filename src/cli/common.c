@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "outfile.h"
 
 int tc_verbosity = 1;
 
@@ -45,6 +44,12 @@ void tc_warn(const char *file, const char *fmt, ...)
     va_start(ap, fmt);
     vmsg("warning: ", file, fmt, ap);
     va_end(ap);
+}
+
+int tc_err_diag(const tc_diag *d)
+{
+    tc_err(d->file[0] ? d->file : NULL, "%s", d->msg);
+    return tc_exit_for(d->code);
 }
 
 int tc_exit_for(int status)
@@ -257,22 +262,6 @@ void tc_progress_end(tc_progress *p)
         fprintf(stderr, "\r\033[K");
 }
 
-static void on_signal(int sig)
-{
-    const char *p = tc_out_pending_path();
-    if (p)
-        unlink(p);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-void tc_install_signal_cleanup(void)
-{
-    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        signal(sigs[i], on_signal);
-}
-
 void tc_human_bytes(uint64_t b, char *out, size_t n)
 {
     if (b < 1024)
@@ -283,20 +272,4 @@ void tc_human_bytes(uint64_t b, char *out, size_t n)
         snprintf(out, n, "%.1f MiB", b / 1048576.0);
     else
         snprintf(out, n, "%.2f GiB", b / 1073741824.0);
-}
-
-int tc_out_folder(const char *out, bool is_index)
-{
-    char dir[4096];
-    const char *slash = strrchr(out, '/');
-    if (!is_index)
-        snprintf(dir, sizeof dir, "%s", out);
-    else if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - out), out);
-    else
-        return 0;
-    if (!dir[0] || mkdir(dir, 0777) == 0 || errno == EEXIST)
-        return 0;
-    tc_err(dir, "cannot create the output folder: %s", strerror(errno));
-    return -1;
 }

@@ -3,17 +3,10 @@
 
 #include "cli.h"
 
-extern const tc_cmd tc_cmd_inspect, tc_cmd_to_cpu, tc_cmd_to_cuda, tc_cmd_devices;
-#ifdef TC_HAVE_CONVERT
-extern const tc_cmd tc_cmd_convert;
-#endif
+extern const tc_cmd tc_cmd_inspect, tc_cmd_to_cpu, tc_cmd_to_cuda, tc_cmd_convert, tc_cmd_devices;
 
 const tc_cmd *const tc_cmds[] = {
-    &tc_cmd_inspect, &tc_cmd_to_cpu, &tc_cmd_to_cuda,
-#ifdef TC_HAVE_CONVERT
-    &tc_cmd_convert,
-#endif
-    &tc_cmd_devices, NULL,
+    &tc_cmd_inspect, &tc_cmd_to_cpu, &tc_cmd_to_cuda, &tc_cmd_convert, &tc_cmd_devices, NULL,
 };
 
 static void usage(FILE *f)

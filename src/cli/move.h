@@ -2,8 +2,8 @@
 #ifndef TC_MOVE_H
 #define TC_MOVE_H
 
-#include "rewrite.h"
 #include "cli.h"
+#include "rewrite.h"
 
 typedef struct tc_move_req tc_move_req;
 struct tc_move_req {
@@ -18,8 +18,8 @@ struct tc_move_req {
 
 /* --map, --dtype, --keep, --only, --engine, --allow-unsafe, limits. Prints and returns -1 on misuse. */
 int tc_move_parse_common(const tc_args *a, tc_move_req *r);
-/* Rewrite `in` to the torch zip `out`; returns an exit status, having printed. */
-int tc_move_run(const char *in, const char *out, bool force, tc_move_req *r);
+/* Rewrite `in` to the torch zip `out` (tc_dst_open flags); returns an exit status, having printed. */
+int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req *r);
 bool tc_valid_location(const char *s);
 
 #endif

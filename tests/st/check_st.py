@@ -521,10 +521,10 @@ def check_reshard(tc, outdir, corpus, samples, r, pys):
     rc, _, se = run([tc, "convert", "-f", index, os.path.join(o, "model.safetensors.index.json"),
                      "--max-shard-size", "3KB"])
     left = sorted(os.listdir(o))
-    r.check(rc == 1 and len(se.strip().splitlines()) == 1
-            and se.startswith("tensorctl: %s/model-00002-of-%05d.safetensors: " % (o, n))
+    r.check(rc == 2 and len(se.strip().splitlines()) == 1
+            and se.startswith("tensorctl: %s/model-00002-of-%05d.safetensors: is a folder" % (o, n))
             and left == ["model-00002-of-%05d.safetensors" % n],
-            "reshard: a later shard failing removes the shards written before it, no index",
+            "reshard: a folder in the way of a later shard is refused before anything is written, --force or not",
             "exit %d: %s; left %s" % (rc, se.strip(), left))
 
 

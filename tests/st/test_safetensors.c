@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "shard_index.h"
-#include "ckpt.h"
+#include "format.h"
 
 static char path[256];
 
@@ -31,7 +31,7 @@ static int open_it(tc_ckpt **c, tc_diag *d, const tc_limits *lim)
 {
     tc_limits def = TC_LIMITS_DEFAULT;
     memset(d, 0, sizeof *d);
-    return tc_ckpt_open(c, path, lim ? lim : &def, d);
+    return tc_open(c, path, lim ? lim : &def, d);
 }
 
 /* Open must fail with a message containing frag. */
@@ -58,13 +58,13 @@ Test(st, valid_file_fills_tables)
     tc_diag d;
     cr_assert_eq(open_it(&c, &d, NULL), 0, "%s", d.msg);
     cr_assert_str_eq(tc_ckpt_format(c), "safetensors");
-    cr_assert_null(c->root);
-    cr_assert_eq(c->nt, 3);
-    cr_assert_eq(c->ns, 3);
-    cr_assert_eq(c->nmeta, 2);
-    cr_assert_str_eq(c->meta[1].key, "k");
-    cr_assert_str_eq(c->meta[1].value, "v");
-    const tc_tensor *b = &c->t[0];
+    cr_assert(!tc_ckpt_has_objects(c));
+    cr_assert_eq(tc_ckpt_ntensors(c), 3);
+    cr_assert_eq(tc_ckpt_nstorages(c), 3);
+    cr_assert_eq(tc_ckpt_nmeta(c), 2);
+    cr_assert_str_eq(tc_ckpt_meta(c, 1)->key, "k");
+    cr_assert_str_eq(tc_ckpt_meta(c, 1)->value, "v");
+    const tc_tensor *b = tc_ckpt_tensor(c, 0);
     cr_assert_str_eq(b->name, "b");
     cr_assert_eq(b->dtype, TC_DT_F16);
     cr_assert_eq(b->ndim, 2);
@@ -74,21 +74,21 @@ Test(st, valid_file_fills_tables)
     size_t hl = strlen("{\"__metadata__\":{\"format\":\"pt\",\"k\":\"v\"},\"b\":{\"dtype\":\"F16\",\"shape\":[2,3],"
                        "\"data_offsets\":[8,20]},\"a\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]},"
                        "\"e\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[20,20]}}   ");
-    cr_assert_eq(c->s[b->storage].file_off, 8 + hl + 8);
-    cr_assert(c->s[b->storage].raw);
-    cr_assert_str_eq(c->s[b->storage].location, "-");
-    cr_assert_eq(c->t[1].ndim, 0);
-    cr_assert_eq(c->t[1].numel, 1);
-    cr_assert_eq(c->t[2].numel, 0);
+    cr_assert_eq(tc_ckpt_storage(c, b->storage)->file_off, 8 + hl + 8);
+    cr_assert(tc_ckpt_storage(c, b->storage)->stored);
+    cr_assert_str_eq(tc_ckpt_storage(c, b->storage)->location, "-");
+    cr_assert_eq(tc_ckpt_tensor(c, 1)->ndim, 0);
+    cr_assert_eq(tc_ckpt_tensor(c, 1)->numel, 1);
+    cr_assert_eq(tc_ckpt_tensor(c, 2)->numel, 0);
     /* the bytes read back are the file's */
-    tc_srd r;
+    tc_rd r;
     uint8_t buf[16];
     size_t got;
-    cr_assert_eq(tc_srd_open(&r, c, &c->s[b->storage], &d), 0);
-    cr_assert_eq(tc_srd_read(&r, buf, sizeof buf, &got, &d), 0);
+    cr_assert_eq(tc_storage_open(c, (size_t)b->storage, &r, &d), 0);
+    cr_assert_eq(tc_rd_read(&r, buf, sizeof buf, &got, &d), 0);
     cr_assert_eq(got, 12);
     cr_assert_eq(buf[0], 8);
-    tc_srd_close(&r);
+    tc_rd_close(&r);
     tc_ckpt_close(c);
     unlink(path);
 }
@@ -117,8 +117,9 @@ Test(st, every_safetensors_dtype)
         tc_ckpt *c;
         tc_diag d;
         cr_assert_eq(open_it(&c, &d, NULL), 0, "%s: %s", types[i].st, d.msg);
-        cr_assert_eq(c->t[0].dtype, types[i].t, "%s", types[i].st);
-        cr_assert_eq(tc_st_dtype_of(types[i].t), tc_st_dtype_lookup(types[i].st));
+        cr_assert_eq(tc_ckpt_tensor(c, 0)->dtype, types[i].t, "%s", types[i].st);
+        cr_assert_str_eq(tc_dtype_get(types[i].t)->st_name, types[i].st, "one table, both ways");
+        cr_assert_eq(tc_dtype_from_st(types[i].st), types[i].t);
         tc_ckpt_close(c);
         unlink(path);
     }

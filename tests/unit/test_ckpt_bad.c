@@ -13,7 +13,7 @@
 
 #include "pickle.h"
 #include "zip.h"
-#include "ckpt.h"
+#include "format.h"
 #include "unit_util.h"
 
 static char *T; /* temp dir of the test */
@@ -28,7 +28,7 @@ TestSuite(ckpt, .init = setup, .fini = teardown, .timeout = 60);
 static int open_ck(const char *path, const tc_limits *lim, tc_diag *d, tc_ckpt **out)
 {
     tc_limits def = TC_LIMITS_DEFAULT;
-    return tc_ckpt_open(out, path, lim ? lim : &def, d);
+    return tc_open(out, path, lim ? lim : &def, d);
 }
 
 /* tc_ckpt_open fails cleanly with a one-line message holding frag (NULL: any). */
@@ -185,7 +185,8 @@ static const char *write_zip_ckpt(const char *name, const tdesc *t)
     cr_assert_geq(fd, 0);
     tc_zipw w;
     tc_diag d = {0};
-    cr_assert_eq(tc_zipw_init(&w, fd, "ckpt", &d), 0);
+    tc_dst wd_ = UNIT_DST(fd);
+    cr_assert_eq(tc_zipw_init(&w, &wd_, "ckpt", &d), 0);
     bbuf pk = {0};
     state_dict_pickle(&pk, t, false);
     if (!t->no_pkl)
@@ -239,22 +240,22 @@ Test(ckpt, built_good_files_open)
 {
     tc_ckpt *c = ck_opens(write_zip_ckpt("good.pt", &good));
     cr_assert_str_eq(tc_ckpt_format(c), "torch-zip");
-    cr_assert_eq(c->nt, 1);
-    cr_assert_str_eq(c->t[0].name, "w");
-    cr_assert_eq(c->t[0].numel, 6);
-    cr_assert_eq(c->ns, 1);
-    cr_assert_eq(c->s[0].nbytes, 24);
-    cr_assert_eq(c->s[0].file_off % 64, 0);
+    cr_assert_eq(tc_ckpt_ntensors(c), 1);
+    cr_assert_str_eq(tc_ckpt_tensor(c, 0)->name, "w");
+    cr_assert_eq(tc_ckpt_tensor(c, 0)->numel, 6);
+    cr_assert_eq(tc_ckpt_nstorages(c), 1);
+    cr_assert_eq(tc_ckpt_storage(c, 0)->nbytes, 24);
+    cr_assert_eq(tc_ckpt_storage(c, 0)->file_off % 64, 0);
     tc_ckpt_close(c);
     c = ck_opens(write_legacy_ckpt("good_legacy.pt", &good, 6, 24));
     cr_assert_str_eq(tc_ckpt_format(c), "torch-legacy");
-    cr_assert_eq(c->nt, 1);
+    cr_assert_eq(tc_ckpt_ntensors(c), 1);
     tc_ckpt_close(c);
     /* a legacy file whose pickles run past the first 1 MiB read */
     tdesc big = good;
     big.pad = 1500000;
     c = ck_opens(write_legacy_ckpt("big_legacy.pt", &big, 6, 24));
-    cr_assert_eq(c->nt, 1);
+    cr_assert_eq(tc_ckpt_ntensors(c), 1);
     tc_ckpt_close(c);
     /* an empty tensor may sit at any offset; the edge of the storage is fine */
     tdesc e = good;
@@ -447,7 +448,8 @@ Test(ckpt, shared_dag_explosion_is_bounded)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     tc_zipw w;
     tc_diag d = {0};
-    cr_assert_eq(tc_zipw_init(&w, fd, "dag", &d), 0);
+    tc_dst wd_ = UNIT_DST(fd);
+    cr_assert_eq(tc_zipw_init(&w, &wd_, "dag", &d), 0);
     cr_assert_eq(tc_zipw_add(&w, "data.pkl", b.p, b.n, &d), 0);
     cr_assert_eq(tc_zipw_add(&w, "version", "3\n", 2, &d), 0);
     cr_assert_eq(tc_zipw_finish(&w, &d), 0);
@@ -474,7 +476,7 @@ Test(ckpt, corpus_opens)
 {
     for (size_t i = 0; i < sizeof corpus_files / sizeof *corpus_files; i++) {
         tc_ckpt *c = ck_opens(corpus_path(corpus_files[i]));
-        cr_assert_gt(c->nt, 0, "%s: no tensors", corpus_files[i]);
+        cr_assert_gt(tc_ckpt_ntensors(c), 0, "%s: no tensors", corpus_files[i]);
         tc_ckpt_close(c);
     }
 }
@@ -488,8 +490,8 @@ Test(ckpt, malicious_is_reported_and_never_runs)
         tc_ckpt *c = ck_opens(corpus_path(v ? "torch-1.13/malicious.pt" : "torch-2.14/malicious.pt"));
         cr_assert(tc_ckpt_has_dangerous(c));
         bool found = false;
-        for (size_t i = 0; i < c->ngl; i++)
-            found |= !strcmp(c->gl[i].name, "posix.system") && c->gl[i].dangerous && !c->gl[i].allowed;
+        for (size_t i = 0; i < tc_ckpt_nglobals(c); i++)
+            found |= !strcmp(tc_ckpt_global(c, i)->name, "posix.system") && tc_ckpt_global(c, i)->dangerous && !tc_ckpt_global(c, i)->allowed;
         cr_assert(found, "posix.system not flagged");
         tc_ckpt_close(c);
     }
@@ -609,11 +611,11 @@ Test(ckpt, legacy_truncated_everywhere)
             cuts[nc++] = pos - 1;
         }
         pk_graph_free(g);
-        for (size_t i = 0; i < c->ns && nc + 4 < 1024; i++) {
-            cuts[nc++] = c->s[i].file_off - 8;
-            cuts[nc++] = c->s[i].file_off - 1;
-            cuts[nc++] = c->s[i].file_off;
-            cuts[nc++] = c->s[i].file_off + c->s[i].nbytes - 1;
+        for (size_t i = 0; i < tc_ckpt_nstorages(c) && nc + 4 < 1024; i++) {
+            cuts[nc++] = tc_ckpt_storage(c, i)->file_off - 8;
+            cuts[nc++] = tc_ckpt_storage(c, i)->file_off - 1;
+            cuts[nc++] = tc_ckpt_storage(c, i)->file_off;
+            cuts[nc++] = tc_ckpt_storage(c, i)->file_off + tc_ckpt_storage(c, i)->nbytes - 1;
         }
         tc_ckpt_close(c);
         char path[4096];
@@ -662,7 +664,8 @@ static void rezip(const char *src, const char *dst, edit_fn fn, void *ctx)
     int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     cr_assert_geq(fd, 0);
     tc_zipw w;
-    cr_assert_eq(tc_zipw_init(&w, fd, archive, &d), 0);
+    tc_dst wd_ = UNIT_DST(fd);
+    cr_assert_eq(tc_zipw_init(&w, &wd_, archive, &d), 0);
     for (size_t i = 0; i < z.n; i++) {
         uint8_t *data;
         size_t len;
@@ -858,7 +861,8 @@ Test(ckpt, inspect_escapes_control_characters)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     tc_zipw w;
     tc_diag d = {0};
-    cr_assert_eq(tc_zipw_init(&w, fd, "ckpt", &d), 0);
+    tc_dst wd_ = UNIT_DST(fd);
+    cr_assert_eq(tc_zipw_init(&w, &wd_, "ckpt", &d), 0);
     cr_assert_eq(tc_zipw_add(&w, "data.pkl", np.p, np.n, &d), 0);
     uint8_t zeros[24] = {0};
     cr_assert_eq(tc_zipw_add(&w, "data/0", zeros, 24, &d), 0);
@@ -869,8 +873,8 @@ Test(ckpt, inspect_escapes_control_characters)
     bb_free(&pk);
     bb_free(&np);
     tc_ckpt *c = ck_opens(path);
-    cr_assert_eq(c->nt, 1);
-    cr_assert_str_eq(c->t[0].name, hostile);
+    cr_assert_eq(tc_ckpt_ntensors(c), 1);
+    cr_assert_str_eq(tc_ckpt_tensor(c, 0)->name, hostile);
     tc_ckpt_close(c);
     /* run inspect with stdout captured */
     char outpath[4096];
@@ -896,24 +900,25 @@ Test(ckpt, inspect_escapes_control_characters)
 Test(ckpt, deflated_records_read)
 {
     tc_ckpt *c = ck_opens(data_path("deflated_ckpt.pt"));
-    cr_assert_eq(c->nt, 1);
-    cr_assert_eq(c->ns, 1);
-    const tc_storage *s = &c->s[0];
-    cr_assert(!s->raw, "a deflated record read as raw bytes");
+    cr_assert_eq(tc_ckpt_ntensors(c), 1);
+    cr_assert_eq(tc_ckpt_nstorages(c), 1);
+    const tc_storage *s = tc_ckpt_storage(c, 0);
+    cr_assert(!s->stored, "a deflated record read as raw bytes");
     cr_assert_eq(s->nbytes, 24);
-    tc_srd r;
+    tc_rd r;
     tc_diag d = {0};
-    cr_assert_eq(tc_srd_open(&r, c, s, &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_storage_open(c, 0, &r, &d), 0, "%s", d.msg);
+    cr_assert_null(r.src, "a deflated record is no plain range");
     float v[6];
     size_t got, total = 0;
-    cr_assert_eq(tc_srd_read(&r, v, 10, &got, &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_rd_read(&r, v, 10, &got, &d), 0, "%s", d.msg);
     cr_assert_eq(got, 10);
     total += got;
-    cr_assert_eq(tc_srd_read(&r, (uint8_t *)v + total, 100, &got, &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_rd_read(&r, (uint8_t *)v + total, 100, &got, &d), 0, "%s", d.msg);
     cr_assert_eq(got, 14);
-    cr_assert_eq(tc_srd_read(&r, v, 100, &got, &d), 0);
+    cr_assert_eq(tc_rd_read(&r, v, 100, &got, &d), 0);
     cr_assert_eq(got, 0);
-    tc_srd_close(&r);
+    tc_rd_close(&r);
     for (int i = 0; i < 6; i++)
         cr_assert_eq(v[i], (float)(i + 1));
     tc_ckpt_close(c);

@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
+#include "dest.h"
 #include "pickle.h"
 
 /* A growing byte buffer; aborts on OOM (tests only). */
@@ -79,5 +81,9 @@ int walk_ops(const uint8_t *p, size_t n, op_fn fn, void *ctx, char *err, size_t 
 
 /* The opcodes torch's weights_only unpickler accepts (torch-format.md §6). */
 bool weights_only_op(uint8_t op);
+
+/* A destination over an open descriptor, for writers under test (the test
+ * closes the descriptor itself; nothing is renamed or removed). */
+#define UNIT_DST(fd_) ((tc_dst){.fd = (fd_), .path = (char *)"test output", .pos = (uint64_t)lseek((fd_), 0, SEEK_CUR)})
 
 #endif

@@ -15,10 +15,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cast.h"
+#include "dest.h"
 #include "diag.h"
 #include "dtype.h"
 #include "source.h"
-#include "cast.h"
 
 /* Threads for tc_xfer_run; the caller's thread is one of them. */
 typedef struct tc_pool tc_pool;
@@ -37,8 +38,8 @@ typedef struct tc_xfer {
     const tc_src *src;
     uint64_t in_off, in_bytes;
     const char *what;        /* names the data in messages, e.g. the storage key */
-    /* output: written at out_off of out_fd, which must be a regular file */
-    int out_fd;
+    /* output: written at out_off of out (with tc_dst_pwrite: its position is left alone) */
+    const tc_dst *out;
     uint64_t out_off;
     /* element types; equal: the bytes are copied unchanged. A cast converts
      * in_bytes / size(from) elements (a trailing partial element is dropped). */
@@ -52,16 +53,14 @@ typedef struct tc_xfer {
     uint64_t out_bytes;      /* bytes written */
     uint32_t crc;            /* of the output, when want_crc */
     tc_cast_stats stats;     /* a cast's overflow/underflow/NaN counts */
-    bool werr;               /* on failure: writing the output failed (not the input) */
 } tc_xfer;
 
 /* Output size of x, without running it. */
 uint64_t tc_xfer_out_bytes(const tc_xfer *x);
 
-/* Run x on the pool's threads. The output range is written with pwrite, so
- * the file position of out_fd is left alone; the caller moves it past the
- * range if it goes on with write(). Starts writeback of the written range
- * as it goes (so that a final fsync finds little left to do). */
+/* Run x on the pool's threads. Starts writeback of the written range as it
+ * goes (so that a final fsync finds little left to do). A failure names the
+ * input or the output as its subject, whichever failed. */
 int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d);
 
 #endif

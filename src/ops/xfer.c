@@ -162,7 +162,6 @@ typedef struct worker {
     tc_diag d;
     tc_cast_stats stats;
     uint64_t fail_at;        /* chunk that failed, UINT64_MAX: none */
-    bool werr;
 } worker;
 
 typedef struct job {
@@ -178,24 +177,6 @@ typedef struct job {
     worker w[TC_POOL_MAX];
 } job;
 
-static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
-{
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        if (w == 0)
-            return EIO;
-        p += w;
-        off += (uint64_t)w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Bytes [e0, e0 + n) of a copy with copy_file_range: 0 done, -1 not
  * possible here (the caller reads and writes them), 1 failed (in *d). */
 static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
@@ -204,14 +185,14 @@ static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
     if (x->in_off + e0 + n > x->src->size) /* a shrunken file: tc_src_read's message */
         return -1;
     while (n) {
-        ssize_t c = copy_file_range(x->src->fd, &in, x->out_fd, &out, n, 0);
+        ssize_t c = copy_file_range(x->src->fd, &in, x->out->fd, &out, n, 0);
         if (c < 0 && errno == EINTR)
             continue;
         if (c < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) &&
             in == (loff_t)(x->in_off + e0))
             return -1;
         if (c <= 0) {
-            tc_fail(d, TC_ERR_IO, "write failed: %s", c < 0 ? strerror(errno) : "no progress copying");
+            tc_dst_fail(x->out, c < 0 ? errno : EIO, d);
             return 1;
         }
         n -= (size_t)c;
@@ -220,9 +201,8 @@ static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
 }
 
 /* Elements [e0, e0 + n) through the worker's buffers, in pieces that fit
- * them; *crc is continued over the output. Returns 0, or -1 with *werr
- * telling which side failed. */
-static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc, bool *werr)
+ * them; *crc is continued over the output. */
+static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc)
 {
     const tc_xfer *x = j->x;
     size_t piece = CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
@@ -240,11 +220,8 @@ static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint3
         }
         if (x->want_crc)
             *crc = (uint32_t)crc32(*crc, o, (uInt)(ne * j->eout));
-        int e = pwrite_all(x->out_fd, o, ne * j->eout, x->out_off + el * j->eout);
-        if (e) {
-            *werr = true;
-            return tc_fail(&w->d, TC_ERR_IO, "write failed: %s", strerror(e));
-        }
+        if (tc_dst_pwrite(x->out, x->out_off + el * j->eout, o, ne * j->eout, &w->d))
+            return -1;
         done += ne;
     }
     return 0;
@@ -260,25 +237,21 @@ static void work(void *arg, unsigned tid)
             break;
         uint64_t e0 = k * j->celems;
         size_t ne = j->nelems - e0 < j->celems ? (size_t)(j->nelems - e0) : j->celems;
-        bool werr = false;
         if (atomic_load_explicit(&j->kcopy, memory_order_relaxed)) {
             int r = kernel_copy(j->x, e0, ne, &w->d);
             if (r == 0)
                 continue;
-            if (r > 0) {
-                werr = true;
+            if (r > 0)
                 goto failed;
-            }
             atomic_store(&j->kcopy, false); /* not here: read and write */
         }
         uint32_t crc = (uint32_t)crc32(0, NULL, 0);
-        if (read_cast_write(j, w, e0, ne, &crc, &werr))
+        if (read_cast_write(j, w, e0, ne, &crc))
             goto failed;
         j->crc[k - j->begin] = crc;
         continue;
 failed:
         w->fail_at = k;
-        w->werr = werr;
         atomic_store(&j->stop, true);
         break;
     }
@@ -295,7 +268,6 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
 {
     x->out_bytes = 0;
     x->crc = (uint32_t)crc32(0, NULL, 0);
-    x->werr = false;
     job *j = calloc(1, sizeof *j);
     if (!j)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
@@ -336,7 +308,7 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
         w->out = *sc + CHUNK_BYTES;
     }
     if (!rc && nchunks > 1)
-        fallocate(x->out_fd, 0, (off_t)x->out_off, (off_t)tc_xfer_out_bytes(x));
+        tc_dst_reserve(x->out, x->out_off, tc_xfer_out_bytes(x));
     for (uint64_t r0 = 0; r0 < nchunks && !rc; r0 += round) {
         j->end = nchunks - r0 < round ? nchunks : r0 + round;
         j->begin = r0;
@@ -347,8 +319,7 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
             for (unsigned t = 0; t < nt; t++)
                 if (j->w[t].fail_at != UINT64_MAX && (!f || j->w[t].fail_at < f->fail_at))
                     f = &j->w[t];
-            rc = tc_fail(d, f->d.code, "%s", f->d.msg);
-            x->werr = f->werr;
+            rc = tc_diag_copy(d, &f->d);
             break;
         }
         uint64_t o0 = r0 * j->celems * j->eout, olen = 0;
@@ -359,7 +330,7 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
             olen += ne * j->eout;
         }
         x->out_bytes += olen;
-        sync_file_range(x->out_fd, (off_t)(x->out_off + o0), (off_t)olen, SYNC_FILE_RANGE_WRITE);
+        tc_dst_writeback(x->out, x->out_off + o0, olen);
         if (x->progress) {
             uint64_t in_done = j->end * j->celems * j->ein;
             x->progress(x->progress_ctx, in_done < x->in_bytes ? in_done : x->in_bytes);

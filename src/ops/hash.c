@@ -1,6 +1,6 @@
-#include "tensor_data.h"
+#include "hash.h"
 
-#include "convert.h"
+#include "stream.h"
 
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -21,8 +21,7 @@ int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag
         EVP_MD_CTX_free(m);
         return tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
     }
-    int rc = t->storage < 0 ? tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name)
-                            : tc_tensor_stream(c, t, t->dtype, sha_sink, m, NULL, d);
+    int rc = tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d);
     unsigned char md[32];
     unsigned len = 0;
     if (!rc && !EVP_DigestFinal_ex(m, md, &len))

@@ -1,0 +1,439 @@
+/* torch.save's pickle: storages from persistent ids, tensors and contents
+ * from the object graph, and the pickles tensorctl writes. */
+#include "torch_pickle.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strmap.h"
+
+/* ---- the graph and its side tables ------------------------------------------- */
+
+extern const tc_format tc_format_torch_zip, tc_format_torch_legacy;
+
+tc_torch_graph *tc_torch_graph_of(const tc_ckpt *c)
+{
+    const void *f = tc_ckpt_driver(c);
+    return f == &tc_format_torch_zip || f == &tc_format_torch_legacy ? tc_ckpt_priv(c) : NULL;
+}
+
+int tc_torch_graph_init(tc_torch_graph *tg, tc_ckpt *c, tc_diag *d)
+{
+    memset(tg, 0, sizeof *tg);
+    tg->c = c;
+    if (!(tg->g = pk_graph_new()))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+void tc_torch_graph_free(tc_torch_graph *tg)
+{
+    if (!tg)
+        return;
+    for (size_t i = 0; i < tg->npids; i++)
+        free(tg->pids[i].v);
+    free(tg->pids);
+    free(tg->tnode);
+    free(tg->tparam);
+    pk_graph_free(tg->g);
+    memset(tg, 0, sizeof *tg);
+}
+
+/* Record a persistent-id tuple naming storage si (once). */
+static int add_pid(tc_torch_graph *tg, size_t si, pk_obj *pid, tc_diag *d)
+{
+    if (si >= tg->npids) {
+        size_t n = tc_ckpt_nstorages(tg->c) + 16;
+        tc_pids *p = realloc(tg->pids, n * sizeof *p);
+        if (!p)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        memset(p + tg->npids, 0, (n - tg->npids) * sizeof *p);
+        tg->pids = p;
+        tg->npids = n;
+    }
+    tc_pids *s = &tg->pids[si];
+    /* the same tuple comes back through the memo: it is the last one added */
+    if (s->n && s->v[s->n - 1] == pid)
+        return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4;
+        pk_obj **v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = pid;
+    return 0;
+}
+
+/* ---- persistent ids ------------------------------------------------------------- */
+
+static int on_persid(void *ctx, pk_obj *persid, tc_diag *d)
+{
+    tc_torch_graph *tg = ctx;
+    tc_ckpt *c = tg->c;
+    pk_obj *t = persid->args;
+    if (t->kind == PK_TUPLE && t->n >= 1 && pk_is_str(t->items[0], "module"))
+        return 0; /* legacy whole-module source record: inert */
+    if (t->kind != PK_TUPLE || (t->n != 5 && t->n != 6) || !pk_is_str(t->items[0], "storage"))
+        return tc_fail(d, TC_ERR_FORMAT,
+                       "a persistent id is not a ('storage', type, key, location, numel) tuple");
+    pk_obj *type = t->items[1], *key = t->items[2], *loc = t->items[3], *numel = t->items[4];
+    if (type->kind != PK_GLOBAL || key->kind != PK_STR || loc->kind != PK_STR || numel->kind != PK_INT ||
+        numel->i < 0)
+        return tc_fail(d, TC_ERR_FORMAT, "persistent id for storage '%s' has the wrong field types",
+                       key->kind == PK_STR ? key->s : "?");
+    if (t->n == 6 && t->items[5]->kind != PK_NONE)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is a legacy storage view (view_metadata)", key->s);
+    if (key->len == 0 || strlen(key->s) != key->len || strchr(key->s, '/') || !strcmp(key->s, "..") ||
+        key->len > 200)
+        return tc_fail(d, TC_ERR_FORMAT, "storage key '%.40s' is not a valid record name", key->s);
+    tc_dtype dt;
+    bool untyped = false;
+    if (!strcmp(type->name, "UntypedStorage")) {
+        dt = TC_DT_U8;
+        untyped = true;
+    } else {
+        dt = tc_dtype_from_storage(type->name);
+    }
+    if (dt == TC_DT_INVALID)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' has unknown type %s.%s", key->s, type->s,
+                       type->name);
+    long si = tc_ckpt_find_storage(c, key->s);
+    if (si < 0) {
+        if ((si = tc_ckpt_add_storage(c, key->s, d)) < 0)
+            return d->code;
+        tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
+        if (!(s->location = strdup(loc->s)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        s->dtype = dt;
+        s->untyped = untyped;
+        s->numel = (uint64_t)numel->i;
+        if (__builtin_mul_overflow(s->numel, tc_dtype_size(dt), &s->nbytes))
+            return tc_fail(d, TC_ERR_FORMAT, "storage '%s': %" PRIu64 " elements overflow a byte count",
+                           key->s, s->numel);
+    } else {
+        const tc_storage *s = tc_ckpt_storage(c, (size_t)si);
+        if (s->dtype != dt || (uint64_t)numel->i != s->numel)
+            /* torch keeps the first; a file with two views must agree or it is corrupt */
+            return tc_fail(d, TC_ERR_FORMAT,
+                           "storage '%s' is named with two different types or sizes (%s x %" PRIu64
+                           ", then %s x %" PRId64 ")",
+                           key->s, tc_dtype_name(s->dtype), s->numel, tc_dtype_name(dt), numel->i);
+    }
+    return add_pid(tg, (size_t)si, t, d);
+}
+
+pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
+{
+    const tc_limits *lim = tc_ckpt_limits(tg->c);
+    pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
+                      .what = what,
+                      .on_persid = on_persid,
+                      .ctx = tg};
+    return o;
+}
+
+/* ---- contents: short descriptions of what is not a tensor ------------------------- */
+
+typedef struct sbuf {
+    char b[160];
+    size_t n;
+} sbuf;
+
+static void sput(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sput(sbuf *s, const char *fmt, ...)
+{
+    if (s->n >= sizeof s->b - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(s->b + s->n, sizeof s->b - s->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        s->n += (size_t)k;
+    if (s->n >= sizeof s->b - 1) {
+        s->n = sizeof s->b - 1;
+        memcpy(s->b + sizeof s->b - 4, "...", 4);
+    }
+}
+
+/* s cut to at most max bytes, control bytes escaped (\n, \xNN) for a terminal */
+static void sput_text(sbuf *s, const char *p, size_t len, size_t max)
+{
+    char e[200];
+    size_t k = 0;
+    for (size_t i = 0; i < len && i < max && k + 5 < sizeof e; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch >= 0x20 && ch != 0x7f)
+            e[k++] = (char)ch;
+        else
+            k += (size_t)snprintf(e + k, sizeof e - k, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x", ch);
+    }
+    e[k] = 0;
+    sput(s, "%s", e);
+}
+
+static void describe(const tc_torch_graph *tg, const pk_obj *o, sbuf *s, int depth);
+
+static void describe_items(const tc_torch_graph *tg, pk_obj *const *it, size_t n, bool dict, sbuf *s, int depth)
+{
+    for (size_t i = 0; i < n; i += dict ? 2 : 1) {
+        if (i)
+            sput(s, ", ");
+        if (s->n > 120) {
+            sput(s, "...");
+            return;
+        }
+        describe(tg, it[i], s, depth + 1);
+        if (dict) {
+            sput(s, ": ");
+            describe(tg, it[i + 1], s, depth + 1);
+        }
+    }
+}
+
+static void describe(const tc_torch_graph *tg, const pk_obj *o, sbuf *s, int depth)
+{
+    if (o->tag && o->tag <= tc_ckpt_ntensors(tg->c)) {
+        const tc_tensor *t = tc_ckpt_tensor(tg->c, o->tag - 1);
+        sput(s, "tensor %s[", tc_dtype_name(t->dtype));
+        for (int i = 0; i < t->ndim; i++)
+            sput(s, "%s%" PRId64, i ? "," : "", t->shape[i]);
+        sput(s, "]");
+        return;
+    }
+    switch (o->kind) {
+    case PK_NONE: sput(s, "None"); break;
+    case PK_BOOL: sput(s, o->i ? "True" : "False"); break;
+    case PK_INT: sput(s, "%" PRId64, o->i); break;
+    case PK_BIGINT: sput(s, "<%zu-byte int>", o->len); break;
+    case PK_FLOAT: sput(s, "%g", o->f); break;
+    case PK_STR:
+        sput(s, "'");
+        sput_text(s, o->s, o->len, 40);
+        sput(s, "%s'", o->len > 40 ? "..." : "");
+        break;
+    case PK_BYTES:
+    case PK_BYTEARRAY: sput(s, "<%zu bytes>", o->len); break;
+    case PK_GLOBAL:
+        sput_text(s, o->s, strlen(o->s), 190);
+        sput(s, ".");
+        sput_text(s, o->name, strlen(o->name), 190);
+        break;
+    case PK_PERSID: sput(s, "<storage>"); break;
+    case PK_DICT:
+        if (depth >= 2 && o->n) {
+            sput(s, "{%zu items}", o->n / 2);
+            break;
+        }
+        sput(s, "{");
+        describe_items(tg, o->items, o->n, true, s, depth);
+        sput(s, "}");
+        break;
+    case PK_LIST:
+    case PK_TUPLE:
+    case PK_SET:
+    case PK_FROZENSET: {
+        const char *br = o->kind == PK_LIST ? "[]" : o->kind == PK_TUPLE ? "()" : "{}";
+        if (depth >= 2 && o->n) {
+            sput(s, "%c%zu items%c", br[0], o->n, br[1]);
+            break;
+        }
+        sput(s, "%c", br[0]);
+        describe_items(tg, o->items, o->n, false, s, depth);
+        sput(s, "%c", br[1]);
+        break;
+    }
+    case PK_CALL: {
+        const pk_obj *f = pk_call_global(o);
+        if (f && !strcmp(f->s, "collections") && !strcmp(f->name, "OrderedDict") && !o->n) {
+            sput(s, "OrderedDict()");
+            break;
+        }
+        if (f)
+            sput_text(s, f->name, strlen(f->name), 190);
+        else
+            sput(s, "<call>");
+        if (o->items_kind) {
+            sput(s, o->items_kind == PK_ITEMS_DICT ? "{" : "[");
+            if (depth >= 2)
+                sput(s, "%zu items", o->items_kind == PK_ITEMS_DICT ? o->n / 2 : o->n);
+            else
+                describe_items(tg, o->items, o->n, o->items_kind == PK_ITEMS_DICT, s, depth);
+            sput(s, o->items_kind == PK_ITEMS_DICT ? "}" : "]");
+        } else {
+            sput(s, "(...)");
+        }
+        break;
+    }
+    default: sput(s, "?"); break;
+    }
+}
+
+static const char *kind_text(const pk_obj *o)
+{
+    switch (o->kind) {
+    case PK_NONE: return "None";
+    case PK_BOOL: return "bool";
+    case PK_INT:
+    case PK_BIGINT: return "int";
+    case PK_FLOAT: return "float";
+    case PK_STR: return "str";
+    case PK_BYTES:
+    case PK_BYTEARRAY: return "bytes";
+    case PK_TUPLE: return "tuple";
+    case PK_LIST: return "list";
+    case PK_DICT: return "dict";
+    case PK_SET:
+    case PK_FROZENSET: return "set";
+    case PK_CALL: {
+        const pk_obj *f = pk_call_global(o);
+        return f ? f->name : "object";
+    }
+    default: return "object";
+    }
+}
+
+/* The key/value items of a dict, a dict-like object or an object's state
+ * dict (then *attr), or NULL. */
+static pk_obj *const *kv_items(const pk_obj *o, size_t *n, bool *attr)
+{
+    *attr = false;
+    if (o->kind == PK_DICT || (o->kind == PK_CALL && o->items_kind == PK_ITEMS_DICT)) {
+        *n = o->n;
+        return o->items;
+    }
+    if (o->kind == PK_CALL && o->state && o->state->kind == PK_DICT && !o->tag) {
+        *n = o->state->n;
+        *attr = true;
+        return o->state->items;
+    }
+    *n = 0;
+    return NULL;
+}
+
+/* Tensors under each name prefix of one or two components, counted once. */
+static int count_prefixes(tc_ckpt *c, tc_strmap *m, char ***keys, size_t *nkeys, size_t **counts, tc_diag *d)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < tc_ckpt_ntensors(c); i++) {
+        const char *name = tc_ckpt_tensor(c, i)->name;
+        const char *dot = strchr(name, '.');
+        const char *ends[2] = {dot ? dot : name + strlen(name), dot && strchr(dot + 1, '.') ? strchr(dot + 1, '.') : NULL};
+        if (dot && !ends[1])
+            ends[1] = name + strlen(name);
+        for (int k = 0; k < 2 && ends[k]; k++) {
+            char *p = strndup(name, (size_t)(ends[k] - name));
+            if (!p)
+                return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            size_t at;
+            if (tc_strmap_get(m, p, &at)) {
+                (*counts)[at]++;
+                free(p);
+                continue;
+            }
+            if (*nkeys == cap) {
+                cap = cap ? cap * 2 : 64;
+                char **nk = realloc(*keys, cap * sizeof *nk);
+                size_t *nc = nk ? realloc(*counts, cap * sizeof *nc) : NULL;
+                if (nk)
+                    *keys = nk;
+                if (!nc) {
+                    free(p);
+                    return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                }
+                *counts = nc;
+            }
+            (*keys)[*nkeys] = p;
+            (*counts)[*nkeys] = 1;
+            if (tc_strmap_put(m, p, *nkeys, NULL) < 0) {
+                free(p);
+                return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            }
+            (*nkeys)++;
+        }
+    }
+    return 0;
+}
+
+static int add_entries(tc_torch_graph *tg, tc_diag *d)
+{
+    size_t n;
+    bool attr;
+    pk_obj *const *it = kv_items(tg->root, &n, &attr);
+    if (!it)
+        return 0;
+    tc_strmap m = {0};
+    char **keys = NULL;
+    size_t nkeys = 0, *counts = NULL;
+    int rc = count_prefixes(tg->c, &m, &keys, &nkeys, &counts, d);
+    for (size_t i = 0; i + 1 < n && !rc; i += 2) {
+        if (it[i]->kind != PK_STR)
+            continue;
+        size_t at, m2;
+        bool attr2, attr3;
+        const pk_obj *v = it[i + 1];
+        pk_obj *const *sub = kv_items(v, &m2, &attr2);
+        sbuf s = {.n = 0};
+        describe(tg, v, &s, 0);
+        tc_entry e = {it[i]->s, s.b, (char *)kind_text(v), 1, tc_strmap_get(&m, it[i]->s, &at) ? counts[at] : 0,
+                      v->tag != 0, sub != NULL, attr};
+        rc = tc_ckpt_add_entry(tg->c, &e, d);
+        for (size_t j = 0; sub && j + 1 < m2 && !rc; j += 2) {
+            if (sub[j]->kind != PK_STR)
+                continue;
+            char name[1024];
+            snprintf(name, sizeof name, "%s.%s", it[i]->s, sub[j]->s);
+            size_t m3;
+            sbuf t = {.n = 0};
+            describe(tg, sub[j + 1], &t, 0);
+            tc_entry e2 = {name, t.b, (char *)kind_text(sub[j + 1]), 2,
+                           tc_strmap_get(&m, name, &at) ? counts[at] : 0, sub[j + 1]->tag != 0,
+                           kv_items(sub[j + 1], &m3, &attr3) != NULL, attr2};
+            rc = tc_ckpt_add_entry(tg->c, &e2, d);
+        }
+    }
+    for (size_t i = 0; i < nkeys; i++)
+        free(keys[i]);
+    free(keys);
+    free(counts);
+    tc_strmap_free(&m);
+    return rc;
+}
+
+/* ---- indexing ------------------------------------------------------------------ */
+
+typedef struct gctx {
+    tc_ckpt *c;
+    tc_diag *d;
+} gctx;
+
+static void count_global(void *ctx, pk_obj *o)
+{
+    gctx *g = ctx;
+    if (o->kind != PK_GLOBAL || g->d->code)
+        return;
+    char name[1100];
+    snprintf(name, sizeof name, "%s.%s", pk_module_py3(o->s), o->name);
+    tc_ckpt_add_global(g->c, name, g->d);
+}
+
+int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
+{
+    tc_ckpt *c = tg->c;
+    tc_ckpt_set_objects(c, true);
+    gctx g = {c, d};
+    pk_graph_foreach(tg->g, count_global, &g);
+    if (d->code)
+        return d->code;
+    tc_ckpt_sort_globals(c);
+    int rc = tc_torch_walk(tg, d);
+    if (!rc)
+        rc = add_entries(tg, d);
+    return rc;
+}

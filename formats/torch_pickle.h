@@ -1,0 +1,61 @@
+/* torch.save's pickle: what the zip and legacy drivers share.
+ *
+ * Reading: persistent ids become storages of the model, the object graph is
+ * walked from its root for tensors (named by their path of keys, modules as
+ * state_dict() names them), globals and a summary of the non-tensor contents.
+ * Writing: the graph of a checkpoint rewritten whole (storages re-keyed,
+ * re-tagged, cast), or a new state_dict pickle of given tensors, protocol 2
+ * with only the opcodes torch's weights_only loader accepts.
+ *
+ * Ownership: a tc_torch_graph owns its pk_graph and side tables;
+ * tc_torch_graph_free releases them and accepts a zeroed one. */
+#ifndef TC_TORCH_PICKLE_H
+#define TC_TORCH_PICKLE_H
+
+#include <stdint.h>
+
+#include "ckpt.h"
+#include "format.h"
+#include "pickle.h"
+
+typedef struct tc_pids {
+    pk_obj **v;
+    size_t n, cap;
+} tc_pids;
+
+typedef struct tc_torch_graph {
+    pk_graph *g;
+    pk_obj *root;
+    tc_ckpt *c;         /* while reading: the checkpoint being filled */
+    tc_pids *pids;      /* per storage: every persistent-id tuple naming it */
+    size_t npids;
+    pk_obj **tnode;     /* per tensor: its rebuild call */
+    pk_obj **tparam;    /* per tensor: the Parameter call wrapping it, or NULL */
+    size_t ntnode;
+} tc_torch_graph;
+
+/* The object graph of a checkpoint a torch pickle driver opened (zip,
+ * legacy), or NULL for other formats. Those drivers keep a tc_torch_graph as
+ * the first member of their private state. */
+tc_torch_graph *tc_torch_graph_of(const tc_ckpt *c);
+
+/* A new, empty graph for c. */
+int tc_torch_graph_init(tc_torch_graph *tg, tc_ckpt *c, tc_diag *d);
+void tc_torch_graph_free(tc_torch_graph *tg);
+
+/* Read options for a torch pickle: the checkpoint's limits, persistent ids
+ * registered as storages of tg. */
+pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what);
+/* After the pickle is read: tensors, globals and contents of c from tg->root. */
+int tc_torch_index(tc_torch_graph *tg, tc_diag *d);
+/* The tensors alone (torch_walk.c), for tc_torch_index. */
+int tc_torch_walk(tc_torch_graph *tg, tc_diag *d);
+
+/* The graph of a checkpoint rewritten as st says (storage i becomes record
+ * data/<i>), written as a pickle (*pkl: the caller frees it). */
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *st, uint32_t max_depth, uint8_t **pkl, size_t *len,
+                     tc_diag *d);
+/* A state_dict pickle of the items (block k becomes record data/<k>). */
+int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_diag *d);
+
+#endif

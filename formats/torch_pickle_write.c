@@ -1,0 +1,254 @@
+/* The pickles tensorctl writes for torch: a checkpoint's own graph rewritten
+ * (storages re-keyed, re-tagged, cast), or a new state_dict. */
+#include "torch_pickle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- rewriting a checkpoint whole ------------------------------------------------ */
+
+typedef struct edit {
+    pk_graph *g;
+    pk_obj *cache[64];
+    size_t ncache;
+    tc_diag *d;
+} edit;
+
+static pk_obj *intern(edit *e, pk_kind kind, const char *a, const char *b)
+{
+    for (size_t i = 0; i < e->ncache; i++) {
+        pk_obj *o = e->cache[i];
+        if (o->kind == kind && !strcmp(o->s, a) && (kind != PK_GLOBAL || !strcmp(o->name, b)))
+            return o;
+    }
+    pk_obj *o = kind == PK_GLOBAL ? pk_new_global(e->g, a, b) : pk_new_str(e->g, a, strlen(a));
+    if (o && e->ncache < 64)
+        e->cache[e->ncache++] = o;
+    if (!o)
+        tc_fail(e->d, TC_ERR_NOMEM, "out of memory");
+    return o;
+}
+
+static int retype_tensor(edit *e, const tc_tensor *t, pk_obj *call, tc_dtype to)
+{
+    const pk_obj *f = pk_call_global(call);
+    pk_obj *const *a = call->args->items;
+    size_t na = call->args->n;
+    bool v3in = pk_is_global(f, "torch._utils", "_rebuild_tensor_v3");
+    bool old = pk_is_global(f, "torch._utils", "_rebuild_tensor");
+    if (!v3in && !old && !pk_is_global(f, "torch._utils", "_rebuild_tensor_v2"))
+        return tc_fail(e->d, TC_ERR_UNSUPPORTED, "tensor '%s': cannot change the dtype of a %s.%s tensor",
+                       t->name, f ? f->s : "?", f ? f->name : "?");
+    if (!old && na < 6) /* requires_grad and backward_hooks are copied below */
+        return tc_fail(e->d, TC_ERR_FORMAT, "tensor '%s': %s.%s with %zu arguments (needs 6)", t->name, f->s,
+                       f->name, na);
+    pk_obj *args[8];
+    size_t n = 0;
+    for (size_t i = 0; i < 4; i++)
+        args[n++] = a[i];
+    if (old) {
+        pk_obj *rg = pk_new(e->g, PK_BOOL), *hooks = pk_new(e->g, PK_CALL), *empty = pk_new(e->g, PK_TUPLE);
+        pk_obj *od = intern(e, PK_GLOBAL, "collections", "OrderedDict");
+        if (!rg || !hooks || !empty || !od)
+            return tc_fail(e->d, TC_ERR_NOMEM, "out of memory");
+        hooks->func = od;
+        hooks->args = empty;
+        args[n++] = rg;
+        args[n++] = hooks;
+    } else {
+        args[n++] = a[4];
+        args[n++] = a[5];
+    }
+    pk_obj *meta = v3in ? (na > 7 ? a[7] : NULL) : (!old && na > 6 ? a[6] : NULL);
+    if (tc_dtype_is_v3(to)) {
+        if (!(call->func = intern(e, PK_GLOBAL, "torch._utils", "_rebuild_tensor_v3")) ||
+            !(args[n++] = intern(e, PK_GLOBAL, "torch", tc_dtype_name(to))))
+            return e->d->code;
+    } else if (!(call->func = intern(e, PK_GLOBAL, "torch._utils", "_rebuild_tensor_v2"))) {
+        return e->d->code;
+    }
+    if (meta)
+        args[n++] = meta;
+    if (!(call->args = pk_new_tuple(e->g, n, args)))
+        return tc_fail(e->d, TC_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *st, uint32_t max_depth, uint8_t **pkl, size_t *len,
+                     tc_diag *d)
+{
+    const tc_ckpt *c = tg->c;
+    edit e = {.g = tg->g, .d = d};
+    for (size_t i = 0; i < tc_ckpt_nstorages(c); i++) {
+        const tc_storage *s = tc_ckpt_storage(c, i);
+        const tc_out_storage *ps = &st[i];
+        char key[32];
+        snprintf(key, sizeof key, "%zu", i);
+        pk_obj *k = pk_new_str(tg->g, key, strlen(key));
+        pk_obj *loc = intern(&e, PK_STR, ps->location, NULL);
+        bool untyped = ps->cast ? tc_dtype_is_v3(ps->dtype) : s->untyped;
+        pk_obj *type = untyped ? intern(&e, PK_GLOBAL, "torch.storage", "UntypedStorage")
+                               : intern(&e, PK_GLOBAL, "torch", tc_dtype_get(ps->dtype)->storage);
+        pk_obj *numel = pk_new_int(tg->g, (int64_t)(untyped ? ps->nbytes : ps->nbytes / tc_dtype_size(ps->dtype)));
+        if (!k || !loc || !type || !numel)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        const tc_pids *pids = i < tg->npids ? &tg->pids[i] : NULL;
+        for (size_t j = 0; pids && j < pids->n; j++) {
+            pk_obj *t = pids->v[j];
+            t->n = 5; /* a legacy view_metadata slot goes */
+            t->items[2] = k;
+            t->items[3] = loc;
+            if (ps->cast) {
+                t->items[1] = type;
+                t->items[4] = numel;
+            }
+        }
+    }
+    for (size_t k = 0; k < tc_ckpt_ntensors(c); k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage < 0 || !st[t->storage].cast || t->alias_of >= 0)
+            continue;
+        int rc = retype_tensor(&e, t, tg->tnode[k], st[t->storage].dtype);
+        if (rc)
+            return rc;
+    }
+    return pk_write(tg->g, tg->root, max_depth, pkl, len, d);
+}
+
+/* ---- a new state_dict ---------------------------------------------------------------- */
+
+typedef struct gb {
+    pk_graph *g;
+    pk_obj *s_storage, *od, *v2, *v3, *untyped, *param;
+    edit names;            /* location strings and storage types, made once */
+    bool oom;
+} gb;
+
+static pk_obj *chk(gb *b, pk_obj *o)
+{
+    if (!o)
+        b->oom = true;
+    return o;
+}
+
+static pk_obj *ints(gb *b, const int64_t *v, int n)
+{
+    pk_obj *t = chk(b, pk_new(b->g, PK_TUPLE));
+    for (int i = 0; t && i < n; i++)
+        if (pk_push(b->g, t, chk(b, pk_new_int(b->g, v[i]))))
+            b->oom = true;
+    return t;
+}
+
+/* An empty OrderedDict call. */
+static pk_obj *od_new(gb *b)
+{
+    pk_obj *o = chk(b, pk_new(b->g, PK_CALL)), *empty = chk(b, pk_new(b->g, PK_TUPLE));
+    if (b->oom)
+        return NULL;
+    o->func = b->od;
+    o->args = empty;
+    return o;
+}
+
+/* _rebuild_tensor_v2/v3 of item it, over the persistent id pid of its block. */
+static pk_obj *rebuild(gb *b, const tc_witem *it, pk_obj *pid)
+{
+    bool v3 = tc_dtype_is_v3(it->dtype);
+    pk_obj *call = chk(b, pk_new(b->g, PK_CALL)), *rg = chk(b, pk_new(b->g, PK_BOOL)), *hooks = od_new(b);
+    if (b->oom)
+        return NULL;
+    rg->i = it->parameter ? false : it->requires_grad;
+    pk_obj *a[7] = {pid, chk(b, pk_new_int(b->g, it->offset)), ints(b, it->shape, it->ndim),
+                    ints(b, it->stride, it->ndim), rg, hooks,
+                    v3 ? chk(b, pk_new_global(b->g, "torch", tc_dtype_name(it->dtype))) : NULL};
+    if (b->oom || !(call->args = chk(b, pk_new_tuple(b->g, v3 ? 7 : 6, a))))
+        return NULL;
+    call->func = v3 ? b->v3 : b->v2;
+    if (!it->parameter)
+        return call;
+    /* _rebuild_parameter(tensor, requires_grad, OrderedDict()) */
+    pk_obj *p = chk(b, pk_new(b->g, PK_CALL)), *prg = chk(b, pk_new(b->g, PK_BOOL)), *h = od_new(b);
+    if (b->oom)
+        return NULL;
+    prg->i = it->requires_grad;
+    p->func = b->param;
+    p->args = chk(b, pk_new_tuple(b->g, 3, (pk_obj *[]){call, prg, h}));
+    return b->oom ? NULL : p;
+}
+
+/* The persistent id of an item over block k: ('storage', type, 'k', location,
+ * numel). Every item gets a tuple of its own whose key and location strings
+ * are shared per block (keys[k]); the storage type and the element count are
+ * shared only by the items of a cast block, as the rewrite of a checkpoint's
+ * own graph leaves them, so that both paths write the same bytes. */
+static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, pk_obj **keys, pk_obj **numels)
+{
+    bool v3 = tc_dtype_is_v3(bl->dtype);
+    if (!keys[k]) {
+        char key[32];
+        snprintf(key, sizeof key, "%zu", k);
+        keys[k] = chk(b, pk_new_str(b->g, key, strlen(key)));
+    }
+    const char *storage = tc_dtype_get(bl->dtype)->storage;
+    pk_obj *type = v3 ? b->untyped
+                      : chk(b, bl->cast ? intern(&b->names, PK_GLOBAL, "torch", storage)
+                                        : pk_new_global(b->g, "torch", storage));
+    int64_t n = (int64_t)(v3 ? bl->nbytes : bl->nbytes / tc_dtype_size(bl->dtype));
+    pk_obj *numel = bl->cast ? numels[k] : NULL;
+    if (!numel && (numel = chk(b, pk_new_int(b->g, n))) && bl->cast)
+        numels[k] = numel;
+    pk_obj *it[5] = {b->s_storage, type, keys[k], chk(b, intern(&b->names, PK_STR, bl->location, NULL)), numel};
+    pk_obj *tup = b->oom ? NULL : chk(b, pk_new_tuple(b->g, 5, it));
+    pk_obj *pid = chk(b, pk_new(b->g, PK_PERSID));
+    if (b->oom)
+        return NULL;
+    pid->args = tup;
+    return pid;
+}
+
+int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_diag *d)
+{
+    gb b = {.g = pk_graph_new(), .names = {.d = d}};
+    b.names.g = b.g;
+    pk_obj **nodes = calloc(job->nitems + 1, sizeof *nodes), **keys = calloc(job->nblocks + 1, sizeof *keys);
+    pk_obj **numels = calloc(job->nblocks + 1, sizeof *numels);
+    pk_obj *root = NULL;
+    int rc = 0;
+    if (!b.g || !nodes || !keys || !numels) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    b.s_storage = chk(&b, pk_new_str(b.g, "storage", 7));
+    b.od = chk(&b, pk_new_global(b.g, "collections", "OrderedDict"));
+    b.v2 = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_tensor_v2"));
+    b.v3 = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_tensor_v3"));
+    b.untyped = chk(&b, pk_new_global(b.g, "torch.storage", "UntypedStorage"));
+    b.param = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_parameter"));
+    if (b.oom || !(root = od_new(&b))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    root->items_kind = PK_ITEMS_DICT;
+    for (size_t i = 0; i < job->nitems && !rc; i++) {
+        const tc_witem *it = &job->items[i];
+        pk_obj *node = it->same_as >= 0 ? nodes[it->same_as] : NULL;
+        if (!node) {
+            pk_obj *pid = item_pid(&b, &job->blocks[it->block], it->block, keys, numels);
+            node = pid ? rebuild(&b, it, pid) : NULL;
+        }
+        nodes[i] = node;
+        if (!node || pk_push(b.g, root, chk(&b, pk_new_str(b.g, it->name, strlen(it->name)))) ||
+            pk_push(b.g, root, node) || b.oom)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    if (!rc)
+        rc = pk_write(b.g, root, job->max_depth ? job->max_depth : 1000, pkl, len, d);
+done:
+    free(nodes);
+    free(keys);
+    free(numels);
+    pk_graph_free(b.g);
+    return rc;
+}

@@ -1,0 +1,470 @@
+/* Tensors in torch's object graph: every rebuild call reachable from the
+ * root, named by its path of keys (modules as state_dict() names them). */
+#include "torch_pickle.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+/* ---- walking the graph ----------------------------------------------------------- */
+
+typedef struct walker {
+    tc_torch_graph *tg;
+    tc_ckpt *c;
+    tc_diag *d;
+    char *path;
+    size_t len, cap;
+    uint64_t visits, max_visits;
+    uint64_t aliases, max_aliases; /* tensor entries for an already seen rebuild call */
+    const char *stack_top;         /* the walk recurses: bound its stack use */
+    size_t max_stack;
+} walker;
+
+static int path_push(walker *w, const char *comp, size_t *saved)
+{
+    size_t cl = strlen(comp);
+    *saved = w->len;
+    if (w->len + cl + 2 > w->cap) {
+        size_t cap = (w->len + cl + 2) * 2;
+        if (cap > (1u << 20))
+            return tc_fail(w->d, TC_ERR_LIMIT, "a tensor name is longer than 1 MiB");
+        char *p = realloc(w->path, cap);
+        if (!p)
+            return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+        w->path = p;
+        w->cap = cap;
+    }
+    if (w->len)
+        w->path[w->len++] = '.';
+    memcpy(w->path + w->len, comp, cl + 1);
+    w->len += cl;
+    return 0;
+}
+
+static void path_pop(walker *w, size_t saved)
+{
+    w->len = saved;
+    if (w->path)
+        w->path[saved] = 0;
+}
+
+static const char *key_text(const pk_obj *k, char *buf, size_t n)
+{
+    switch (k->kind) {
+    case PK_STR:
+    case PK_BYTES: snprintf(buf, n, "%.*s", (int)(k->len < n ? k->len : n - 1), k->s); break;
+    case PK_INT: snprintf(buf, n, "%" PRId64, k->i); break;
+    case PK_BOOL: snprintf(buf, n, "%s", k->i ? "True" : "False"); break;
+    case PK_NONE: snprintf(buf, n, "None"); break;
+    case PK_FLOAT: snprintf(buf, n, "%g", k->f); break;
+    default: snprintf(buf, n, "?"); break;
+    }
+    return buf;
+}
+
+static bool dict_items(const pk_obj *o, pk_obj ***items, size_t *n)
+{
+    if (o && (o->kind == PK_DICT || (o->kind == PK_CALL && o->items_kind == PK_ITEMS_DICT))) {
+        *items = o->items;
+        *n = o->n;
+        return true;
+    }
+    return false;
+}
+
+static const pk_obj *dict_get(const pk_obj *o, const char *key)
+{
+    pk_obj **it;
+    size_t n;
+    if (!dict_items(o, &it, &n))
+        return NULL;
+    for (size_t i = 0; i + 1 < n; i += 2)
+        if (pk_is_str(it[i], key))
+            return it[i + 1];
+    return NULL;
+}
+
+static bool is_rebuild(const pk_obj *g, const char *name)
+{
+    return pk_is_global(g, "torch._utils", name);
+}
+
+static int int_tuple(walker *w, const pk_obj *o, int64_t *out, int *nd, const char *what)
+{
+    if (o && o->kind == PK_CALL && pk_is_global(o->func, "torch", "Size") && o->args && o->args->n == 1)
+        o = o->args->items[0];
+    if (!o || (o->kind != PK_TUPLE && o->kind != PK_LIST))
+        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': %s is not a tuple", w->path, what);
+    if (o->n > TC_MAX_DIMS)
+        return tc_fail(w->d, TC_ERR_UNSUPPORTED, "tensor '%s': %zu dimensions (at most %d)", w->path, o->n,
+                       TC_MAX_DIMS);
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->items[i]->kind != PK_INT || o->items[i]->i < 0)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': %s[%zu] is not a non-negative integer",
+                           w->path, what, i);
+        out[i] = o->items[i]->i;
+    }
+    *nd = (int)o->n;
+    return 0;
+}
+
+static tc_dtype dtype_global(const pk_obj *g)
+{
+    if (!g || g->kind != PK_GLOBAL || strcmp(g->s, "torch"))
+        return TC_DT_INVALID;
+    return tc_dtype_from_name(g->name);
+}
+
+static int note_tensor(tc_torch_graph *tg, size_t k, pk_obj *call, pk_obj *param, tc_diag *d)
+{
+    if (k >= tg->ntnode) {
+        size_t n = (k + 1) * 2;
+        pk_obj **a = realloc(tg->tnode, n * sizeof *a), **b = a ? realloc(tg->tparam, n * sizeof *b) : NULL;
+        if (a)
+            tg->tnode = a;
+        if (!b)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        tg->tparam = b;
+        tg->ntnode = n;
+    }
+    tg->tnode[k] = call;
+    tg->tparam[k] = param;
+    return 0;
+}
+
+/* A tensor from a rebuild call; param is the wrapping Parameter call or NULL. */
+static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func, const pk_obj *args,
+                      bool requires_grad_given, bool rg)
+{
+    tc_ckpt *c = w->c;
+    long ti = tc_ckpt_add_tensor(c, w->path, w->d);
+    if (ti < 0)
+        return w->d->code;
+    if (note_tensor(w->tg, (size_t)ti, call, param, w->d))
+        return w->d->code;
+    tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
+    pk_obj *node = param ? param : call; /* tag: the first tensor built by it, + 1 */
+    if (node->tag) {
+        t->alias_of = (long)node->tag - 1;
+        if (++w->aliases > w->max_aliases)
+            return tc_fail(w->d, TC_ERR_LIMIT,
+                           "more than %" PRIu64 " names lead to tensors already named (objects shared very "
+                           "many times; raise with --max-objects)",
+                           w->max_aliases);
+    } else {
+        node->tag = (uint32_t)ti + 1;
+    }
+    t->parameter = param != NULL;
+    pk_obj *const *a = args->items;
+    size_t na = args->n;
+    int nd2 = 0;
+    if (is_rebuild(func, "_rebuild_meta_tensor_no_storage")) {
+        if (na < 3)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': meta tensor with %zu arguments", w->path, na);
+        t->kind = TC_TENSOR_META;
+        t->dtype = dtype_global(a[0]);
+        snprintf(t->device, sizeof t->device, "meta");
+        if (int_tuple(w, a[1], t->shape, &t->ndim, "size") || int_tuple(w, a[2], t->stride, &nd2, "stride"))
+            return w->d->code;
+        t->requires_grad = na > 3 && a[3]->kind == PK_BOOL && a[3]->i;
+    } else if (is_rebuild(func, "_rebuild_wrapper_subclass")) {
+        t->kind = TC_TENSOR_OTHER;
+        t->dtype = na > 1 ? dtype_global(a[1]) : TC_DT_INVALID;
+        snprintf(t->device, sizeof t->device, "?");
+        if (na > 3 && (int_tuple(w, a[2], t->shape, &t->ndim, "size") ||
+                       int_tuple(w, a[3], t->stride, &nd2, "stride")))
+            return w->d->code;
+    } else {
+        bool v3 = is_rebuild(func, "_rebuild_tensor_v3");
+        bool q = is_rebuild(func, "_rebuild_qtensor");
+        size_t need = v3 ? 7 : 4;
+        if (na < need)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': %s.%s with %zu arguments (needs %zu)", w->path,
+                           func->s, func->name, na, need);
+        t->kind = q ? TC_TENSOR_QUANT : TC_TENSOR_DENSE;
+        const pk_obj *st = a[0];
+        if (st->kind != PK_PERSID || st->args->kind != PK_TUPLE || st->args->n < 3 ||
+            st->args->items[2]->kind != PK_STR)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': its storage is not a persistent id", w->path);
+        long si = tc_ckpt_find_storage(c, st->args->items[2]->s);
+        if (si < 0)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': unknown storage", w->path);
+        tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
+        t->storage = si;
+        s->ntensors++;
+        if (a[1]->kind != PK_INT || a[1]->i < 0)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': storage offset is not a non-negative integer",
+                           w->path);
+        t->offset = a[1]->i;
+        if (int_tuple(w, a[2], t->shape, &t->ndim, "size") || int_tuple(w, a[3], t->stride, &nd2, "stride"))
+            return w->d->code;
+        t->dtype = v3 ? dtype_global(a[6]) : s->dtype;
+        if (t->dtype == TC_DT_INVALID)
+            return tc_fail(w->d, TC_ERR_UNSUPPORTED, "tensor '%s': unknown dtype", w->path);
+        if (!v3 && s->untyped)
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': untyped storage without a dtype", w->path);
+        size_t rgi = q ? 5 : 4;
+        t->requires_grad = na > rgi && a[rgi]->kind == PK_BOOL && a[rgi]->i;
+    }
+    if (nd2 != t->ndim)
+        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': size has %d dimensions, stride %d", w->path,
+                       t->ndim, nd2);
+    if (requires_grad_given)
+        t->requires_grad = rg;
+    /* element count and extent, overflow-checked */
+    uint64_t numel = 1, extent = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        uint64_t span;
+        if (__builtin_mul_overflow(numel, (uint64_t)t->shape[i], &numel))
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': dimensions overflow 64 bits", w->path);
+        if (t->shape[i] &&
+            (__builtin_mul_overflow((uint64_t)(t->shape[i] - 1), (uint64_t)t->stride[i], &span) ||
+             __builtin_add_overflow(extent, span, &extent)))
+            return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': strides overflow 64 bits", w->path);
+    }
+    t->numel = numel;
+    if (__builtin_mul_overflow(numel, tc_dtype_size(t->dtype), &t->nbytes))
+        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': byte size overflows 64 bits", w->path);
+    if (t->storage >= 0 && numel) {
+        const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
+        uint64_t cap = s->nbytes / tc_dtype_size(t->dtype), last;
+        if (__builtin_add_overflow((uint64_t)t->offset, extent, &last) || last >= cap)
+            return tc_fail(w->d, TC_ERR_FORMAT,
+                           "tensor '%s': reaches element %" PRIu64 " of storage '%s', which holds %" PRIu64
+                           " (offset or strides past the storage)",
+                           w->path, last, s->key, cap);
+    }
+    return 0;
+}
+
+static int walk(walker *w, pk_obj *o);
+
+static int walk_dict(walker *w, pk_obj **it, size_t n)
+{
+    char kb[256];
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        size_t sv;
+        if (path_push(w, key_text(it[i], kb, sizeof kb), &sv))
+            return w->d->code;
+        int rc = walk(w, it[i + 1]);
+        path_pop(w, sv);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int walk_seq(walker *w, pk_obj **it, size_t n)
+{
+    char kb[32];
+    for (size_t i = 0; i < n; i++) {
+        size_t sv;
+        snprintf(kb, sizeof kb, "%zu", i);
+        if (path_push(w, kb, &sv))
+            return w->d->code;
+        int rc = walk(w, it[i]);
+        path_pop(w, sv);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int walk_named(walker *w, const char *comp, pk_obj *o)
+{
+    size_t sv;
+    if (path_push(w, comp, &sv))
+        return w->d->code;
+    int rc = walk(w, o);
+    path_pop(w, sv);
+    return rc;
+}
+
+/* Sparse tensors: their component tensors, named as torch's accessors. */
+static int walk_sparse(walker *w, const pk_obj *layout, pk_obj *parts)
+{
+    static const char *const coo[] = {"indices", "values"};
+    static const char *const comp[] = {"crow_indices", "col_indices", "values"};
+    static const char *const ccol[] = {"ccol_indices", "row_indices", "values"};
+    const char *lay = "";
+    if (layout && layout->kind == PK_CALL && layout->args && layout->args->n == 1 &&
+        layout->args->items[0]->kind == PK_STR)
+        lay = layout->args->items[0]->s;
+    else if (layout && layout->kind == PK_GLOBAL)
+        lay = layout->name;
+    const char *const *names = strstr(lay, "coo") ? coo : strstr(lay, "csc") || strstr(lay, "bsc") ? ccol : comp;
+    size_t nn = names == coo ? 2 : 3;
+    int rc = 0;
+    for (size_t i = 0; i < parts->n && !rc; i++) {
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", i);
+        rc = walk_named(w, i < nn ? names[i] : idx, parts->items[i]);
+    }
+    return rc;
+}
+
+/* nn.Module pickled whole: names as state_dict() gives them. */
+static int walk_module(walker *w, const pk_obj *state)
+{
+    static const char *const groups[] = {"_parameters", "_buffers"};
+    const pk_obj *skip = dict_get(state, "_non_persistent_buffers_set");
+    for (int gi = 0; gi < 2; gi++) {
+        pk_obj **it;
+        size_t n;
+        if (!dict_items(dict_get(state, groups[gi]), &it, &n))
+            continue;
+        for (size_t i = 0; i + 1 < n; i += 2) {
+            if (it[i + 1]->kind == PK_NONE || it[i]->kind != PK_STR)
+                continue;
+            bool np = false;
+            if (gi == 1 && skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1) {
+                const pk_obj *l = skip->args->items[0];
+                for (size_t j = 0; l->kind == PK_LIST && j < l->n; j++)
+                    np |= pk_is_str(l->items[j], it[i]->s);
+            }
+            if (np)
+                continue;
+            size_t sv;
+            if (path_push(w, it[i]->s, &sv))
+                return w->d->code;
+            int rc = walk(w, it[i + 1]);
+            path_pop(w, sv);
+            if (rc)
+                return rc;
+        }
+    }
+    pk_obj **it;
+    size_t n;
+    if (dict_items(dict_get(state, "_modules"), &it, &n)) {
+        for (size_t i = 0; i + 1 < n; i += 2) {
+            const pk_obj *m = it[i + 1];
+            if (m->kind != PK_CALL || it[i]->kind != PK_STR || !m->state)
+                continue;
+            size_t sv;
+            if (path_push(w, it[i]->s, &sv))
+                return w->d->code;
+            int rc = m->mark ? 0 : walk(w, it[i + 1]);
+            path_pop(w, sv);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int walk_call(walker *w, pk_obj *o)
+{
+    const pk_obj *f = pk_call_global(o);
+    pk_obj *args = o->args;
+    if (f && args && args->kind == PK_TUPLE && !strcmp(f->s, "torch._utils")) {
+        if (!strcmp(f->name, "_rebuild_parameter") || !strcmp(f->name, "_rebuild_parameter_with_state")) {
+            if (args->n < 2)
+                return tc_fail(w->d, TC_ERR_FORMAT, "parameter '%s' has %zu arguments", w->path, args->n);
+            pk_obj *inner = args->items[0];
+            const pk_obj *fi = pk_call_global(inner);
+            if (!fi || !inner->args || inner->args->kind != PK_TUPLE)
+                return walk(w, inner);
+            return add_tensor(w, inner, o, fi, inner->args, args->items[1]->kind == PK_BOOL,
+                              args->items[1]->kind == PK_BOOL && args->items[1]->i);
+        }
+        if (!strcmp(f->name, "_rebuild_tensor_v2") || !strcmp(f->name, "_rebuild_tensor_v3") ||
+            !strcmp(f->name, "_rebuild_tensor") || !strcmp(f->name, "_rebuild_meta_tensor_no_storage") ||
+            !strcmp(f->name, "_rebuild_wrapper_subclass"))
+            return add_tensor(w, o, NULL, f, args, false, false);
+        if (!strcmp(f->name, "_rebuild_device_tensor_from_cpu_tensor") && args->n >= 1)
+            return walk(w, args->items[0]);
+        if ((!strcmp(f->name, "_rebuild_sparse_tensor") || !strcmp(f->name, "_rebuild_sparse_csr_tensor")) &&
+            args->n == 2 && args->items[1]->kind == PK_TUPLE)
+            return walk_sparse(w, args->items[0], args->items[1]);
+        if (!strcmp(f->name, "_rebuild_nested_tensor"))
+            return walk_seq(w, args->items, args->n);
+        if (!strcmp(f->name, "_rebuild_qtensor")) {
+            int rc = add_tensor(w, o, NULL, f, args, false, false);
+            if (!rc && args->n > 4 && args->items[4]->kind == PK_TUPLE && args->items[4]->n >= 3) {
+                static const char *const qp[] = {"q_per_channel_scales", "q_per_channel_zero_points"};
+                size_t first = tc_ckpt_ntensors(w->c);
+                for (size_t i = 0; i < 2 && !rc; i++)
+                    rc = walk_named(w, qp[i], args->items[4]->items[1 + i]);
+                for (size_t k = first; k < tc_ckpt_ntensors(w->c); k++)
+                    tc_ckpt_tensor_mut(w->c, k)->aux = true;
+            }
+            return rc;
+        }
+    }
+    if (f && args && args->kind == PK_TUPLE && pk_is_global(f, "torch._tensor", "_rebuild_from_type_v2") &&
+        args->n >= 3 && args->items[2]->kind == PK_TUPLE) {
+        const pk_obj *fi = args->items[0];
+        if (fi->kind == PK_GLOBAL && !strcmp(fi->s, "torch._utils")) {
+            int rc = add_tensor(w, o, NULL, fi, args->items[2], false, false);
+            if (!rc)
+                tc_ckpt_tensor_mut(w->c, tc_ckpt_ntensors(w->c) - 1)->subclass = true;
+            return rc;
+        }
+    }
+    int rc = 0;
+    if (o->items_kind == PK_ITEMS_DICT)
+        rc = walk_dict(w, o->items, o->n);
+    else if (o->items_kind == PK_ITEMS_LIST)
+        rc = walk_seq(w, o->items, o->n);
+    if (rc || !o->state)
+        return rc;
+    if (dict_get(o->state, "_parameters") || dict_get(o->state, "_modules"))
+        return walk_module(w, o->state);
+    pk_obj **it;
+    size_t n;
+    if (dict_items(o->state, &it, &n))
+        return walk_dict(w, it, n);
+    if (o->state->kind == PK_TUPLE) /* (dict state, slot state) */
+        for (size_t i = 0; i < o->state->n && !rc; i++)
+            if (dict_items(o->state->items[i], &it, &n))
+                rc = walk_dict(w, it, n);
+    return rc;
+}
+
+static int walk(walker *w, pk_obj *o)
+{
+    if (++w->visits > w->max_visits)
+        return tc_fail(w->d, TC_ERR_LIMIT,
+                       "the object graph has more than %" PRIu64
+                       " paths (objects shared very many times; raise with --max-objects)",
+                       w->max_visits);
+    char here;
+    uintptr_t a = (uintptr_t)w->stack_top, b = (uintptr_t)&here;
+    if ((a > b ? a - b : b - a) > w->max_stack)
+        return tc_fail(w->d, TC_ERR_LIMIT, "objects nested too deeply to walk with this stack (ulimit -s), at "
+                       "'%.60s...'", w->path);
+    if (o->mark)
+        return 0; /* a cycle */
+    int rc = 0;
+    o->mark = 1;
+    switch (o->kind) {
+    case PK_DICT: rc = walk_dict(w, o->items, o->n); break;
+    case PK_LIST:
+    case PK_TUPLE: rc = walk_seq(w, o->items, o->n); break;
+    case PK_CALL: rc = walk_call(w, o); break;
+    default: break;
+    }
+    o->mark = 0;
+    return rc;
+}
+
+int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
+{
+    tc_ckpt *c = tg->c;
+    char top;
+    struct rlimit rl;
+    size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
+    const tc_limits *lim = tc_ckpt_limits(c);
+    walker w = {.tg = tg, .c = c, .d = d, .max_visits = lim->max_objects * 4 + 1000,
+                .max_aliases = lim->max_objects / 256 + 1000, .stack_top = &top, .max_stack = stack / 2};
+    pk_graph_clear_marks(tg->g);
+    size_t sv;
+    int rc = path_push(&w, "", &sv);
+    w.len = 0;
+    if (!rc)
+        rc = walk(&w, tg->root);
+    free(w.path);
+    return rc;
+}

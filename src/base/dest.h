@@ -1,0 +1,83 @@
+/* Byte destinations: output files that appear whole or not at all.
+ *
+ * tc_dst_open creates a temporary file beside where the output lands;
+ * writes go there (sequentially with tc_dst_write, or at given offsets with
+ * tc_dst_pwrite, which several threads may call at once). tc_dst_finish
+ * makes the bytes durable (fsync) and closes the file; tc_dst_publish renames
+ * it into place and syncs the folder. tc_dst_commit does both; a set of
+ * outputs is finished one by one and published together. tc_dst_abort
+ * removes the temporary. A process killed in between leaves at most a hidden
+ * temporary, and with tc_dst_cleanup_on_signals not even that.
+ *
+ * In place (TC_DST_IN_PLACE): the output replaces an existing file, keeping
+ * its mode and owner; when the path is a symbolic link, the file it points to
+ * is replaced and the link stays.
+ *
+ * Every failure names the output path as its subject.
+ *
+ * Ownership: a tc_dst owns its descriptor and path copies; tc_dst_abort and
+ * tc_dst_commit release them and accept a zeroed or finished tc_dst. */
+#ifndef TC_DEST_H
+#define TC_DEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "diag.h"
+
+enum {
+    TC_DST_FORCE = 1,    /* replace an existing file */
+    TC_DST_IN_PLACE = 2, /* the path is the input itself: keep its mode, owner and links */
+};
+
+typedef struct tc_dst {
+    int fd;              /* -1 once finished */
+    char *path;          /* as the caller named it: the subject of messages */
+    char *target;        /* where the file lands (a link's target in place) */
+    char *tmp;           /* the temporary beside target */
+    uint64_t pos;        /* tc_dst_write's position */
+    uint64_t synced;     /* write-back started up to here */
+} tc_dst;
+
+#define TC_DST_INIT {.fd = -1}
+
+int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d);
+/* Write n bytes at the current position and advance it. */
+int tc_dst_write(tc_dst *o, const void *p, size_t n, tc_diag *d);
+/* Write n bytes at off; the position is left alone. Safe from several threads. */
+int tc_dst_pwrite(const tc_dst *o, uint64_t off, const void *p, size_t n, tc_diag *d);
+/* Move the position (after ranges filled with tc_dst_pwrite). */
+void tc_dst_seek(tc_dst *o, uint64_t off);
+/* Space for [off, off + n), where the file system can give it ahead of time. */
+void tc_dst_reserve(const tc_dst *o, uint64_t off, uint64_t n);
+/* Start writing back [off, off + n) so that the final fsync finds little to do. */
+void tc_dst_writeback(const tc_dst *o, uint64_t off, uint64_t n);
+/* Start write-back of everything before the position, in 32 MiB steps. */
+void tc_dst_writeback_pos(tc_dst *o);
+/* A failure writing to o (from errno e), with o's path as subject. */
+int tc_dst_fail(const tc_dst *o, int e, tc_diag *d);
+
+int tc_dst_finish(tc_dst *o, tc_diag *d);
+int tc_dst_publish(tc_dst *o, tc_diag *d);
+int tc_dst_commit(tc_dst *o, tc_diag *d);
+void tc_dst_abort(tc_dst *o);
+
+/* Create the folder dir and its missing parents, remembering the ones made so
+ * that a failure (tc_dst_dirs_remove) or a signal removes them again when
+ * empty; tc_dst_dirs_keep forgets them once the outputs are in place. */
+int tc_dst_mkdirs(const char *dir, tc_diag *d);
+void tc_dst_dirs_keep(void);
+void tc_dst_dirs_remove(void);
+
+/* On SIGINT, SIGTERM and SIGHUP remove every temporary not yet published
+ * (and the folders made for them),
+ * then die of the signal; SIGXFSZ is ignored, so that a write past the file
+ * size limit fails (EFBIG) and is handled as an error. */
+void tc_dst_cleanup_on_signals(void);
+
+/* True when a and b name the same existing file. */
+bool tc_same_file(const char *a, const char *b);
+
+#endif

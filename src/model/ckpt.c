@@ -1,0 +1,314 @@
+#include "ckpt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "strmap.h"
+#include "verdict.h"
+
+struct tc_ckpt {
+    char *path;
+    tc_src src;
+    tc_limits lim;
+    const void *driver;
+    const char *format;
+    void *priv;
+    void (*free_priv)(void *);
+    bool objects;
+    tc_tensor *t;
+    size_t nt, tcap;
+    tc_strmap tnames;      /* first tensor of each name */
+    tc_storage *s;
+    size_t ns, scap;
+    tc_strmap skeys;
+    tc_global *gl;
+    size_t ngl, glcap;
+    tc_strmap gnames;
+    tc_kv *facts, *meta;
+    size_t nfacts, nmeta;
+    tc_entry *ent;
+    size_t nent, entcap;
+    char **shards;
+    size_t nshards;
+};
+
+/* Grow *v (n used, *cap allocated, elements of size sz) to hold one more. */
+static int reserve(void *v, size_t n, size_t *cap, size_t sz, tc_diag *d)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*(void **)v, nc * sz);
+    if (!p)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    *(void **)v = p;
+    *cap = nc;
+    return 0;
+}
+
+int tc_ckpt_new(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
+{
+    *out = NULL;
+    tc_ckpt *c = calloc(1, sizeof *c);
+    if (!c || !(c->path = strdup(path))) {
+        free(c);
+        return tc_fail_at(d, TC_ERR_NOMEM, path, TC_NO_OFFSET, "out of memory");
+    }
+    c->src.fd = -1;
+    c->lim = *lim;
+    c->format = "unknown";
+    int rc = tc_src_open_file(&c->src, c->path, d);
+    if (rc) {
+        free(c->path);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+static void free_kvs(tc_kv *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].key);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+void tc_ckpt_close(tc_ckpt *c)
+{
+    if (!c)
+        return;
+    if (c->free_priv)
+        c->free_priv(c->priv);
+    for (size_t i = 0; i < c->nt; i++)
+        free(c->t[i].name);
+    free(c->t);
+    for (size_t i = 0; i < c->ns; i++) {
+        free(c->s[i].key);
+        free(c->s[i].location);
+    }
+    free(c->s);
+    for (size_t i = 0; i < c->ngl; i++)
+        free(c->gl[i].name);
+    free(c->gl);
+    free_kvs(c->facts, c->nfacts);
+    free_kvs(c->meta, c->nmeta);
+    for (size_t i = 0; i < c->nent; i++) {
+        free(c->ent[i].name);
+        free(c->ent[i].text);
+        free(c->ent[i].kind);
+    }
+    free(c->ent);
+    for (size_t i = 0; i < c->nshards; i++)
+        free(c->shards[i]);
+    free(c->shards);
+    tc_strmap_free(&c->tnames);
+    tc_strmap_free(&c->skeys);
+    tc_strmap_free(&c->gnames);
+    tc_src_close(&c->src);
+    free(c->path);
+    free(c);
+}
+
+const char *tc_ckpt_path(const tc_ckpt *c) { return c->path; }
+const tc_src *tc_ckpt_src(const tc_ckpt *c) { return &c->src; }
+const tc_limits *tc_ckpt_limits(const tc_ckpt *c) { return &c->lim; }
+size_t tc_ckpt_ntensors(const tc_ckpt *c) { return c->nt; }
+const tc_tensor *tc_ckpt_tensor(const tc_ckpt *c, size_t i) { return &c->t[i]; }
+tc_tensor *tc_ckpt_tensor_mut(tc_ckpt *c, size_t i) { return &c->t[i]; }
+size_t tc_ckpt_nstorages(const tc_ckpt *c) { return c->ns; }
+const tc_storage *tc_ckpt_storage(const tc_ckpt *c, size_t i) { return &c->s[i]; }
+tc_storage *tc_ckpt_storage_mut(tc_ckpt *c, size_t i) { return &c->s[i]; }
+size_t tc_ckpt_nglobals(const tc_ckpt *c) { return c->ngl; }
+const tc_global *tc_ckpt_global(const tc_ckpt *c, size_t i) { return &c->gl[i]; }
+size_t tc_ckpt_nfacts(const tc_ckpt *c) { return c->nfacts; }
+const tc_kv *tc_ckpt_fact(const tc_ckpt *c, size_t i) { return &c->facts[i]; }
+size_t tc_ckpt_nmeta(const tc_ckpt *c) { return c->nmeta; }
+const tc_kv *tc_ckpt_meta(const tc_ckpt *c, size_t i) { return &c->meta[i]; }
+size_t tc_ckpt_nentries(const tc_ckpt *c) { return c->nent; }
+const tc_entry *tc_ckpt_entry(const tc_ckpt *c, size_t i) { return &c->ent[i]; }
+size_t tc_ckpt_nshards(const tc_ckpt *c) { return c->nshards; }
+const char *tc_ckpt_shard(const tc_ckpt *c, size_t i) { return c->shards[i]; }
+const void *tc_ckpt_driver(const tc_ckpt *c) { return c->driver; }
+const char *tc_ckpt_format(const tc_ckpt *c) { return c->format; }
+void *tc_ckpt_priv(const tc_ckpt *c) { return c->priv; }
+void tc_ckpt_set_objects(tc_ckpt *c, bool has) { c->objects = has; }
+bool tc_ckpt_has_objects(const tc_ckpt *c) { return c->objects; }
+
+void tc_ckpt_set_driver(tc_ckpt *c, const void *driver, const char *name, void *priv, void (*free_priv)(void *))
+{
+    c->driver = driver;
+    c->format = name;
+    c->priv = priv;
+    c->free_priv = free_priv;
+}
+
+long tc_ckpt_find_storage(const tc_ckpt *c, const char *key)
+{
+    size_t i;
+    return tc_strmap_get(&c->skeys, key, &i) ? (long)i : -1;
+}
+
+long tc_ckpt_find_tensor(const tc_ckpt *c, const char *name)
+{
+    size_t i;
+    return tc_strmap_get(&c->tnames, name, &i) ? (long)i : -1;
+}
+
+const char *tc_ckpt_meta_get(const tc_ckpt *c, const char *key)
+{
+    for (size_t i = 0; i < c->nmeta; i++)
+        if (!strcmp(c->meta[i].key, key))
+            return c->meta[i].value;
+    return NULL;
+}
+
+bool tc_ckpt_has_dangerous(const tc_ckpt *c)
+{
+    for (size_t i = 0; i < c->ngl; i++)
+        if (c->gl[i].dangerous)
+            return true;
+    return false;
+}
+
+const char *tc_tensor_device(const tc_ckpt *c, const tc_tensor *t)
+{
+    return t->storage >= 0 ? c->s[t->storage].location : t->device;
+}
+
+long tc_ckpt_add_storage(tc_ckpt *c, const char *key, tc_diag *d)
+{
+    if (reserve(&c->s, c->ns, &c->scap, sizeof *c->s, d))
+        return -1;
+    tc_storage *s = &c->s[c->ns];
+    memset(s, 0, sizeof *s);
+    s->shard = -1;
+    if (!(s->key = strdup(key)) || tc_strmap_put(&c->skeys, s->key, c->ns, NULL) < 0) {
+        free(s->key);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
+    }
+    return (long)c->ns++;
+}
+
+void tc_ckpt_clear_storages(tc_ckpt *c)
+{
+    for (size_t i = 0; i < c->ns; i++) {
+        free(c->s[i].key);
+        free(c->s[i].location);
+    }
+    c->ns = 0;
+    tc_strmap_free(&c->skeys);
+}
+
+long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d)
+{
+    if (reserve(&c->t, c->nt, &c->tcap, sizeof *c->t, d))
+        return -1;
+    tc_tensor *t = &c->t[c->nt];
+    memset(t, 0, sizeof *t);
+    t->storage = -1;
+    t->alias_of = -1;
+    if (!(t->name = strdup(name)) || tc_strmap_put(&c->tnames, t->name, c->nt, NULL) < 0) {
+        free(t->name);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
+    }
+    return (long)c->nt++;
+}
+
+int tc_ckpt_add_global(tc_ckpt *c, const char *name, tc_diag *d)
+{
+    size_t i;
+    if (tc_strmap_get(&c->gnames, name, &i)) {
+        c->gl[i].count++;
+        return 0;
+    }
+    if (reserve(&c->gl, c->ngl, &c->glcap, sizeof *c->gl, d))
+        return d->code;
+    tc_global *g = &c->gl[c->ngl];
+    memset(g, 0, sizeof *g);
+    if (!(g->name = strdup(name)) || tc_strmap_put(&c->gnames, g->name, c->ngl, NULL) < 0) {
+        free(g->name);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    tc_verdict v = tc_verdict_of(name);
+    g->allowed = v.allowed;
+    g->dangerous = v.dangerous;
+    g->why = v.why;
+    g->count = 1;
+    c->ngl++;
+    return 0;
+}
+
+static int cmp_global(const void *a, const void *b)
+{
+    return strcmp(((const tc_global *)a)->name, ((const tc_global *)b)->name);
+}
+
+void tc_ckpt_sort_globals(tc_ckpt *c)
+{
+    if (c->ngl < 2)
+        return;
+    qsort(c->gl, c->ngl, sizeof *c->gl, cmp_global);
+    tc_strmap_free(&c->gnames);
+    for (size_t i = 0; i < c->ngl; i++)
+        (void)tc_strmap_put(&c->gnames, c->gl[i].name, i, NULL); /* a failure only slows later lookups */
+}
+
+static int add_kv(tc_kv **v, size_t *n, const char *key, const char *value, tc_diag *d)
+{
+    tc_kv *p = realloc(*v, (*n + 1) * sizeof *p);
+    if (!p)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    *v = p;
+    p[*n].key = strdup(key);
+    p[*n].value = strdup(value);
+    if (!p[*n].key || !p[*n].value) {
+        free(p[*n].key);
+        free(p[*n].value);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    (*n)++;
+    return 0;
+}
+
+int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
+{
+    return add_kv(&c->facts, &c->nfacts, key, value, d);
+}
+
+int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
+{
+    return add_kv(&c->meta, &c->nmeta, key, value, d);
+}
+
+int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d)
+{
+    if (reserve(&c->ent, c->nent, &c->entcap, sizeof *c->ent, d))
+        return d->code;
+    tc_entry *p = &c->ent[c->nent];
+    *p = *e;
+    p->name = strdup(e->name);
+    p->text = strdup(e->text);
+    p->kind = strdup(e->kind);
+    if (!p->name || !p->text || !p->kind) {
+        free(p->name);
+        free(p->text);
+        free(p->kind);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    c->nent++;
+    return 0;
+}
+
+long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d)
+{
+    char **p = realloc(c->shards, (c->nshards + 1) * sizeof *p);
+    if (!p)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
+    c->shards = p;
+    if (!(p[c->nshards] = strdup(name)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
+    return (long)c->nshards++;
+}

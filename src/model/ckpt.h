@@ -1,0 +1,173 @@
+/* The checkpoint model: what a file holds, whatever its format.
+ *
+ * A tc_ckpt lists every tensor reachable in the file under its name, every
+ * storage (a block of bytes that tensors view) with its saved location and
+ * where its bytes lie, every Python global the file names with its safety
+ * verdict, and facts for inspect (records, metadata, non-tensor contents).
+ * A format driver (formats/) fills it from metadata alone; tensor data stays
+ * in the file until an operation reads it through the driver.
+ *
+ * The model knows no container or pickle types: a driver keeps what it needs
+ * to read and rewrite the file (its object graph, its records) as private
+ * state attached with tc_ckpt_set_driver.
+ *
+ * Ownership: a tc_ckpt owns every table, string and its driver state;
+ * tc_ckpt_close releases it all and accepts NULL. Pointers returned by the
+ * accessors stay valid until the next call that adds to the same table. */
+#ifndef TC_CKPT_H
+#define TC_CKPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "dtype.h"
+#include "source.h"
+
+typedef enum tc_tensor_kind {
+    TC_TENSOR_DENSE,
+    TC_TENSOR_QUANT,
+    TC_TENSOR_META,    /* no data */
+    TC_TENSOR_OTHER,   /* wrapper subclasses and the like: reported, not rewritten */
+} tc_tensor_kind;
+
+#define TC_MAX_DIMS 64
+
+typedef struct tc_storage {
+    char *key;           /* the container's name for it: data/<key>, a safetensors tensor name */
+    char *location;      /* as saved: "cpu", "cuda:0", ... ("-" when the format has none) */
+    tc_dtype dtype;      /* element type; uint8 for an UntypedStorage */
+    bool untyped;        /* UntypedStorage (numel counts bytes) */
+    uint64_t numel;
+    uint64_t nbytes;
+    /* stored uncompressed in the checkpoint's own file at file_off (else read through the driver) */
+    bool stored;
+    uint64_t file_off;
+    bool crc_known;
+    uint32_t crc;
+    size_t ntensors;     /* tensors viewing it (aliases of one tensor count once) */
+    long shard;          /* sharded sets: the shard holding it (tc_ckpt_shard), else -1 */
+} tc_storage;
+
+typedef struct tc_tensor {
+    char *name;
+    tc_tensor_kind kind;
+    tc_dtype dtype;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
+    int64_t offset;        /* in elements of dtype */
+    bool requires_grad, parameter;
+    long storage;          /* index into the storages, -1 when none */
+    char device[32];       /* for tensors without storage (meta, wrapper) */
+    uint64_t numel, nbytes;
+    long alias_of;         /* the first tensor that is the same Python object, or -1 */
+    bool aux;              /* part of another tensor (quantizer scales): never cast */
+    bool subclass;         /* a tensor subclass, or with Python state: its bytes are kept, never cast */
+} tc_tensor;
+
+/* A Python global the file names, as CPython would import it. */
+typedef struct tc_global {
+    char *name;            /* "module.name" */
+    uint32_t count;        /* how many times the file names it */
+    bool allowed;          /* torch's weights_only loader accepts it (or --safe-globals names it) */
+    bool dangerous;        /* known to run code or touch the system when unpickled */
+    const char *why;       /* for dangerous ones: what it can do */
+} tc_global;
+
+typedef struct tc_kv {
+    char *key, *value;
+} tc_kv;
+
+/* An entry of a checkpoint's top-level object (depth 1) or of one of its
+ * dict-like entries (depth 2): what inspect's contents and convert's list of
+ * dropped objects are made of. */
+typedef struct tc_entry {
+    char *name;            /* "epoch", "optimizer.param_groups" */
+    char *text;            /* a short description: "3", "[{'lr': 0.0003, ...}]" */
+    char *kind;            /* its type: "int", "dict", "OrderedDict", ... */
+    int depth;             /* 1 or 2 */
+    size_t ntensors;       /* tensors under it (the names starting with name) */
+    bool is_tensor;        /* the entry is itself a tensor */
+    bool has_items;        /* it has named entries of its own (listed at depth 2 when depth is 1) */
+    bool attr;             /* an attribute of an object (its state), not an item of a dict */
+} tc_entry;
+
+typedef struct tc_limits {
+    uint64_t max_pickle_bytes;
+    uint64_t max_objects;
+    uint32_t max_depth;
+    uint64_t max_entries;  /* zip entries, safetensors tensors, index entries */
+    uint64_t max_header;   /* safetensors JSON header */
+} tc_limits;
+
+#define TC_LIMITS_DEFAULT                                                                          \
+    {.max_pickle_bytes = 1ull << 30, .max_objects = 20000000, .max_depth = 1000,                   \
+     .max_entries = 1000000, .max_header = 100u << 20}
+
+typedef struct tc_ckpt tc_ckpt;
+
+/* A new, empty checkpoint reading path (opened now). */
+int tc_ckpt_new(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d);
+void tc_ckpt_close(tc_ckpt *c);
+
+const char *tc_ckpt_path(const tc_ckpt *c);
+const tc_src *tc_ckpt_src(const tc_ckpt *c);
+const tc_limits *tc_ckpt_limits(const tc_ckpt *c);
+
+size_t tc_ckpt_ntensors(const tc_ckpt *c);
+const tc_tensor *tc_ckpt_tensor(const tc_ckpt *c, size_t i);
+size_t tc_ckpt_nstorages(const tc_ckpt *c);
+const tc_storage *tc_ckpt_storage(const tc_ckpt *c, size_t i);
+/* The index of the storage with this key, or -1. */
+long tc_ckpt_find_storage(const tc_ckpt *c, const char *key);
+/* The index of the tensor with this name, or -1. */
+long tc_ckpt_find_tensor(const tc_ckpt *c, const char *name);
+size_t tc_ckpt_nglobals(const tc_ckpt *c);
+const tc_global *tc_ckpt_global(const tc_ckpt *c, size_t i);
+bool tc_ckpt_has_dangerous(const tc_ckpt *c);
+size_t tc_ckpt_nfacts(const tc_ckpt *c);
+const tc_kv *tc_ckpt_fact(const tc_ckpt *c, size_t i);
+size_t tc_ckpt_nmeta(const tc_ckpt *c);
+const tc_kv *tc_ckpt_meta(const tc_ckpt *c, size_t i);
+/* The value of a metadata key, or NULL. */
+const char *tc_ckpt_meta_get(const tc_ckpt *c, const char *key);
+size_t tc_ckpt_nentries(const tc_ckpt *c);
+const tc_entry *tc_ckpt_entry(const tc_ckpt *c, size_t i);
+size_t tc_ckpt_nshards(const tc_ckpt *c);
+const char *tc_ckpt_shard(const tc_ckpt *c, size_t i);
+/* The location a tensor's data would load on: its storage's, or its own. */
+const char *tc_tensor_device(const tc_ckpt *c, const tc_tensor *t);
+
+/* ---- for format drivers ------------------------------------------------------ */
+
+/* The driver that filled c (opaque here), its name, and its private state,
+ * which tc_ckpt_close releases with free_priv. */
+void tc_ckpt_set_driver(tc_ckpt *c, const void *driver, const char *name, void *priv, void (*free_priv)(void *));
+const void *tc_ckpt_driver(const tc_ckpt *c);
+const char *tc_ckpt_format(const tc_ckpt *c);
+void *tc_ckpt_priv(const tc_ckpt *c);
+/* True for formats that hold a Python object graph (device tags, non-tensor objects). */
+void tc_ckpt_set_objects(tc_ckpt *c, bool has);
+bool tc_ckpt_has_objects(const tc_ckpt *c);
+
+/* A new storage with this key (copied); returns its index, or -1 (d says why). */
+long tc_ckpt_add_storage(tc_ckpt *c, const char *key, tc_diag *d);
+tc_storage *tc_ckpt_storage_mut(tc_ckpt *c, size_t i);
+/* Forget every storage (a driver reading again from the start). */
+void tc_ckpt_clear_storages(tc_ckpt *c);
+/* A new tensor named name (copied), zeroed, storage and alias_of -1; returns its index or -1. */
+long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d);
+tc_tensor *tc_ckpt_tensor_mut(tc_ckpt *c, size_t i);
+/* Count one more mention of a global "module.name"; the verdict is taken the first time. */
+int tc_ckpt_add_global(tc_ckpt *c, const char *name, tc_diag *d);
+int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d);
+int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d);
+/* An entry (its strings copied). */
+int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d);
+/* A shard name (copied); returns its index or -1. */
+long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d);
+/* Sort the globals by name (once every global is added). */
+void tc_ckpt_sort_globals(tc_ckpt *c);
+
+#endif

@@ -1,0 +1,533 @@
+#include "convert.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rewrite.h"
+#include "stream.h"
+
+void tc_convert_report_free(tc_convert_report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->ndropped; i++)
+        free(r->dropped[i]);
+    free(r->dropped);
+    memset(r, 0, sizeof *r);
+}
+
+int tc_convert_drop(tc_convert_report *r, tc_diag *d, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **p = realloc(r->dropped, (r->ndropped + 1) * sizeof *p);
+    if (!p || !(p[r->ndropped] = strdup(buf))) {
+        if (p)
+            r->dropped = p;
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    r->dropped = p;
+    r->ndropped++;
+    return 0;
+}
+
+static bool contiguous(const tc_tensor *t)
+{
+    int64_t want = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != want)
+            return false;
+        want *= t->shape[i];
+    }
+    return true;
+}
+
+/* Tensors whose name is prefix or starts with prefix + "." (prefix "" = all). */
+static size_t count_under(const tc_ckpt *c, const char *prefix)
+{
+    size_t n = 0, l = strlen(prefix);
+    for (size_t i = 0; i < tc_ckpt_ntensors(c); i++) {
+        const char *name = tc_ckpt_tensor(c, i)->name;
+        n += !strncmp(name, prefix, l) && (!l || name[l] == '.' || !name[l]);
+    }
+    return n;
+}
+
+/* The entries without any tensor under the selected object (the root, or its item key) go to the report. */
+static int report_entries(const tc_ckpt *c, const char *key, tc_convert_report *rep, tc_diag *d)
+{
+    size_t kl = key ? strlen(key) : 0;
+    bool parent_ok = !key;
+    for (size_t i = 0; key && i < tc_ckpt_nentries(c); i++) {
+        const tc_entry *e = tc_ckpt_entry(c, i);
+        parent_ok |= e->depth == 1 && !e->attr && !strcmp(e->name, key);
+    }
+    for (size_t i = 0; parent_ok && i < tc_ckpt_nentries(c); i++) {
+        const tc_entry *e = tc_ckpt_entry(c, i);
+        if (e->attr || e->ntensors || e->depth != (key ? 2 : 1))
+            continue;
+        if (key && (strncmp(e->name, key, kl) || e->name[kl] != '.'))
+            continue;
+        int rc = tc_convert_drop(rep, d, "%s (%s)", e->name, e->kind);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
+{
+    if (!key || count_under(c, key))
+        return 0;
+    char ents[512] = "";
+    size_t el = 0;
+    for (size_t i = 0; i < tc_ckpt_nentries(c) && el < sizeof ents - 64; i++) {
+        const tc_entry *e = tc_ckpt_entry(c, i);
+        if (e->depth == 1 && !e->attr)
+            el += (size_t)snprintf(ents + el, sizeof ents - el, "%s%s", el ? ", " : "", e->name);
+    }
+    return tc_fail(d, TC_ERR_USAGE, "--key '%s': no tensors under that entry (top-level entries: %s)", key,
+                   el ? ents : "none");
+}
+
+static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};
+
+int tc_st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_st_sel *sl,
+                 tc_convert_report *rep, tc_diag *d)
+{
+    int rc;
+    size_t klen = o->key ? strlen(o->key) : 0, nt = tc_ckpt_ntensors(c);
+    if ((rc = report_entries(c, o->key, rep, d)))
+        return rc;
+    for (size_t i = 0; i < nt; i++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, i);
+        tc_st_sel *s = &sl[i];
+        if (o->key) {
+            if (strncmp(t->name, o->key, klen) || t->name[klen] != '.')
+                continue;
+            s->name = t->name + klen + 1;
+        } else {
+            s->name = t->name;
+        }
+        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
+            if ((rc = tc_convert_drop(rep, d, "%s (%s)", s->name, kinds[t->kind])))
+                return rc;
+            continue;
+        }
+        const tc_out_storage *ps = &p->st[t->storage];
+        s->out = ps->cast ? ps->dtype : t->dtype;
+        if (!tc_dtype_get(s->out)->st_name) {
+            if ((rc = tc_convert_drop(rep, d, "%s (%s: safetensors has no such dtype)", s->name,
+                                      tc_dtype_name(s->out))))
+                return rc;
+            continue;
+        }
+        s->role = TC_SEL_WRITE;
+        if (t->alias_of >= 0 && sl[t->alias_of].role == TC_SEL_WRITE) {
+            s->role = TC_SEL_ALIAS;
+            s->of = t->alias_of;
+            s->same = true;
+        }
+    }
+    /* views sharing a storage: aliases of the one tensor covering it whole */
+    long *cover = malloc((tc_ckpt_nstorages(c) + 1) * sizeof *cover);
+    size_t *nshare = calloc(tc_ckpt_nstorages(c) + 1, sizeof *nshare);
+    bool *mixed = calloc(tc_ckpt_nstorages(c) + 1, sizeof *mixed);
+    tc_dtype *first = malloc((tc_ckpt_nstorages(c) + 1) * sizeof *first);
+    if (!cover || !nshare || !mixed || !first) {
+        free(cover);
+        free(nshare);
+        free(mixed);
+        free(first);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t s = 0; s < tc_ckpt_nstorages(c); s++)
+        cover[s] = -1;
+    for (size_t k = 0; k < nt; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (sl[k].role != TC_SEL_WRITE)
+            continue;
+        size_t s = (size_t)t->storage;
+        if (nshare[s]++ == 0)
+            first[s] = t->dtype;
+        mixed[s] |= first[s] != t->dtype;
+        if (cover[s] < 0 && t->offset == 0 && contiguous(t) && t->nbytes == tc_ckpt_storage(c, s)->nbytes)
+            cover[s] = (long)k;
+    }
+    for (size_t k = 0; k < nt; k++) {
+        size_t s = (size_t)tc_ckpt_tensor(c, k)->storage;
+        if (sl[k].role != TC_SEL_WRITE || nshare[s] < 2)
+            continue;
+        if (cover[s] >= 0 && !mixed[s]) {
+            if ((long)k != cover[s]) {
+                sl[k].role = TC_SEL_ALIAS;
+                sl[k].of = cover[s];
+            }
+        } else {
+            sl[k].role = TC_SEL_COPY;
+        }
+    }
+    free(cover);
+    free(nshare);
+    free(mixed);
+    free(first);
+    for (size_t i = 0; i < nt; i++)
+        rep->ncopies += sl[i].role == TC_SEL_COPY;
+    return 0;
+}
+
+/* ---- the aliases record -------------------------------------------------------------- */
+
+struct tc_aliases {
+    cJSON *obj;
+    char *text;
+};
+
+tc_aliases *tc_aliases_new(void)
+{
+    tc_aliases *a = calloc(1, sizeof *a);
+    if (a && !(a->obj = cJSON_CreateObject())) {
+        free(a);
+        a = NULL;
+    }
+    return a;
+}
+
+void tc_aliases_free(tc_aliases *a)
+{
+    if (a) {
+        cJSON_Delete(a->obj);
+        free(a->text);
+        free(a);
+    }
+}
+
+int tc_aliases_add(tc_aliases *al, const tc_ckpt *c, const tc_st_sel *sl, size_t i, tc_diag *d)
+{
+    const tc_tensor *t = tc_ckpt_tensor(c, i);
+    cJSON *a = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *st = cJSON_CreateArray();
+    if (!a || !sh || !st) {
+        cJSON_Delete(a);
+        cJSON_Delete(sh);
+        cJSON_Delete(st);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    bool ok = cJSON_AddStringToObject(a, "of", sl[sl[i].of].name) &&
+              cJSON_AddNumberToObject(a, "offset", (double)t->offset);
+    for (int k = 0; k < t->ndim; k++) {
+        cJSON *x = cJSON_CreateNumber((double)t->shape[k]), *y = cJSON_CreateNumber((double)t->stride[k]);
+        ok &= x && y;
+        if (x)
+            cJSON_AddItemToArray(sh, x);
+        if (y)
+            cJSON_AddItemToArray(st, y);
+    }
+    cJSON_AddItemToObject(a, "shape", sh);
+    cJSON_AddItemToObject(a, "stride", st);
+    ok &= cJSON_AddBoolToObject(a, "same", sl[i].same) != NULL;
+    cJSON_AddItemToObject(al->obj, sl[i].name, a);
+    return ok ? 0 : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+}
+
+int tc_aliases_meta(tc_aliases *a, const tc_kv *extra, size_t nextra, tc_kv *meta, size_t *nmeta, tc_diag *d)
+{
+    size_t n = 0;
+    bool has = a && a->obj->child;
+    meta[n++] = (tc_kv){"format", "pt"};
+    for (size_t i = 0; i < nextra; i++)
+        if (strcmp(extra[i].key, "format") && (strcmp(extra[i].key, TC_ST_ALIASES_KEY) || !has))
+            meta[n++] = extra[i];
+    if (has) {
+        free(a->text);
+        if (!(a->text = cJSON_PrintUnformatted(a->obj)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        meta[n++] = (tc_kv){TC_ST_ALIASES_KEY, a->text};
+    }
+    *nmeta = n;
+    return 0;
+}
+
+/* ---- torch -> safetensors -------------------------------------------------------------- */
+
+/* Block k is tensor item_t[k] of c, contiguous and cast to its item's dtype. */
+typedef struct tensor_data {
+    tc_plan *p;
+    const tc_ckpt *c;
+    const size_t *item_t;
+    const tc_witem *items;
+    tc_convert_report *rep;
+} tensor_data;
+
+static int tensor_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
+{
+    tensor_data *td = ctx;
+    tc_cast_stats cs = {0};
+    int rc = tc_stream_tensor(td->p, td->c, tc_ckpt_tensor(td->c, td->item_t[k]), td->items[k].dtype, dst, off, crc,
+                              &cs, d);
+    td->rep->overflow += cs.overflow;
+    td->rep->underflow += cs.underflow;
+    return rc;
+}
+
+int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv *extra_meta, size_t nextra,
+                              tc_dst *dst, tc_convert_report *rep, tc_diag *d)
+{
+    tc_plan p = {0};
+    size_t nt = tc_ckpt_ntensors(c), n = 0, nmeta = 0;
+    tc_st_sel *sl = NULL;
+    tc_witem *items = NULL;
+    tc_wblock *blocks = NULL;
+    size_t *item_t = NULL;
+    tc_kv *meta = NULL;
+    tc_aliases *aliases = NULL;
+    int rc = tc_convert_key_check(c, o->key, d);
+    if (rc || (rc = tc_plan_make(&p, c, &o->ro, d)))
+        return rc;
+    rep->ncast = p.ncast;
+    rep->nkept = p.nkept;
+    if (!(sl = calloc(nt + 1, sizeof *sl)) || !(items = calloc(nt + 1, sizeof *items)) ||
+        !(blocks = calloc(nt + 1, sizeof *blocks)) || !(item_t = calloc(nt + 1, sizeof *item_t)) ||
+        !(aliases = tc_aliases_new()) || !(meta = calloc(nextra + 2, sizeof *meta))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tc_st_select(c, o, &p, sl, rep, d)))
+        goto done;
+    for (size_t i = 0; i < nt && !rc; i++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, i);
+        if (sl[i].role == TC_SEL_WRITE || sl[i].role == TC_SEL_COPY) {
+            blocks[n] = (tc_wblock){tc_tensor_bytes_as(t, sl[i].out), sl[i].out, NULL, sl[i].out != t->dtype};
+            items[n] = (tc_witem){sl[i].name, n, sl[i].out, t->ndim, t->shape, t->stride, 0, false, false, -1};
+            item_t[n] = i;
+            rep->data_bytes += blocks[n].nbytes;
+            n++;
+        } else if (sl[i].role == TC_SEL_ALIAS) {
+            rc = tc_aliases_add(aliases, c, sl, i, d);
+            rep->naliases++;
+        }
+    }
+    rep->ntensors = n - rep->ncopies;
+    if (!rc)
+        rc = tc_aliases_meta(aliases, extra_meta, nextra, meta, &nmeta, d);
+    if (!rc) {
+        tensor_data td = {&p, c, item_t, items, rep};
+        tc_write_job job = {.items = items, .nitems = n, .blocks = blocks, .nblocks = n, .meta = meta,
+                            .nmeta = nmeta, .data = tensor_data_fn, .ctx = &td};
+        p.total = rep->data_bytes;
+        rc = tc_format_named("safetensors")->write(&job, dst, d);
+    }
+done:
+    tc_plan_free(&p);
+    free(sl);
+    free(items);
+    free(blocks);
+    free(item_t);
+    free(meta);
+    tc_aliases_free(aliases);
+    return rc;
+}
+
+/* ---- safetensors -> torch --------------------------------------------------------------- */
+
+static int json_i64s(const cJSON *a, int64_t *out, int *n)
+{
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > TC_MAX_DIMS)
+        return -1;
+    int k = 0;
+    for (const cJSON *x = a->child; x; x = x->next) {
+        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 9007199254740992.0 ||
+            x->valuedouble != (double)(int64_t)x->valuedouble)
+            return -1;
+        out[k++] = (int64_t)x->valuedouble;
+    }
+    *n = k;
+    return 0;
+}
+
+/* A view restored from the aliases record. */
+typedef struct view {
+    int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
+} view;
+
+/* The items of a safetensors checkpoint: its tensors, then the aliases its
+ * __metadata__ records (checked against the tensors), each over the block of
+ * its storage. */
+static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
+{
+    size_t nst = tc_ckpt_ntensors(c), n = 0, cap = nst + 1;
+    const char *text = tc_ckpt_meta_get(c, TC_ST_ALIASES_KEY);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    if (text && !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return tc_fail(d, TC_ERR_FORMAT, "__metadata__ %s is not a JSON object", TC_ST_ALIASES_KEY);
+    }
+    cap += j ? (size_t)cJSON_GetArraySize(j) : 0;
+    tc_witem *it = calloc(cap, sizeof *it);
+    view *v = calloc(cap, sizeof *v);
+    int rc = 0;
+    if (!it || !v) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nst; i++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, i);
+        const tc_out_storage *ps = &p->st[t->storage];
+        it[n++] = (tc_witem){t->name, (size_t)t->storage, ps->dtype, t->ndim, t->shape, t->stride, 0, false, false, -1};
+    }
+    rep->ntensors += nst;
+    for (const cJSON *a = j ? j->child : NULL; a && !rc; a = a->next) {
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(a, "of");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(a, "offset");
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, "same");
+        view *w = &v[n];
+        int nd = 0, nd2 = 0;
+        long base = cJSON_IsString(of) ? tc_ckpt_find_tensor(c, of->valuestring) : -1;
+        if (base < 0 || !cJSON_IsNumber(off) || off->valuedouble < 0 ||
+            json_i64s(cJSON_GetObjectItemCaseSensitive(a, "shape"), w->shape, &nd) ||
+            json_i64s(cJSON_GetObjectItemCaseSensitive(a, "stride"), w->stride, &nd2) || nd != nd2) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is malformed or names a tensor not in the file",
+                         TC_ST_ALIASES_KEY, a->string);
+            break;
+        }
+        if (tc_ckpt_find_tensor(c, a->string) >= 0) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is also a tensor of the file", TC_ST_ALIASES_KEY,
+                         a->string);
+            break;
+        }
+        /* bounds: the view must stay inside the storage */
+        const tc_tensor *bt = tc_ckpt_tensor(c, (size_t)base);
+        const tc_storage *s = tc_ckpt_storage(c, (size_t)bt->storage);
+        uint64_t last = (uint64_t)off->valuedouble, numel = 1;
+        bool bad = false;
+        for (int k = 0; k < nd; k++) {
+            uint64_t span;
+            bad |= __builtin_mul_overflow(numel, (uint64_t)w->shape[k], &numel);
+            if (w->shape[k])
+                bad |= __builtin_mul_overflow((uint64_t)(w->shape[k] - 1), (uint64_t)w->stride[k], &span) ||
+                       __builtin_add_overflow(last, span, &last);
+        }
+        if (bad || (numel && last >= s->nbytes / tc_dtype_size(bt->dtype))) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' reaches past tensor '%s'", TC_ST_ALIASES_KEY, a->string,
+                         of->valuestring);
+            break;
+        }
+        it[n] = (tc_witem){a->string, (size_t)bt->storage, it[base].dtype, nd, w->shape, w->stride,
+                           (int64_t)off->valuedouble, false, false, cJSON_IsTrue(same) ? base : -1};
+        n++;
+        rep->naliases++;
+    }
+done:
+    if (rc) {
+        free(it);
+        free(v);
+        cJSON_Delete(j);
+        return rc;
+    }
+    *out = (tc_sd_items){it, n, v, j};
+    return 0;
+}
+
+/* The dense tensors of a checkpoint with an object graph, as a flat state_dict. */
+static int graph_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
+{
+    size_t nt = tc_ckpt_ntensors(c), n = 0;
+    tc_witem *it = calloc(nt + 1, sizeof *it);
+    long *at = malloc((nt + 1) * sizeof *at);  /* tensor -> its item */
+    bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
+    int rc = it && at && seen ? report_entries(c, NULL, rep, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < nt && !rc; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        at[k] = -1;
+        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
+            rc = tc_convert_drop(rep, d, "%s (%s)", t->name, kinds[t->kind]);
+            continue;
+        }
+        const tc_out_storage *ps = &p->st[t->storage];
+        rep->ntensors += !seen[t->storage];
+        rep->naliases += seen[t->storage];
+        seen[t->storage] = true;
+        at[k] = (long)n;
+        it[n++] = (tc_witem){t->name, (size_t)t->storage, ps->cast ? ps->dtype : t->dtype, t->ndim, t->shape,
+                             t->stride, t->offset, t->requires_grad, t->parameter,
+                             t->alias_of >= 0 ? at[t->alias_of] : -1};
+    }
+    free(at);
+    free(seen);
+    if (rc) {
+        free(it);
+        return rc;
+    }
+    *out = (tc_sd_items){it, n, NULL, NULL};
+    return 0;
+}
+
+int tc_sd_items_make(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    return tc_ckpt_has_objects(c) ? graph_items(c, p, out, rep, d) : st_items(c, p, out, rep, d);
+}
+
+void tc_sd_items_free(tc_sd_items *s)
+{
+    if (s) {
+        free(s->v);
+        free(s->mem);
+        cJSON_Delete(s->json);
+        memset(s, 0, sizeof *s);
+    }
+}
+
+int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_convert_report *rep, tc_diag *d)
+{
+    const char *dev = o->device ? o->device : "cpu";
+    if (o->key && tc_ckpt_has_objects(c))
+        return tc_fail(d, TC_ERR_USAGE, "--key applies to conversions to safetensors");
+    if (o->key)
+        return tc_fail(d, TC_ERR_USAGE, "--key selects an entry of a .pt checkpoint; %s files have none",
+                       tc_ckpt_format(c));
+    tc_rewrite_opts ro = o->ro;
+    ro.all_to = dev;
+    ro.maps = NULL;
+    ro.nmaps = 0;
+    tc_plan p;
+    int rc = tc_plan_make(&p, c, &ro, d);
+    if (rc)
+        return rc;
+    rep->ncast = p.ncast;
+    rep->nkept = p.nkept;
+    if (tc_ckpt_has_objects(c)) {
+        rep->ntensors = tc_ckpt_ntensors(c);
+        rc = tc_rewrite(c, &p, dst, d);
+    } else {
+        tc_sd_items items = {0};
+        size_t ns = tc_ckpt_nstorages(c);
+        tc_wblock *blocks = calloc(ns + 1, sizeof *blocks);
+        if (!blocks)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t k = 0; k < ns && !rc; k++)
+            blocks[k] = (tc_wblock){p.st[k].nbytes, p.st[k].dtype, p.st[k].location, p.st[k].cast};
+        if (!rc)
+            rc = st_items(c, &p, &items, rep, d);
+        if (!rc) {
+            tc_storage_data sd = {&p, c};
+            tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,
+                                .data = tc_storage_data_fn, .ctx = &sd, .max_depth = ro.max_depth};
+            p.total = p.in_bytes;
+            rc = tc_format_named("torch-zip")->write(&job, dst, d);
+        }
+        tc_sd_items_free(&items);
+        free(blocks);
+    }
+    if (!rc) {
+        rep->data_bytes = p.out_bytes;
+        tc_plan_totals(&p, &rep->overflow, &rep->underflow);
+    }
+    tc_plan_free(&p);
+    return rc;
+}

@@ -1,0 +1,112 @@
+/* Converting between torch checkpoints (.pt/.bin) and safetensors files:
+ * which tensors go where, under which names, and what cannot go.
+ *
+ * To safetensors: every dense tensor of a checkpoint (or of one entry,
+ * --key) becomes a contiguous tensor, cast as planned. Shared storages (tied
+ * weights, views) are written once; every other name on a storage becomes an
+ * alias, recorded in __metadata__ under TC_ST_ALIASES_KEY as a JSON object
+ * (text):
+ *     {"alias name": {"of": "written name", "offset": N, "shape": [..],
+ *                     "stride": [..], "same": true|false}, ...}
+ * offset and stride count elements of the written tensor's storage (the
+ * written tensor always covers its whole storage, contiguously); "same"
+ * marks the same Python tensor object under two names (tied weights) rather
+ * than a second view. Readers that do not know the key see the written
+ * tensors only, as the reference converter gives; conversion back restores
+ * every alias as a view of the same storage. When no tensor covers a shared
+ * storage whole, the tensors on it are written as separate copies (ncopies).
+ * Non-tensor objects cannot be represented and are reported as dropped.
+ *
+ * To torch: a checkpoint with an object graph is rewritten whole
+ * (rewrite.h); a safetensors file becomes a state_dict as torch 2.x writes
+ * one, its aliases restored.
+ *
+ * Nothing here prints; the report is the caller's to free with
+ * tc_convert_report_free (which accepts a zeroed one). */
+#ifndef TC_CONVERT_H
+#define TC_CONVERT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckpt.h"
+#include "dest.h"
+#include "format.h"
+#include "plan.h"
+
+#define TC_ST_ALIASES_KEY "tensorctl.aliases"
+
+typedef struct tc_convert_opts {
+    tc_rewrite_opts ro;   /* dtype, keep, only, progress, max_depth; locations are set here */
+    const char *key;      /* only tensors under this entry, named relative to it (torch input) */
+    const char *device;   /* location tag of .pt output storages (NULL: "cpu") */
+} tc_convert_opts;
+
+typedef struct tc_convert_report {
+    char **dropped;       /* "name (why)" for every entry or tensor not written */
+    size_t ndropped;
+    size_t ntensors;      /* tensors written with their own data */
+    size_t naliases;      /* names recorded as aliases (to safetensors) or restored (to torch) */
+    size_t ncopies;       /* tensors of shared storages written as separate copies */
+    size_t ncast, nkept;  /* from the cast plan */
+    uint64_t data_bytes;  /* tensor bytes written */
+    uint64_t overflow, underflow; /* values the cast turned into inf/NaN, or zero */
+} tc_convert_report;
+
+void tc_convert_report_free(tc_convert_report *r);
+/* Record one dropped object, "what (why)". */
+int tc_convert_drop(tc_convert_report *r, tc_diag *d, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* c as a safetensors file into dst. extra_meta (may be NULL) is copied into
+ * __metadata__ after "format": "pt". */
+int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv *extra_meta, size_t nextra,
+                              tc_dst *dst, tc_convert_report *rep, tc_diag *d);
+/* c as a torch zip into dst. */
+int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_convert_report *rep, tc_diag *d);
+
+/* ---- the pieces, for sets ------------------------------------------------------ */
+
+/* The role of every tensor of a checkpoint in a safetensors output. */
+typedef struct tc_st_sel {
+    const char *name;     /* output name */
+    tc_dtype out;
+    int role;             /* TC_SEL_* */
+    long of;              /* alias: tensor index of the written one */
+    bool same;
+} tc_st_sel;
+
+enum { TC_SEL_SKIP, TC_SEL_WRITE, TC_SEL_ALIAS, TC_SEL_COPY };
+
+/* Roles for every tensor of c (sl: one per tensor, zeroed), as planned by p;
+ * what cannot be written goes to rep as dropped, and rep->ncopies counts the
+ * copies. */
+int tc_st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_st_sel *sl,
+                 tc_convert_report *rep, tc_diag *d);
+/* --key names an entry with tensors, or d says which entries there are. */
+int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d);
+
+/* c as the items of a flat state_dict over blocks = c's storages as p plans
+ * them: its dense tensors (Parameters and sharing kept), or a safetensors
+ * file's tensors with the aliases its __metadata__ records restored. What
+ * cannot be written goes to rep as dropped. */
+typedef struct tc_sd_items {
+    tc_witem *v;
+    size_t n;
+    void *mem, *json;     /* what the items point into */
+} tc_sd_items;
+int tc_sd_items_make(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d);
+void tc_sd_items_free(tc_sd_items *s);
+
+/* A JSON object of aliases: tc_aliases_add for each, then tc_aliases_meta. */
+typedef struct tc_aliases tc_aliases;
+tc_aliases *tc_aliases_new(void);
+void tc_aliases_free(tc_aliases *a);
+/* Record tensor i of c (an alias, role TC_SEL_ALIAS in sl). */
+int tc_aliases_add(tc_aliases *a, const tc_ckpt *c, const tc_st_sel *sl, size_t i, tc_diag *d);
+/* The __metadata__ of a safetensors output: "format": "pt", then extra (less
+ * "format" and, when there are aliases, an older alias record), then the
+ * aliases. meta must hold nextra + 2 entries; it points into extra and a
+ * (which must outlive it). */
+int tc_aliases_meta(tc_aliases *a, const tc_kv *extra, size_t nextra, tc_kv *meta, size_t *nmeta, tc_diag *d);
+
+#endif

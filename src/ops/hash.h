@@ -1,0 +1,10 @@
+/* SHA-256 of a tensor's logical elements, C order, little-endian: what
+ * torch's .contiguous() holds, as the corpus expect files record it. */
+#ifndef TC_HASH_H
+#define TC_HASH_H
+
+#include "ckpt.h"
+
+int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag *d);
+
+#endif

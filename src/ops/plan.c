@@ -1,0 +1,165 @@
+#include "plan.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cast.h"
+#include "cast_cuda.h"
+#include "xfer.h"
+
+bool tc_glob_any(const char *const *pats, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fnmatch(pats[i], name, 0) == 0)
+            return true;
+    return false;
+}
+
+/* The element type the tensors on storage i see; INVALID when they disagree. */
+static tc_dtype elem_dtype(const tc_ckpt *c, size_t i)
+{
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    if (!s->untyped)
+        return s->dtype;
+    tc_dtype dt = TC_DT_INVALID;
+    for (size_t k = 0; k < tc_ckpt_ntensors(c); k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage != (long)i)
+            continue;
+        if (dt != TC_DT_INVALID && t->dtype != dt)
+            return TC_DT_INVALID;
+        dt = t->dtype;
+    }
+    return dt;
+}
+
+/* Where the casts run: decided once per plan, when the first cast is planned. */
+static int choose_engine(tc_plan *p, const tc_rewrite_opts *o, tc_diag *d)
+{
+    if (o->engine != TC_ENGINE_CPU) {
+        /* streams and pinned buffers made now, before any output exists;
+         * with --engine auto a GPU that cannot take them leaves the CPU */
+        char why[256] = "";
+        p->caster = tc_cuda_caster_new(o->cuda_device, why, sizeof why);
+        p->cuda = p->caster != NULL;
+        if (!p->cuda && o->engine == TC_ENGINE_CUDA)
+            return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", why);
+    }
+    if (p->cuda)
+        snprintf(p->engine, sizeof p->engine, "cuda:%d", o->cuda_device);
+    else
+        snprintf(p->engine, sizeof p->engine, "cpu (%s, %u threads)", tc_cast_cpu_path(), tc_pool_default_size());
+    return 0;
+}
+
+int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d)
+{
+    memset(p, 0, sizeof *p);
+    size_t ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
+    p->o = o;
+    p->n = ns;
+    p->st = calloc(ns + 1, sizeof *p->st);
+    p->stat = calloc(ns + 1, sizeof *p->stat);
+    /* first tensor on each storage, to name it in messages and find mixed selections */
+    long *first = malloc((ns + 1) * sizeof *first);
+    signed char *sel = malloc(ns + 1);
+    bool *castable = malloc(ns + 1);
+    int rc = 0;
+    if (!p->st || !p->stat || !first || !sel || !castable) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const tc_storage *s = tc_ckpt_storage(c, i);
+        tc_out_storage *ps = &p->st[i];
+        ps->location = s->location;
+        for (size_t m = 0; m < o->nmaps; m++)
+            if (!strcmp(o->maps[m].from, s->location)) {
+                ps->location = o->maps[m].to;
+                break;
+            }
+        if (o->all_to && !o->nmaps)
+            ps->location = o->all_to;
+        ps->dtype = p->stat[i].from = elem_dtype(c, i);
+        ps->nbytes = s->nbytes;
+        first[i] = -1;
+        sel[i] = -1;
+        castable[i] = o->dtype != TC_DT_INVALID && ps->dtype != TC_DT_INVALID &&
+                      tc_dtype_get(ps->dtype)->kind == TC_KIND_FLOAT && ps->dtype != o->dtype &&
+                      tc_cast_supported(o->dtype, ps->dtype) && s->ntensors > 0;
+        p->in_bytes += s->nbytes;
+    }
+    /* only plain tensors rebuilt by torch._utils are cast; quantizer scales and subclasses are not */
+    for (size_t k = 0; k < nt; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage >= 0 && (t->kind != TC_TENSOR_DENSE || t->aux || t->subclass))
+            castable[t->storage] = false;
+    }
+    for (size_t k = 0; k < nt; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage < 0 || !castable[t->storage])
+            continue;
+        size_t i = (size_t)t->storage;
+        bool want = (o->nonly == 0 || tc_glob_any(o->only, o->nonly, t->name)) &&
+                    !tc_glob_any(o->keep, o->nkeep, t->name);
+        if (sel[i] >= 0 && sel[i] != want) {
+            rc = tc_fail(d, TC_ERR_USAGE,
+                         "'%s' and '%s' share one storage; --keep/--only would give them different dtypes "
+                         "(select both or neither)",
+                         tc_ckpt_tensor(c, (size_t)first[i])->name, t->name);
+            goto done;
+        }
+        if (sel[i] < 0)
+            first[i] = (long)k;
+        sel[i] = want;
+    }
+    for (size_t k = 0; k < nt; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage < 0 || !castable[t->storage] || t->alias_of >= 0)
+            continue;
+        if (sel[t->storage] == 1)
+            p->ncast++;
+        else
+            p->nkept++;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        tc_out_storage *ps = &p->st[i];
+        if (castable[i] && sel[i] == 1) {
+            if (!p->engine[0] && (rc = choose_engine(p, o, d)))
+                goto done;
+            ps->cast = true;
+            ps->nbytes = ps->nbytes / tc_dtype_size(ps->dtype) * tc_dtype_size(o->dtype);
+            ps->dtype = o->dtype;
+        }
+        p->out_bytes += ps->nbytes;
+    }
+done:
+    free(first);
+    free(sel);
+    free(castable);
+    if (rc)
+        tc_plan_free(p);
+    return rc;
+}
+
+void tc_plan_free(tc_plan *p)
+{
+    if (!p)
+        return;
+    free(p->st);
+    free(p->stat);
+    tc_pool_free(p->pool);
+    tc_cuda_caster_free(p->caster);
+    memset(p, 0, sizeof *p);
+}
+
+void tc_plan_totals(const tc_plan *p, uint64_t *overflow, uint64_t *underflow)
+{
+    *overflow = *underflow = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        *overflow += p->stat[i].overflow;
+        *underflow += p->stat[i].underflow;
+    }
+}

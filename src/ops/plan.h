@@ -1,0 +1,68 @@
+/* The plan of a rewrite: per storage of a checkpoint, its new location and
+ * dtype; where the casts run; the counts the summary reports.
+ *
+ * tc_plan_make decides (and refuses inconsistent requests, e.g. a --keep that
+ * would split a shared storage); the writers then stream every storage
+ * through src/ops/stream.h, which casts as planned and adds to the counts. */
+#ifndef TC_PLAN_H
+#define TC_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckpt.h"
+#include "format.h"
+
+typedef struct tc_devmap {
+    const char *from, *to;
+} tc_devmap;
+
+typedef enum tc_engine { TC_ENGINE_AUTO, TC_ENGINE_CPU, TC_ENGINE_CUDA } tc_engine;
+
+typedef struct tc_rewrite_opts {
+    const char *all_to;          /* every storage to this location (NULL: only maps) */
+    const tc_devmap *maps;       /* location -> location, applied first */
+    size_t nmaps;
+    tc_dtype dtype;              /* cast floating-point storages; TC_DT_INVALID: none */
+    const char *const *keep;     /* glob patterns of names kept in their dtype */
+    size_t nkeep;
+    const char *const *only;     /* if any: cast only matching names */
+    size_t nonly;
+    tc_engine engine;
+    int cuda_device;             /* for the CUDA engine */
+    bool verify_crc;             /* recompute input CRCs instead of trusting them */
+    uint32_t max_depth;          /* pickle nesting a writer may emit */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+} tc_rewrite_opts;
+
+/* What the cast of one storage did. */
+typedef struct tc_plan_stat {
+    tc_dtype from;               /* the element type its tensors see before the cast */
+    uint64_t overflow, underflow; /* values that became inf/NaN, or zero */
+} tc_plan_stat;
+
+typedef struct tc_plan {
+    tc_out_storage *st;          /* one per storage of the checkpoint */
+    tc_plan_stat *stat;          /* the same */
+    size_t n;
+    size_t ncast, nkept;         /* tensors cast, float tensors kept by --keep/--only */
+    uint64_t in_bytes, out_bytes;/* storage bytes before and after */
+    char engine[64];             /* what does the casts: "cpu (avx2+f16c)", "cuda:0"; "": no cast */
+    bool cuda;                   /* casts run on the GPU */
+    const tc_rewrite_opts *o;    /* as made with */
+    uint64_t done, total;        /* progress: input bytes streamed */
+    struct tc_pool *pool;        /* threads for stored records (made when first needed) */
+    struct tc_cuda_caster *caster; /* the GPU's streams and buffers, when cuda */
+} tc_plan;
+
+/* o must outlive the plan. */
+int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d);
+void tc_plan_free(tc_plan *p);
+/* The overflow and underflow of every storage, summed. */
+void tc_plan_totals(const tc_plan *p, uint64_t *overflow, uint64_t *underflow);
+
+/* fnmatch-style match of name against any of pats. */
+bool tc_glob_any(const char *const *pats, size_t n, const char *name);
+
+#endif

@@ -1,0 +1,22 @@
+/* Rewriting a torch checkpoint whole (to-cpu, to-cuda, --map, --dtype, and
+ * convert from .pt to .pt): every object kept, storages re-tagged and cast
+ * as planned, written as a torch zip that real torch loads. */
+#ifndef TC_REWRITE_H
+#define TC_REWRITE_H
+
+#include "ckpt.h"
+#include "dest.h"
+#include "plan.h"
+
+/* Write c as p plans into dst (an open, empty destination); c's object graph
+ * is modified. */
+int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d);
+
+/* A tc_data_fn for plans: block k is storage k of the planned checkpoint. */
+typedef struct tc_storage_data {
+    tc_plan *p;
+    const tc_ckpt *c;
+} tc_storage_data;
+int tc_storage_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d);
+
+#endif

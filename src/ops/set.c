@@ -1,0 +1,620 @@
+#include "set.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "rewrite.h"
+#include "shard_index.h"
+#include "stream.h"
+
+/* ---- outputs: all under temporary names until every one is complete ------------------ */
+
+typedef struct outs {
+    tc_dst *v;          /* finished (or open) outputs */
+    size_t n, cap;
+} outs;
+
+static int outs_open(outs *o, const char *path, bool force, tc_diag *d)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        tc_dst *v = realloc(o->v, cap * sizeof *v);
+        if (!v)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        o->v = v;
+        o->cap = cap;
+    }
+    int rc = tc_dst_open(&o->v[o->n], path, force ? TC_DST_FORCE : 0, d);
+    if (!rc)
+        o->n++;
+    return rc;
+}
+
+static tc_dst *outs_last(outs *o) { return &o->v[o->n - 1]; }
+
+/* A folder where an output goes is never replaced, --force or not. */
+static int not_a_folder(const char *path, tc_diag *d)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "is a folder; an output shard cannot replace it");
+    return 0;
+}
+
+/* Every output in place, in order (the index last), or none of them: a
+ * rename that fails after others took the new files away again. */
+static int outs_publish(outs *o, tc_diag *d)
+{
+    int rc = 0;
+    for (size_t i = 0; i < o->n && !rc; i++)
+        if (!(rc = tc_dst_finish(&o->v[i], d)))
+            rc = not_a_folder(o->v[i].target, d);
+    size_t done = 0;
+    char **placed = calloc(o->n + 1, sizeof *placed);
+    if (!rc && !placed)
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (; done < o->n && !rc; done++) {
+        placed[done] = strdup(o->v[done].target);
+        rc = tc_dst_publish(&o->v[done], d);
+    }
+    if (rc)
+        for (size_t i = 0; i + 1 < done; i++)
+            if (placed[i])
+                unlink(placed[i]);
+    for (size_t i = 0; placed && i < o->n; i++)
+        free(placed[i]);
+    free(placed);
+    return rc;
+}
+
+static void outs_free(outs *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        tc_dst_abort(&o->v[i]);
+    free(o->v);
+    memset(o, 0, sizeof *o);
+}
+
+/* path must not name an input: a shard of the set or its index. */
+static int not_an_input(const tc_index *ix, const char *path, tc_diag *d)
+{
+    for (size_t i = 0; i < ix->nsh; i++)
+        if (!strcmp(path, ix->sh[i].path) || tc_same_file(path, ix->sh[i].path))
+            return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                              "would replace input shard %s; write elsewhere", ix->sh[i].file);
+    if (!strcmp(path, ix->path) || tc_same_file(path, ix->path))
+        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "would replace the input index; write elsewhere");
+    return 0;
+}
+
+static int refuse_unsafe(const tc_ckpt *c, tc_diag *d)
+{
+    for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
+        if (tc_ckpt_global(c, g)->dangerous)
+            return tc_fail_at(d, TC_ERR_UNSAFE, tc_ckpt_path(c), TC_NO_OFFSET,
+                              "refusing to rewrite: it names the dangerous global %s, which runs when the file is "
+                              "unpickled (inspect it; --allow-unsafe rewrites it anyway)",
+                              tc_ckpt_global(c, g)->name);
+    return 0;
+}
+
+static char *join(const char *dir, const char *file)
+{
+    size_t n = strlen(dir) + strlen(file) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, file);
+    return p;
+}
+
+/* The output folder and the index path: out is the index, or the folder it goes in (named idx_name there). */
+static int out_paths(const char *out, const char *idx_name, char **dir, char **index, tc_diag *d)
+{
+    if (tc_index_path(out)) {
+        const char *slash = strrchr(out, '/');
+        *dir = slash ? strndup(out, (size_t)(slash - out)) : strdup(".");
+        *index = strdup(out);
+    } else {
+        size_t l = strlen(out);
+        while (l > 1 && out[l - 1] == '/')
+            l--;
+        *dir = strndup(out, l);
+        *index = *dir ? join(*dir, idx_name) : NULL;
+    }
+    if (!*dir || !*index)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+/* ---- rewriting each shard whole --------------------------------------------------------- */
+
+static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
+                       tc_diag *d)
+{
+    const char *in_name = strrchr(ix->path, '/') ? strrchr(ix->path, '/') + 1 : ix->path;
+    char *dir = NULL, *index = NULL, *path = NULL;
+    tc_ckpt *c = NULL;
+    int rc = out_paths(out, in_name, &dir, &index, d);
+    /* every output checked before anything is written */
+    for (size_t i = 0; i <= ix->nsh && !rc; i++) {
+        free(path);
+        if (!(path = i < ix->nsh ? join(dir, ix->sh[i].file) : strdup(index))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        struct stat st;
+        if (!(rc = not_an_input(ix, path, d)) && !(rc = not_a_folder(path, d)) && !o->force && lstat(path, &st) == 0)
+            rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
+    }
+    for (size_t i = 0; i < ix->nsh && !rc; i++) {
+        tc_plan p = {0};
+        free(path);
+        path = join(dir, ix->sh[i].file);
+        char *sub = path ? strdup(path) : NULL;
+        if (!sub)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        else if (strrchr(sub, '/'))
+            *strrchr(sub, '/') = '\0';
+        if (!rc)
+            rc = tc_dst_mkdirs(sub, d);
+        free(sub);
+        if (!rc)
+            rc = tc_index_open_shard(ix, i, &o->lim, &c, d);
+        if (!rc && !tc_ckpt_has_objects(c))
+            rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                            "%s files hold no device tags; use 'tensorctl convert' for sets of them",
+                            tc_ckpt_format(c));
+        if (!rc && !o->allow_unsafe)
+            rc = refuse_unsafe(c, d);
+        if (!rc)
+            rc = tc_plan_make(&p, c, &o->co.ro, d);
+        if (!rc)
+            rc = outs_open(os, path, o->force, d);
+        if (!rc)
+            rc = tc_rewrite(c, &p, outs_last(os), d);
+        if (!rc)
+            rc = tc_dst_finish(outs_last(os), d);
+        if (!rc) {
+            uint64_t ov, un;
+            tc_plan_totals(&p, &ov, &un);
+            rep->sum.overflow += ov;
+            rep->sum.underflow += un;
+            rep->ncast += p.ncast;
+            rep->nkept += p.nkept;
+            rep->sum.ntensors += tc_ckpt_ntensors(c);
+            rep->sum.data_bytes += p.out_bytes;
+            rep->nshards++;
+        }
+        tc_plan_free(&p);
+        tc_ckpt_close(c);
+        c = NULL;
+    }
+    /* the index, unchanged: shard and tensor names stay */
+    if (!rc) {
+        tc_src src = {.fd = -1};
+        uint8_t *buf = NULL;
+        if (!(rc = tc_src_open_file(&src, ix->path, d)) && !(buf = malloc(src.size ? (size_t)src.size : 1)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if (!rc)
+            rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d);
+        if (!rc)
+            rc = outs_open(os, index, o->force, d);
+        if (!rc)
+            rc = tc_dst_write(outs_last(os), buf, (size_t)src.size, d);
+        free(buf);
+        tc_src_close(&src);
+    }
+    if (!rc && !(rep->index_path = strdup(index)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    free(path);
+    free(dir);
+    free(index);
+    return rc;
+}
+
+/* ---- converting: re-sharded -------------------------------------------------------------- */
+
+typedef struct set_in {
+    tc_ckpt *c;
+    tc_plan p;
+    bool planned;
+    tc_st_sel *sl;        /* to safetensors: the role of every tensor */
+    tc_sd_items it;       /* to torch: the state_dict items */
+    long *unit;           /* per tensor (safetensors) or per storage (torch): its unit, -1 when not written */
+} set_in;
+
+typedef struct set_unit {
+    size_t in;
+    size_t first;         /* safetensors: the written tensor; torch: the storage */
+    uint64_t bytes;       /* output bytes */
+    size_t shard;
+    size_t block;         /* its block in its shard */
+} set_unit;
+
+typedef struct set_name {
+    const char *name;
+    size_t shard;
+} set_name;
+
+typedef struct conv {
+    const tc_set_opts *o;
+    tc_set_report *rep;
+    const tc_index *ix;
+    set_in *in;
+    set_unit *u;
+    size_t nu, ucap;
+    tc_rewrite_opts ro;   /* what the plans are made with */
+    char **shards;        /* output paths */
+} conv;
+
+static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
+{
+    if (S->nu == S->ucap) {
+        size_t cap = S->ucap ? S->ucap * 2 : 64;
+        set_unit *u = realloc(S->u, cap * sizeof *u);
+        if (!u)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        S->u = u;
+        S->ucap = cap;
+    }
+    S->u[S->nu] = (set_unit){in, first, bytes, 0, 0};
+    *out = (long)S->nu++;
+    return 0;
+}
+
+/* Open, check and plan input shard i, and cut it into units. */
+static int open_input(conv *S, size_t i, tc_diag *d)
+{
+    const tc_set_opts *o = S->o;
+    tc_convert_report *sum = &S->rep->sum;
+    set_in *in = &S->in[i];
+    int rc = tc_index_open_shard(S->ix, i, &o->lim, &in->c, d);
+    if (rc)
+        return rc;
+    tc_ckpt *c = in->c;
+    if (!o->allow_unsafe && (rc = refuse_unsafe(c, d)))
+        return rc;
+    if ((rc = tc_plan_make(&in->p, c, &S->ro, d)))
+        return rc;
+    in->planned = true;
+    sum->ncast += in->p.ncast;
+    sum->nkept += in->p.nkept;
+    size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
+    if (!(in->unit = malloc((nt + ns + 1) * sizeof *in->unit)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < nt + ns; k++)
+        in->unit[k] = -1;
+    if (o->mode == TC_SET_SAFETENSORS) {
+        if (!(in->sl = calloc(nt + 1, sizeof *in->sl)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if ((rc = tc_st_select(c, &o->co, &in->p, in->sl, sum, d)))
+            return rc;
+        for (size_t k = 0; k < nt && !rc; k++) {
+            const tc_st_sel *s = &in->sl[k];
+            if (s->role == TC_SEL_WRITE || s->role == TC_SEL_COPY)
+                rc = add_unit(S, i, k, tc_tensor_bytes_as(tc_ckpt_tensor(c, k), s->out), &in->unit[k], d);
+            sum->ntensors += s->role == TC_SEL_WRITE;
+            sum->naliases += s->role == TC_SEL_ALIAS;
+        }
+        for (size_t k = 0; k < nt; k++)
+            if (in->sl[k].role == TC_SEL_ALIAS)
+                in->unit[k] = in->unit[in->sl[k].of];
+        return rc;
+    }
+    /* to torch: one unit per storage, in the order its first item comes */
+    if ((rc = tc_sd_items_make(c, &in->p, &in->it, sum, d)))
+        return rc;
+    for (size_t k = 0; k < in->it.n && !rc; k++) {
+        size_t s = in->it.v[k].block;
+        if (in->unit[nt + s] < 0)
+            rc = add_unit(S, i, s, in->p.st[s].nbytes, &in->unit[nt + s], d);
+    }
+    return rc;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const set_name *)a)->name, ((const set_name *)b)->name);
+}
+
+/* Every output name with its shard, sorted; a name given twice is an error. */
+static int set_names(conv *S, set_name **out, size_t *nout, tc_diag *d)
+{
+    size_t n = 0, cap = 0;
+    bool st = S->o->mode == TC_SET_SAFETENSORS;
+    for (size_t i = 0; i < S->ix->nsh; i++)
+        cap += st ? tc_ckpt_ntensors(S->in[i].c) : S->in[i].it.n;
+    set_name *v = malloc((cap + 1) * sizeof *v);
+    if (!v)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < S->ix->nsh; i++) {
+        const set_in *in = &S->in[i];
+        size_t nt = tc_ckpt_ntensors(in->c);
+        if (st) {
+            for (size_t k = 0; k < nt; k++) /* aliases live in their shard's __metadata__, not the index */
+                if (in->unit[k] >= 0 && in->sl[k].role != TC_SEL_ALIAS)
+                    v[n++] = (set_name){in->sl[k].name, S->u[in->unit[k]].shard};
+        } else {
+            for (size_t k = 0; k < in->it.n; k++)
+                v[n++] = (set_name){in->it.v[k].name, S->u[in->unit[nt + in->it.v[k].block]].shard};
+        }
+    }
+    qsort(v, n, sizeof *v, cmp_name);
+    for (size_t k = 1; k < n; k++)
+        if (!strcmp(v[k].name, v[k - 1].name)) {
+            int rc = tc_fail_at(d, TC_ERR_FORMAT, S->ix->path, TC_NO_OFFSET, "two input shards hold a tensor named '%s'",
+                                v[k].name);
+            free(v);
+            return rc;
+        }
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+/* Block b of a shard: a unit's tensor (safetensors) or storage (torch). */
+typedef struct shard_data {
+    conv *S;
+    size_t *unit;         /* block -> unit */
+} shard_data;
+
+static int shard_data_fn(void *ctx, size_t b, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
+{
+    shard_data *sd = ctx;
+    const set_unit *u = &sd->S->u[sd->unit[b]];
+    set_in *in = &sd->S->in[u->in];
+    if (sd->S->o->mode == TC_SET_TORCH)
+        return tc_stream_storage(&in->p, in->c, u->first, dst, off, crc, d);
+    tc_cast_stats cs = {0};
+    int rc = tc_stream_tensor(&in->p, in->c, tc_ckpt_tensor(in->c, u->first), in->sl[u->first].out, dst, off, crc,
+                              &cs, d);
+    sd->S->rep->sum.overflow += cs.overflow;
+    sd->S->rep->sum.underflow += cs.underflow;
+    return rc;
+}
+
+/* Shard k into dst. */
+static int write_shard(conv *S, size_t k, tc_dst *dst, tc_diag *d)
+{
+    bool st = S->o->mode == TC_SET_SAFETENSORS;
+    size_t nin = S->ix->nsh, nb = 0, ni = 0, cap = 0, nextra = 0, nmeta = 0;
+    for (size_t u = 0; u < S->nu; u++)
+        cap += S->u[u].shard == k;
+    for (size_t i = 0; i < nin; i++)
+        cap += st ? 0 : S->in[i].it.n;
+    for (size_t i = 0; i < nin; i++)
+        nextra += tc_ckpt_has_objects(S->in[i].c) ? 0 : tc_ckpt_nmeta(S->in[i].c);
+    size_t *unit = malloc((cap + 1) * sizeof *unit);
+    tc_wblock *blocks = calloc(cap + 1, sizeof *blocks);
+    tc_witem *items = calloc(cap + 1, sizeof *items);
+    long *remap = NULL;
+    tc_kv *extra = calloc(nextra + 1, sizeof *extra), *meta = calloc(nextra + 2, sizeof *meta);
+    tc_aliases *aliases = st ? tc_aliases_new() : NULL;
+    int rc = 0;
+    if (!unit || !blocks || !items || !extra || !meta || (st && !aliases)) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    /* blocks: the shard's units in plan order */
+    for (size_t u = 0; u < S->nu; u++) {
+        set_unit *su = &S->u[u];
+        if (su->shard != k)
+            continue;
+        set_in *in = &S->in[su->in];
+        su->block = nb;
+        unit[nb] = u;
+        if (st) {
+            const tc_tensor *t = tc_ckpt_tensor(in->c, su->first);
+            const tc_st_sel *s = &in->sl[su->first];
+            blocks[nb] = (tc_wblock){su->bytes, s->out, NULL, s->out != t->dtype};
+            items[ni++] = (tc_witem){s->name, nb, s->out, t->ndim, t->shape, t->stride, 0, false, false, -1};
+        } else {
+            const tc_out_storage *ps = &in->p.st[su->first];
+            blocks[nb] = (tc_wblock){su->bytes, ps->dtype, S->o->co.device ? S->o->co.device : "cpu", false};
+        }
+        nb++;
+    }
+    nextra = 0;
+    for (size_t i = 0; i < nin && !rc; i++) {
+        set_in *in = &S->in[i];
+        size_t nt = tc_ckpt_ntensors(in->c);
+        bool used = false;
+        if (st) { /* the aliases of its tensors, and the __metadata__ of the safetensors shards it draws from */
+            for (size_t t = 0; t < nt && !rc; t++) {
+                if (in->unit[t] < 0 || S->u[in->unit[t]].shard != k)
+                    continue;
+                used = true;
+                if (in->sl[t].role == TC_SEL_ALIAS)
+                    rc = tc_aliases_add(aliases, in->c, in->sl, t, d);
+            }
+            for (size_t m = 0; used && !tc_ckpt_has_objects(in->c) && m < tc_ckpt_nmeta(in->c); m++) {
+                const tc_kv *kv = tc_ckpt_meta(in->c, m);
+                bool seen = false;
+                for (size_t q = 0; q < nextra && !seen; q++)
+                    seen = !strcmp(extra[q].key, kv->key);
+                if (!seen)
+                    extra[nextra++] = *kv;
+            }
+            continue;
+        }
+        /* torch: the items on its storages, in input order, re-pointed at the shard's blocks */
+        free(remap);
+        if (!(remap = malloc((in->it.n + 1) * sizeof *remap))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t j = 0; j < in->it.n; j++) {
+            const tc_witem *it = &in->it.v[j];
+            const set_unit *su = &S->u[in->unit[nt + it->block]];
+            remap[j] = -1;
+            if (su->shard != k)
+                continue;
+            remap[j] = (long)ni;
+            items[ni] = *it;
+            items[ni].block = su->block;
+            items[ni].same_as = it->same_as >= 0 ? remap[it->same_as] : -1;
+            ni++;
+        }
+    }
+    if (rc)
+        goto done;
+    if (st && (rc = tc_aliases_meta(aliases, extra, nextra, meta, &nmeta, d)))
+        goto done;
+    shard_data sd = {S, unit};
+    tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .meta = meta,
+                        .nmeta = st ? nmeta : 0, .data = shard_data_fn, .ctx = &sd, .max_depth = S->ro.max_depth};
+    rc = tc_format_named(st ? "safetensors" : "torch-zip")->write(&job, dst, d);
+    for (size_t b = 0; b < nb && !rc; b++)
+        S->rep->sum.data_bytes += blocks[b].nbytes;
+done:
+    free(unit);
+    free(blocks);
+    free(items);
+    free(remap);
+    free(extra);
+    free(meta);
+    tc_aliases_free(aliases);
+    return rc;
+}
+
+static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
+                       tc_diag *d)
+{
+    bool st = o->mode == TC_SET_SAFETENSORS;
+    const char *base = st ? "model" : "pytorch_model", *ext = st ? ".safetensors" : ".bin";
+    char idx_name[64];
+    snprintf(idx_name, sizeof idx_name, "%s%s.index.json", base, ext);
+    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro};
+    set_name *names = NULL;
+    char *dir = NULL;
+    size_t nnames = 0, nshards = 0;
+    uint64_t max = o->max_shard ? o->max_shard : TC_DEFAULT_MAX_SHARD;
+    if (!st) {
+        S.ro.all_to = o->co.device ? o->co.device : "cpu";
+        S.ro.maps = NULL;
+        S.ro.nmaps = 0;
+    }
+    int rc = out_paths(out, idx_name, &dir, &rep->index_path, d);
+    if (!rc && !(S.in = calloc(ix->nsh + 1, sizeof *S.in)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ix->nsh && !rc; i++)
+        rc = open_input(&S, i, d);
+    if (!rc && o->co.key) { /* --key: some shard must have tensors under it */
+        bool any = false;
+        for (size_t i = 0; i < ix->nsh && !any; i++)
+            any = !tc_convert_key_check(S.in[i].c, o->co.key, &(tc_diag)TC_DIAG_INIT);
+        if (!any && ix->nsh)
+            rc = tc_convert_key_check(S.in[0].c, o->co.key, d);
+    }
+    /* the plan: greedy, in input order */
+    uint64_t fill = 0;
+    for (size_t u = 0; u < S.nu && !rc; u++) {
+        if (!nshards || (fill && fill + S.u[u].bytes > max)) {
+            nshards++;
+            fill = 0;
+        }
+        S.u[u].shard = nshards - 1;
+        fill += S.u[u].bytes;
+    }
+    if (!rc && !nshards)
+        rc = tc_fail_at(d, TC_ERR_USAGE, ix->path, TC_NO_OFFSET, "no tensor of the set can be written as %s",
+                        st ? "safetensors" : "a torch checkpoint");
+    if (!rc && !(S.shards = calloc(nshards + 1, sizeof *S.shards)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < nshards && !rc; k++) {
+        char file[96];
+        snprintf(file, sizeof file, "%s-%05zu-of-%05zu%s", base, k + 1, nshards, ext);
+        if (!(S.shards[k] = join(dir, file)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    if (!rc)
+        rc = set_names(&S, &names, &nnames, d);
+    /* every output checked before anything is written */
+    for (size_t k = 0; k <= nshards && !rc; k++) {
+        const char *p = k < nshards ? S.shards[k] : rep->index_path;
+        struct stat sb;
+        if (!(rc = not_an_input(ix, p, d)) && !(rc = not_a_folder(p, d)) && !o->force && lstat(p, &sb) == 0)
+            rc = tc_fail_at(d, TC_ERR_USAGE, p, TC_NO_OFFSET, "exists (use --force to replace it)");
+    }
+    if (!rc)
+        rc = tc_dst_mkdirs(dir, d);
+    for (size_t k = 0; k < nshards && !rc; k++) {
+        if (!(rc = outs_open(os, S.shards[k], o->force, d)) && !(rc = write_shard(&S, k, outs_last(os), d)))
+            rc = tc_dst_finish(outs_last(os), d);
+        rep->nshards += !rc;
+    }
+    if (!rc) {
+        const char **nv = malloc((nnames + 1) * sizeof *nv), **fv = malloc((nnames + 1) * sizeof *fv);
+        if (!nv || !fv)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < nnames && !rc; i++) {
+            nv[i] = names[i].name;
+            fv[i] = strrchr(S.shards[names[i].shard], '/') + 1;
+        }
+        if (!rc && !(rc = outs_open(os, rep->index_path, o->force, d)))
+            rc = tc_index_write(outs_last(os), rep->sum.data_bytes, ix->meta, ix->nmeta, nv, fv, nnames, d);
+        free(nv);
+        free(fv);
+    }
+    if (!rc && !st)
+        for (size_t i = 0; i < ix->nsh; i++) {
+            uint64_t ov, un;
+            tc_plan_totals(&S.in[i].p, &ov, &un);
+            rep->sum.overflow += ov;
+            rep->sum.underflow += un;
+        }
+    free(names);
+    for (size_t i = 0; S.in && i < ix->nsh; i++) {
+        if (S.in[i].planned)
+            tc_plan_free(&S.in[i].p);
+        free(S.in[i].sl);
+        tc_sd_items_free(&S.in[i].it);
+        free(S.in[i].unit);
+        tc_ckpt_close(S.in[i].c);
+    }
+    for (size_t k = 0; S.shards && k < nshards; k++)
+        free(S.shards[k]);
+    free(S.shards);
+    free(S.in);
+    free(S.u);
+    free(dir);
+    return rc;
+}
+
+int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+{
+    tc_index *ix = NULL;
+    outs os = {0};
+    int rc = tc_index_open(&ix, in, &o->lim, d);
+    if (rc)
+        return rc;
+    rep->ninputs = ix->nsh;
+    if ((rc = tc_index_check_shards(ix, d))) {
+        tc_index_free(ix);
+        return rc;
+    }
+    rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d) : convert_set(ix, out, o, &os, rep, d);
+    if (!rc)
+        rc = outs_publish(&os, d);
+    outs_free(&os);
+    if (rc)
+        tc_dst_dirs_remove();
+    else
+        tc_dst_dirs_keep();
+    tc_index_free(ix);
+    return rc;
+}
+
+void tc_set_report_free(tc_set_report *r)
+{
+    if (!r)
+        return;
+    tc_convert_report_free(&r->sum);
+    free(r->index_path);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,59 @@
+/* Sharded sets: one driver for every command that writes a set from an index
+ * (to-cpu/to-cuda of a set, convert between .bin and .safetensors sets).
+ *
+ * Every input shard is opened first (metadata only) and checked against the
+ * index, the whole output is planned, then the shards are written one at a
+ * time, tensors streamed, each under a temporary name; only when every shard
+ * and the index are complete are they renamed into place, the index last. A
+ * failure, or SIGINT/SIGTERM/SIGHUP, leaves nothing of the new set; no input
+ * is ever written over.
+ *
+ * Rewriting (TC_SET_REWRITE): each shard is rewritten whole under its own
+ * name and relative path below the output folder (subfolders recreated), and
+ * the index is copied unchanged.
+ *
+ * Converting (TC_SET_SAFETENSORS, TC_SET_TORCH): the set is re-sharded,
+ * keeping the input's order (shard by shard, tensor by tensor) and starting a
+ * new shard when the next unit would take the current one past max_shard
+ * bytes of tensor data; a unit larger than max_shard gets a shard of its own.
+ * A unit is what must stay together: to safetensors, a written tensor and its
+ * aliases; to torch, a storage and every tensor on it. Shards are named as
+ * transformers names them (model-00001-of-0000N.safetensors,
+ * pytorch_model-00001-of-0000N.bin), with an index listing what each holds;
+ * torch shards are flat state_dicts. */
+#ifndef TC_SET_H
+#define TC_SET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "convert.h"
+
+#define TC_DEFAULT_MAX_SHARD 5000000000ull /* "5GB", as transformers' save_pretrained */
+
+typedef enum tc_set_mode { TC_SET_REWRITE, TC_SET_SAFETENSORS, TC_SET_TORCH } tc_set_mode;
+
+typedef struct tc_set_opts {
+    tc_set_mode mode;
+    tc_convert_opts co;   /* rewrite: co.ro as given (devices, maps, casts); convert: as convert takes it */
+    uint64_t max_shard;   /* bytes of tensor data per shard; 0: TC_DEFAULT_MAX_SHARD */
+    bool force;           /* replace existing outputs */
+    bool allow_unsafe;    /* rewrite shards that name dangerous globals */
+    tc_limits lim;
+} tc_set_opts;
+
+typedef struct tc_set_report {
+    tc_convert_report sum;  /* over the whole set */
+    char *index_path;       /* the index written */
+    size_t nshards;         /* output shards */
+    size_t ninputs;         /* input shards */
+    size_t ncast, nkept;    /* rewrite: tensors cast and kept, over all shards */
+} tc_set_report;
+
+/* out: the output index (*.index.json) or a folder (the index then keeps the
+ * input index's name when rewriting, else model.safetensors.index.json or
+ * pytorch_model.bin.index.json). */
+int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
+void tc_set_report_free(tc_set_report *r);
+
+#endif
