@@ -11,22 +11,27 @@
 #include "set.h"
 #include "shard_index.h"
 
-static const tc_opt opts[] = {
-    {OPT_HELP, 'h', "help", NULL, "show this help", false},
-    {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)", false},
-    {OPT_DTYPE, 0, "dtype", "TYPE", "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", false},
-    {OPT_KEEP, 0, "keep", "GLOB", "with --dtype: leave matching tensor names as they are (repeatable)", true},
-    {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)", true},
-    {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage (default cpu)", false},
-    {OPT_KEY, 0, "key", "K", "to safetensors: only the tensors under entry K (e.g. model, state_dict), named relative to it", false},
-    {OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard (default 5GB)", false},
-    {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false},
-    {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL, "convert even a file that names dangerous globals", false},
-    {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},
-    {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false},
-    TC_LIMIT_OPTS,
-    {0, 0, NULL, NULL, NULL, false},
-};
+static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
+                                false, NULL, "The output format, when the extension does not say."};
+static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", false,
+                                "cpu", "The device tag of the storages of a .pt output."};
+static const tc_opt o_key = {
+    OPT_KEY, 0, "key", "K", "to safetensors: only the tensors under entry K (e.g. model, state_dict), named relative to it",
+    false, NULL,
+    "Take the tensors under this top-level entry of a training checkpoint (for\nexample\n.B model\nor\n"
+    ".BR state_dict ),\nnamed relative to it."};
+static const tc_opt o_max_shard = {
+    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", false,
+    "5GB",
+    "For a sharded output: the most tensor data one shard holds (as\ntransformers). The set is planned from the input's "
+    "metadata, sizes taken after\n\\fB\\-\\-dtype\\fR, and written as\n.BI model\\- NNNNN \\-of\\- NNNNN .safetensors\n"
+    "or\n.BI pytorch_model\\- NNNNN \\-of\\- NNNNN .bin\n"
+    "shards, merging small input shards or splitting large ones; a tensor larger\n"
+    "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false, NULL, "Say more."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
+                                     &o_key, &o_max_shard, &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_quiet,
+                                     &o_verbose, TC_LIMIT_OPTS, NULL};
 
 enum { FMT_NONE, FMT_PT, FMT_ST };
 

@@ -9,15 +9,23 @@
 #include "format.h"
 #include "hash.h"
 
-static const tc_opt opts[] = {
-    {OPT_HELP, 'h', "help", NULL, "show this help", false},
-    {OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", false},
-    {OPT_HASH, 0, "hash", NULL, "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", false},
-    {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict", false},
-    {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", false},
-    TC_LIMIT_OPTS,
-    {0, 0, NULL, NULL, NULL, false},
-};
+static const tc_opt o_json = {
+    OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", false, NULL,
+    "Print one JSON document: format, records, tensors (name, dtype, shape, stride,\n"
+    "storage_offset, device, storage, nbytes, parameter, requires_grad, kind,\n"
+    "same_as, shard, sha256), storages, globals, unsafe_globals, dangerous_globals,\n"
+    "metadata and contents."};
+static const tc_opt o_hash = {
+    OPT_HASH, 0, "hash", NULL,
+    "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", false, NULL,
+    "Add each tensor's SHA-256: of its elements in C order, as in torch's\n.BR tensor.contiguous() ,\n"
+    "little-endian. Reads the tensor data (through the shards, for an index); a\n"
+    "tensor whose data cannot be read is an error and sets the exit status."};
+static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict",
+                               false, NULL, "Print only errors; the exit status gives the verdict."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", false, NULL,
+                                 "Also list the globals that are allowed."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_json, &o_hash, &o_quiet, &o_verbose, TC_LIMIT_OPTS, NULL};
 
 /* A copy of s fit for a terminal: control bytes become \n, \r, \t or \xNN. */
 static const char *esc(const char *s, char *buf, size_t n)

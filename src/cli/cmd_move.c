@@ -13,28 +13,42 @@
 #include "set.h"
 #include "shard_index.h"
 
-#define COMMON_OPTS                                                                                      \
-    {OPT_HELP, 'h', "help", NULL, "show this help", false},                                              \
-    {OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN before its extension)", false}, \
-    {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false},                                  \
-    {OPT_IN_PLACE, 0, "in-place", NULL, "replace FILE itself (atomically, when complete)", false},       \
-    {OPT_MAP, 0, "map", "FROM=TO", "move only storages tagged FROM, to TO (repeatable)", true},          \
-    {OPT_DTYPE, 0, "dtype", "TYPE", "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", false}, \
-    {OPT_KEEP, 0, "keep", "GLOB", "with --dtype: leave matching tensor names as they are (repeatable)", true}, \
-    {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)", true},   \
-    {OPT_ENGINE, 0, "engine", "auto|cpu|cuda", "where casts run (default auto: a usable GPU, else the CPU)", false}, \
-    {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL, "rewrite even a file that names dangerous globals", false}, \
-    {OPT_VERIFY_CRC, 0, "verify-crc", NULL, "check every input record's CRC-32 while copying", false},   \
-    {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false},             \
-    {OPT_VERBOSE, 'v', "verbose", NULL, "say more (devices found, engine used)", false},                 \
-    TC_LIMIT_OPTS
+static const tc_opt o_output = {
+    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN before its extension)", false, NULL,
+    "Write to \\fIOUT\\fR. Without it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
+    "for to-cuda) before its extension:\n.B model.pt\nbecomes\n.BR model.cpu.pt .\n"
+    "For a sharded set, \\fIOUT\\fR is the folder of the new set (or its index's path)."};
+static const tc_opt o_in_place = {OPT_IN_PLACE, 0, "in-place", NULL, "replace FILE itself (atomically, when complete)",
+                                  false, NULL,
+                                  "Replace \\fIFILE\\fR itself, atomically, once the new file is complete. Its mode\n"
+                                  "and owner are kept; when \\fIFILE\\fR is a symbolic link, the file it points to is\n"
+                                  "replaced and the link stays."};
+static const tc_opt o_map = {OPT_MAP, 0, "map", "FROM=TO", "move only storages tagged FROM, to TO (repeatable)", true,
+                             NULL,
+                             "Move only storages tagged \\fIFROM\\fR, to \\fITO\\fR, like the dictionary form of\n"
+                             "torch.load's map_location. Repeatable: \\fB\\-\\-map cuda:1=cuda:0 \\-\\-map cuda:2=cpu\\fR."};
+static const tc_opt o_engine = {
+    OPT_ENGINE, 0, "engine", "auto|cpu|cuda", "where casts run (auto: a usable GPU, else the CPU)", false, "auto",
+    "Where casts run: a usable GPU (through pinned buffers, copies overlapping the\n"
+    "kernels) or the CPU (vectorised where the processor allows, on one thread per\n"
+    "core, at most 8, for data stored uncompressed).\n.B auto\n"
+    "uses a GPU when one is usable and can take the staging buffers (16 MiB of\n"
+    "pinned and of device memory); otherwise the CPU. Both give identical bits."};
+static const tc_opt o_verify_crc = {OPT_VERIFY_CRC, 0, "verify-crc", NULL,
+                                    "check every input record's CRC-32 while copying", false, NULL,
+                                    "Recompute the CRC-32 of every input record while copying and fail on a\n"
+                                    "mismatch, instead of trusting the CRCs stored in the input."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (devices found, engine used)", false,
+                                 NULL, "Say which engine cast the tensors and what GPU was found."};
+static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target device", false, "cuda:0",
+                                "The device every storage goes to."};
 
-static const tc_opt cpu_opts[] = {COMMON_OPTS, {0, 0, NULL, NULL, NULL, false}};
-static const tc_opt cuda_opts[] = {
-    {OPT_DEVICE, 'd', "device", "cuda:N", "target device (default cuda:0)", false},
-    COMMON_OPTS,
-    {0, 0, NULL, NULL, NULL, false},
-};
+#define MOVE_OPTS                                                                                         \
+    &tc_opt_help, &o_output, &tc_opt_force, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
+        &o_engine, &tc_opt_allow_unsafe, &o_verify_crc, &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS
+
+static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
+static const tc_opt *const cuda_opts[] = {&o_device, MOVE_OPTS, NULL};
 
 bool tc_valid_location(const char *s)
 {

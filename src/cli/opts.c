@@ -1,0 +1,263 @@
+/* The options several commands share, the exit statuses, and parsing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+
+const tc_exit_info tc_exits[] = {
+    {TC_EXIT_OK, "ok", "Success."},
+    {TC_EXIT_FAIL, "failure",
+     "Failure: an I/O error (a full disk, an unreadable file, an unwritable folder),\n"
+     "memory, or a CUDA error; or, for devices, CUDA not usable."},
+    {TC_EXIT_USAGE, "usage",
+     "Usage: a bad command line, or a request that cannot be met (an existing\n"
+     "output without \\-\\-force, a \\-\\-keep that would split a shared storage)."},
+    {TC_EXIT_BADFILE, "bad input file",
+     "Bad input: the file is truncated, corrupt, not a checkpoint, of an\n"
+     "unsupported kind, or over a limit."},
+    {TC_EXIT_UNSAFE, "dangerous file",
+     "Dangerous: the file names globals that would run code when unpickled.\n"
+     "inspect reports them; the rewriting commands refuse such files unless given\n"
+     "\\-\\-allow\\-unsafe."},
+    {0, NULL, NULL},
+};
+
+const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", false, NULL, "Show the options."};
+
+const tc_opt tc_opt_force = {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false, NULL,
+                             "Replace \\fIOUT\\fR if it exists."};
+
+const tc_opt tc_opt_dtype = {
+    OPT_DTYPE, 0, "dtype", "TYPE",
+    "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", false, NULL,
+    "Cast floating-point tensors to\n.BR float16 ,\n.BR bfloat16 ,\n.BR float32 ,\n.BR float64 ,\n.B float8_e4m3fn\n"
+    "or\n.BR float8_e5m2 ,\nexactly as torch's\n.B tensor.to(dtype)\n"
+    "does (round to nearest even; NaN, infinities, overflow and subnormals as\n"
+    "torch). Integer, bool, complex and quantized tensors are left alone. A storage\n"
+    "shared by several tensors is cast once, whole. Values that overflow to\n"
+    "infinity or flush to zero are counted and reported per tensor. float8 files\n"
+    "need torch 2.1 or later to load."};
+
+const tc_opt tc_opt_keep = {OPT_KEEP, 0, "keep", "GLOB",
+                            "with --dtype: leave matching tensor names as they are (repeatable)", true, NULL,
+                            "With \\-\\-dtype: leave tensors whose names match in their dtype (for example\n"
+                            "\\fB\\-\\-keep '*norm*'\\fR). Repeatable. A pattern that would split a shared\n"
+                            "storage is an error naming both tensors."};
+
+const tc_opt tc_opt_only = {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)",
+                            true, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable."};
+
+const tc_opt tc_opt_allow_unsafe = {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL,
+                                    "rewrite even a file that names dangerous globals", false, NULL,
+                                    "Rewrite a file even though it names dangerous globals (the globals are copied\n"
+                                    "as they are; nothing is executed)."};
+
+const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false,
+                             NULL, "No progress bar, summary or warnings."};
+
+/* The defaults of the limits are TC_LIMITS_DEFAULT's (the cli test checks they agree). */
+const tc_opt tc_opt_max_pickle = {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read", false,
+                                  "1GiB", "The largest pickle to read."};
+const tc_opt tc_opt_max_depth = {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept", false,
+                                 "1000", "The deepest nesting of objects to accept."};
+const tc_opt tc_opt_max_objects = {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept", false,
+                                   "20000000", "The most pickle objects to accept."};
+const tc_opt tc_opt_max_entries = {OPT_MAX_ENTRIES, 0, "max-entries", "N",
+                                   "most zip records, safetensors tensors or index entries", false, "1000000",
+                                   "The most zip records, safetensors tensors or index entries to accept."};
+const tc_opt tc_opt_max_header = {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header",
+                                  false, "100MiB", "The largest safetensors JSON header to accept."};
+
+/* ---- parsing ------------------------------------------------------------------------ */
+
+static const tc_opt *find_long(const tc_opt *const *o, const char *name, size_t len)
+{
+    for (; *o; o++)
+        if (strlen((*o)->lng) == len && !strncmp((*o)->lng, name, len))
+            return *o;
+    return NULL;
+}
+
+static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->pos = calloc((size_t)argc + 1, sizeof *a->pos);
+    if (!a->pos) {
+        tc_err(NULL, "out of memory");
+        return -1;
+    }
+    bool only_pos = false;
+    for (int i = 0; i < argc; i++) {
+        char *s = argv[i];
+        if (only_pos || s[0] != '-' || !s[1]) {
+            a->pos[a->npos++] = s;
+            continue;
+        }
+        if (!strcmp(s, "--")) {
+            only_pos = true;
+            continue;
+        }
+        const tc_opt *o = NULL;
+        const char *val = NULL;
+        if (s[1] == '-') {
+            const char *eq = strchr(s + 2, '=');
+            size_t len = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
+            o = find_long(cmd->opts, s + 2, len);
+            if (eq)
+                val = eq + 1;
+        } else {
+            for (const tc_opt *const *p = cmd->opts; *p; p++)
+                if ((*p)->shrt == s[1])
+                    o = *p;
+            if (o && s[2])
+                val = s + 2;
+        }
+        if (!o) {
+            tc_err(NULL, "%s: unknown option '%s' (see 'tensorctl %s --help')", cmd->name, s, cmd->name);
+            return -1;
+        }
+        if (o->arg && !val) {
+            if (i + 1 >= argc) {
+                tc_err(NULL, "%s: option --%s needs a value (%s)", cmd->name, o->lng, o->arg);
+                return -1;
+            }
+            val = argv[++i];
+        } else if (!o->arg && val) {
+            tc_err(NULL, "%s: option --%s takes no value", cmd->name, o->lng);
+            return -1;
+        }
+        a->set[o->id] = true;
+        a->val[o->id] = val;
+        if (o->repeat) {
+            if (a->nrep[o->id] == TC_MAX_REPEAT) {
+                tc_err(NULL, "%s: option --%s given more than %d times", cmd->name, o->lng, TC_MAX_REPEAT);
+                return -1;
+            }
+            a->rep[o->id][a->nrep[o->id]++] = val;
+        }
+    }
+    if (a->set[OPT_QUIET])
+        tc_verbosity = 0;
+    if (a->set[OPT_VERBOSE])
+        tc_verbosity = 2;
+    return 0;
+}
+
+int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+{
+    int rc = parse_args(cmd, argc, argv, a);
+    if (!rc && a->set[OPT_HELP]) {
+        tc_print_cmd_help(cmd);
+        rc = 1;
+    }
+    if (rc) {
+        free(a->pos);
+        a->pos = NULL;
+    }
+    return rc;
+}
+
+int tc_parse_exit(int parse_rc) { return parse_rc < 0 ? TC_EXIT_USAGE : TC_EXIT_OK; }
+
+void tc_print_cmd_help(const tc_cmd *cmd)
+{
+    printf("usage: tensorctl %s\n\n%s\n\noptions:\n", cmd->synopsis, cmd->summary);
+    for (const tc_opt *const *p = cmd->opts; *p; p++) {
+        const tc_opt *o = *p;
+        char left[64];
+        if (o->shrt)
+            snprintf(left, sizeof left, "-%c, --%s%s%s", o->shrt, o->lng, o->arg ? " " : "", o->arg ? o->arg : "");
+        else
+            snprintf(left, sizeof left, "    --%s%s%s", o->lng, o->arg ? " " : "", o->arg ? o->arg : "");
+        printf("  %-30s %s", left, o->help);
+        if (o->def)
+            printf(" (default %s)", o->def);
+        printf("\n");
+    }
+}
+
+void tc_print_usage(FILE *f)
+{
+    fprintf(f, "usage: tensorctl COMMAND [options] FILE...\n\n"
+               "Inspect and rewrite PyTorch checkpoints without running them.\n\ncommands:\n");
+    for (const tc_cmd *const *c = tc_cmds; *c; c++)
+        fprintf(f, "  %-9s %s\n", (*c)->name, (*c)->synopsis);
+    fprintf(f, "\n'tensorctl COMMAND --help' describes a command; 'man tensorctl' all of them.\nexit status:");
+    for (const tc_exit_info *e = tc_exits; e->brief; e++)
+        fprintf(f, "%s %d %s", e == tc_exits ? "" : ",", e->code, e->brief);
+    fprintf(f, "\n");
+}
+
+int tc_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    static const struct {
+        const char *suf;
+        double mul;
+    } units[] = {{"", 1},           {"B", 1},          {"K", 1e3},        {"KB", 1e3},    {"KiB", 1024.0},
+                 {"M", 1e6},        {"MB", 1e6},       {"MiB", 1048576.0}, {"G", 1e9},     {"GB", 1e9},
+                 {"GiB", 1073741824.0}, {"T", 1e12},   {"TB", 1e12},      {"TiB", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcasecmp(end, units[i].suf)) {
+            double b = v * units[i].mul;
+            if (b >= 1.8e19)
+                return -1;
+            *out = (uint64_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+int tc_parse_count(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*s)
+        return -1;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int tc_limits_from_args(const tc_args *a, tc_limits *lim)
+{
+    static const struct {
+        const tc_opt *o;
+        bool size;
+    } m[] = {{&tc_opt_max_pickle, true}, {&tc_opt_max_depth, false}, {&tc_opt_max_objects, false},
+             {&tc_opt_max_entries, false}, {&tc_opt_max_header, true}};
+    tc_limits def = TC_LIMITS_DEFAULT;
+    *lim = def;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        int id = m[i].o->id;
+        if (!a->set[id])
+            continue;
+        uint64_t v;
+        if ((m[i].size ? tc_parse_size(a->val[id], &v) : tc_parse_count(a->val[id], &v)) || v == 0) {
+            tc_err(NULL, "--%s: '%s' is not a positive %s", m[i].o->lng, a->val[id],
+                   m[i].size ? "size" : "whole number");
+            return -1;
+        }
+        if (id == OPT_MAX_PICKLE)
+            lim->max_pickle_bytes = v;
+        else if (id == OPT_MAX_DEPTH)
+            lim->max_depth = v > 100000 ? 100000 : (uint32_t)v;
+        else if (id == OPT_MAX_ENTRIES)
+            lim->max_entries = v;
+        else if (id == OPT_MAX_HEADER)
+            lim->max_header = v;
+        else
+            lim->max_objects = v;
+    }
+    return 0;
+}
