@@ -79,9 +79,9 @@ typedef int (*tc_data_fn)(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32
 
 typedef struct tc_write_job {
     /* Either a whole checkpoint rewritten with its object graph (one block
-     * per storage, in order; st says what becomes of each) ... */
+     * per storage, in order; storages says what becomes of each) ... */
     tc_ckpt *whole;
-    const tc_out_storage *st;
+    const tc_out_storage *storages;
     /* ... or a flat state_dict of items over blocks. */
     const tc_witem *items;
     size_t nitems;

@@ -51,9 +51,9 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d);
 /* The tensors alone (torch_walk.c), for tc_torch_index. */
 int tc_torch_walk(tc_torch_graph *tg, tc_diag *d);
 
-/* The graph of a checkpoint rewritten as st says (storage i becomes record
+/* The graph of a checkpoint rewritten as out says (storage i becomes record
  * data/<i>), written as a pickle (*pkl: the caller frees it). */
-int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *st, uint32_t max_depth, uint8_t **pkl, size_t *len,
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *out, uint32_t max_depth, uint8_t **pkl, size_t *len,
                      tc_diag *d);
 /* A state_dict pickle of the items (block k becomes record data/<k>). */
 int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_diag *d);

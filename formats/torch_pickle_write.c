@@ -75,14 +75,14 @@ static int retype_tensor(edit *e, const tc_tensor *t, pk_obj *call, tc_dtype to)
     return 0;
 }
 
-int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *st, uint32_t max_depth, uint8_t **pkl, size_t *len,
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *out, uint32_t max_depth, uint8_t **pkl, size_t *len,
                      tc_diag *d)
 {
     const tc_ckpt *c = tg->c;
     edit e = {.g = tg->g, .d = d};
     for (size_t i = 0; i < tc_ckpt_nstorages(c); i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
-        const tc_out_storage *ps = &st[i];
+        const tc_out_storage *ps = &out[i];
         char key[32];
         snprintf(key, sizeof key, "%zu", i);
         pk_obj *k = pk_new_str(tg->g, key, strlen(key));
@@ -107,9 +107,9 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *st, uint32_t max_
     }
     for (size_t k = 0; k < tc_ckpt_ntensors(c); k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
-        if (t->storage < 0 || !st[t->storage].cast || t->alias_of >= 0)
+        if (t->storage < 0 || !out[t->storage].cast || t->alias_of >= 0)
             continue;
-        int rc = retype_tensor(&e, t, tg->tnode[k], st[t->storage].dtype);
+        int rc = retype_tensor(&e, t, tg->tnode[k], out[t->storage].dtype);
         if (rc)
             return rc;
     }

@@ -203,7 +203,7 @@ static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     if (job->whole && !tg)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "%s files have no object graph to rewrite", tc_ckpt_format(job->whole));
     if (tg)
-        rc = tc_torch_rewrite(tg, job->st, job->max_depth, &pkl, &plen, d);
+        rc = tc_torch_rewrite(tg, job->storages, job->max_depth, &pkl, &plen, d);
     else
         rc = tc_torch_state_dict(job, &pkl, &plen, d);
     if (rc)
@@ -219,7 +219,7 @@ static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
         rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
     size_t n = tg ? tc_ckpt_nstorages(job->whole) : job->nblocks;
     for (size_t k = 0; k < n && !rc; k++)
-        rc = write_block(&w, job, k, tg ? job->st[k].nbytes : job->blocks[k].nbytes, d);
+        rc = write_block(&w, job, k, tg ? job->storages[k].nbytes : job->blocks[k].nbytes, d);
     if (!rc)
         rc = tc_zipw_add(&w, "version", "3\n", 2, d);
     if (!rc)

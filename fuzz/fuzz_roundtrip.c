@@ -93,7 +93,7 @@ static void one(const char *path, tc_dtype cast)
         FZ_CHECK(!memcmp(a->stride, b->stride, sizeof a->stride[0] * (size_t)a->ndim), "tensor '%s' stride", b->name);
         FZ_CHECK(a->offset == b->offset, "tensor '%s' offset", b->name);
         FZ_CHECK((a->storage < 0) == (b->storage < 0), "tensor '%s' storage", b->name);
-        bool was_cast = a->storage >= 0 && p.st[a->storage].cast;
+        bool was_cast = a->storage >= 0 && p.out[a->storage].cast;
         FZ_CHECK(b->dtype == (was_cast ? cast : a->dtype), "tensor '%s' dtype %s, then %s", b->name,
                  tc_dtype_name(a->dtype), tc_dtype_name(b->dtype));
         FZ_CHECK(a->requires_grad == b->requires_grad && a->parameter == b->parameter, "tensor '%s' flags", b->name);
@@ -105,7 +105,7 @@ static void one(const char *path, tc_dtype cast)
         FZ_CHECK(k2 >= 0, "storage %zu written as '%s'", i, key);
         const tc_storage *s2 = tc_ckpt_storage(c2, (size_t)k2);
         FZ_CHECK(!strcmp(s2->location, "cpu"), "storage %zu on %s", i, s2->location);
-        if (!p.st[i].cast)
+        if (!p.out[i].cast)
             FZ_CHECK(s2->nbytes == tc_ckpt_storage(c, i)->nbytes && same_bytes(c, i, c2, (size_t)k2),
                      "storage %zu copied bit for bit", i);
     }

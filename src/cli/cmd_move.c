@@ -151,7 +151,7 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
 {
     size_t moved = 0, ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
     for (size_t i = 0; i < ns; i++)
-        moved += strcmp(p->st[i].location, tc_ckpt_storage(c, i)->location) != 0;
+        moved += strcmp(p->out[i].location, tc_ckpt_storage(c, i)->location) != 0;
     for (size_t i = 0; i < ns; i++) {
         const tc_plan_stat *st = &p->stat[i];
         if (!st->overflow && !st->underflow)
@@ -264,8 +264,8 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
     }
     uint64_t need = 0;
     for (size_t i = 0; i < tc_ckpt_nstorages(c); i++)
-        if (!strcmp(p->st[i].location, r->o.all_to ? r->o.all_to : "cuda:0"))
-            need += p->st[i].nbytes;
+        if (!strcmp(p->out[i].location, r->o.all_to ? r->o.all_to : "cuda:0"))
+            need += p->out[i].nbytes;
     if (need > dev.free_mem)
         tc_warn(NULL, "the tensors need %.1f GB on cuda:%d (%s) but only %.1f GB is free", need / 1e9, idx, dev.name,
                 dev.free_mem / 1e9);

@@ -98,7 +98,7 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
 
 static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};
 
-int tc_st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_st_sel *sl,
+int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sel *sl,
                  tc_convert_report *rep, tc_diag *d)
 {
     int rc;
@@ -107,7 +107,7 @@ int tc_st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, t
         return rc;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
-        tc_st_sel *s = &sl[i];
+        tc_sel *s = &sl[i];
         if (o->key) {
             if (strncmp(t->name, o->key, klen) || t->name[klen] != '.')
                 continue;
@@ -120,7 +120,7 @@ int tc_st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, t
                 return rc;
             continue;
         }
-        const tc_out_storage *ps = &p->st[t->storage];
+        const tc_out_storage *ps = &p->out[t->storage];
         s->out = ps->cast ? ps->dtype : t->dtype;
         if (!tc_dtype_get(s->out)->st_name) {
             if ((rc = tc_convert_drop(rep, d, "%s (%s: safetensors has no such dtype)", s->name,
@@ -208,7 +208,7 @@ void tc_aliases_free(tc_aliases *a)
     }
 }
 
-int tc_aliases_add(tc_aliases *al, const tc_ckpt *c, const tc_st_sel *sl, size_t i, tc_diag *d)
+int tc_aliases_add(tc_aliases *al, const tc_ckpt *c, const tc_sel *sl, size_t i, tc_diag *d)
 {
     const tc_tensor *t = tc_ckpt_tensor(c, i);
     cJSON *a = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *st = cJSON_CreateArray();
@@ -280,7 +280,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
 {
     tc_plan p = {0};
     size_t nt = tc_ckpt_ntensors(c), n = 0, nmeta = 0;
-    tc_st_sel *sl = NULL;
+    tc_sel *sl = NULL;
     tc_witem *items = NULL;
     tc_wblock *blocks = NULL;
     size_t *item_t = NULL;
@@ -297,7 +297,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((rc = tc_st_select(c, o, &p, sl, rep, d)))
+    if ((rc = tc_safetensors_select(c, o, &p, sl, rep, d)))
         goto done;
     for (size_t i = 0; i < nt && !rc; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
@@ -377,7 +377,7 @@ static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_con
     }
     for (size_t i = 0; i < nst; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
-        const tc_out_storage *ps = &p->st[t->storage];
+        const tc_out_storage *ps = &p->out[t->storage];
         it[n++] = (tc_witem){t->name, (size_t)t->storage, ps->dtype, t->ndim, t->shape, t->stride, 0, false, false, -1};
     }
     rep->ntensors += nst;
@@ -448,7 +448,7 @@ static int graph_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_
             rc = tc_convert_drop(rep, d, "%s (%s)", t->name, kinds[t->kind]);
             continue;
         }
-        const tc_out_storage *ps = &p->st[t->storage];
+        const tc_out_storage *ps = &p->out[t->storage];
         rep->ntensors += !seen[t->storage];
         rep->naliases += seen[t->storage];
         seen[t->storage] = true;
@@ -511,7 +511,7 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
         if (!blocks)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         for (size_t k = 0; k < ns && !rc; k++)
-            blocks[k] = (tc_wblock){p.st[k].nbytes, p.st[k].dtype, p.st[k].location, p.st[k].cast};
+            blocks[k] = (tc_wblock){p.out[k].nbytes, p.out[k].dtype, p.out[k].location, p.out[k].cast};
         if (!rc)
             rc = st_items(c, &p, &items, rep, d);
         if (!rc) {

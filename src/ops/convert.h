@@ -67,20 +67,20 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
 /* ---- the pieces, for sets ------------------------------------------------------ */
 
 /* The role of every tensor of a checkpoint in a safetensors output. */
-typedef struct tc_st_sel {
+typedef struct tc_sel {
     const char *name;     /* output name */
     tc_dtype out;
     int role;             /* TC_SEL_* */
     long of;              /* alias: tensor index of the written one */
     bool same;
-} tc_st_sel;
+} tc_sel;
 
 enum { TC_SEL_SKIP, TC_SEL_WRITE, TC_SEL_ALIAS, TC_SEL_COPY };
 
 /* Roles for every tensor of c (sl: one per tensor, zeroed), as planned by p;
  * what cannot be written goes to rep as dropped, and rep->ncopies counts the
  * copies. */
-int tc_st_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_st_sel *sl,
+int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sel *sl,
                  tc_convert_report *rep, tc_diag *d);
 /* --key names an entry with tensors, or d says which entries there are. */
 int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d);
@@ -102,7 +102,7 @@ typedef struct tc_aliases tc_aliases;
 tc_aliases *tc_aliases_new(void);
 void tc_aliases_free(tc_aliases *a);
 /* Record tensor i of c (an alias, role TC_SEL_ALIAS in sl). */
-int tc_aliases_add(tc_aliases *a, const tc_ckpt *c, const tc_st_sel *sl, size_t i, tc_diag *d);
+int tc_aliases_add(tc_aliases *a, const tc_ckpt *c, const tc_sel *sl, size_t i, tc_diag *d);
 /* The __metadata__ of a safetensors output: "format": "pt", then extra (less
  * "format" and, when there are aliases, an older alias record), then the
  * aliases. meta must hold nextra + 2 entries; it points into extra and a

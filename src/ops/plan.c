@@ -60,20 +60,20 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
     size_t ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
     p->o = o;
     p->n = ns;
-    p->st = calloc(ns + 1, sizeof *p->st);
+    p->out = calloc(ns + 1, sizeof *p->out);
     p->stat = calloc(ns + 1, sizeof *p->stat);
     /* first tensor on each storage, to name it in messages and find mixed selections */
     long *first = malloc((ns + 1) * sizeof *first);
     signed char *sel = malloc(ns + 1);
     bool *castable = malloc(ns + 1);
     int rc = 0;
-    if (!p->st || !p->stat || !first || !sel || !castable) {
+    if (!p->out || !p->stat || !first || !sel || !castable) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < ns; i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
-        tc_out_storage *ps = &p->st[i];
+        tc_out_storage *ps = &p->out[i];
         ps->location = s->location;
         for (size_t m = 0; m < o->nmaps; m++)
             if (!strcmp(o->maps[m].from, s->location)) {
@@ -125,7 +125,7 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
             p->nkept++;
     }
     for (size_t i = 0; i < ns; i++) {
-        tc_out_storage *ps = &p->st[i];
+        tc_out_storage *ps = &p->out[i];
         if (castable[i] && sel[i] == 1) {
             if (!p->engine[0] && (rc = choose_engine(p, o, d)))
                 goto done;
@@ -148,7 +148,7 @@ void tc_plan_free(tc_plan *p)
 {
     if (!p)
         return;
-    free(p->st);
+    free(p->out);
     free(p->stat);
     tc_pool_free(p->pool);
     tc_cuda_caster_free(p->caster);

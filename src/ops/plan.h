@@ -43,7 +43,7 @@ typedef struct tc_plan_stat {
 } tc_plan_stat;
 
 typedef struct tc_plan {
-    tc_out_storage *st;          /* one per storage of the checkpoint */
+    tc_out_storage *out;         /* one per storage of the checkpoint: what becomes of it */
     tc_plan_stat *stat;          /* the same */
     size_t n;
     size_t ncast, nkept;         /* tensors cast, float tensors kept by --keep/--only */

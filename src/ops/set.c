@@ -223,7 +223,7 @@ typedef struct set_in {
     tc_ckpt *c;
     tc_plan p;
     bool planned;
-    tc_st_sel *sl;        /* to safetensors: the role of every tensor */
+    tc_sel *sl;        /* to safetensors: the role of every tensor */
     tc_sd_items it;       /* to torch: the state_dict items */
     long *unit;           /* per tensor (safetensors) or per storage (torch): its unit, -1 when not written */
 } set_in;
@@ -292,10 +292,10 @@ static int open_input(conv *S, size_t i, tc_diag *d)
     if (o->mode == TC_SET_SAFETENSORS) {
         if (!(in->sl = calloc(nt + 1, sizeof *in->sl)))
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        if ((rc = tc_st_select(c, &o->co, &in->p, in->sl, sum, d)))
+        if ((rc = tc_safetensors_select(c, &o->co, &in->p, in->sl, sum, d)))
             return rc;
         for (size_t k = 0; k < nt && !rc; k++) {
-            const tc_st_sel *s = &in->sl[k];
+            const tc_sel *s = &in->sl[k];
             if (s->role == TC_SEL_WRITE || s->role == TC_SEL_COPY)
                 rc = add_unit(S, i, k, tc_tensor_bytes_as(tc_ckpt_tensor(c, k), s->out), &in->unit[k], d);
             sum->ntensors += s->role == TC_SEL_WRITE;
@@ -312,7 +312,7 @@ static int open_input(conv *S, size_t i, tc_diag *d)
     for (size_t k = 0; k < in->it.n && !rc; k++) {
         size_t s = in->it.v[k].block;
         if (in->unit[nt + s] < 0)
-            rc = add_unit(S, i, s, in->p.st[s].nbytes, &in->unit[nt + s], d);
+            rc = add_unit(S, i, s, in->p.out[s].nbytes, &in->unit[nt + s], d);
     }
     return rc;
 }
@@ -410,11 +410,11 @@ static int write_shard(conv *S, size_t k, tc_dst *dst, tc_diag *d)
         unit[nb] = u;
         if (st) {
             const tc_tensor *t = tc_ckpt_tensor(in->c, su->first);
-            const tc_st_sel *s = &in->sl[su->first];
+            const tc_sel *s = &in->sl[su->first];
             blocks[nb] = (tc_wblock){su->bytes, s->out, NULL, s->out != t->dtype};
             items[ni++] = (tc_witem){s->name, nb, s->out, t->ndim, t->shape, t->stride, 0, false, false, -1};
         } else {
-            const tc_out_storage *ps = &in->p.st[su->first];
+            const tc_out_storage *ps = &in->p.out[su->first];
             blocks[nb] = (tc_wblock){su->bytes, ps->dtype, S->o->co.device ? S->o->co.device : "cpu", false};
         }
         nb++;

@@ -65,6 +65,28 @@ static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t i
     return 0;
 }
 
+/* n elements of `from` at in, as `to` at out, counted into stats: on the
+ * plan's GPU when it casts there (p may be NULL: the CPU). The one cast step
+ * of every stream; the parallel transfer casts its chunks the same way. */
+static int cast_chunk(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, const void *in, size_t n,
+                      tc_cast_stats *stats, const char *what, tc_diag *d)
+{
+    tc_cast_stats cs = {0};
+    if (p && p->cuda) {
+        char why[256] = "";
+        if (tc_cast_count(&cs, to, from, in, n) || tc_cuda_caster_run(p->caster, to, out, from, in, n, why, sizeof why))
+            return tc_fail(d, TC_ERR_IO, "CUDA cast of storage '%s' failed: %s", what, why);
+    } else if (tc_cast_cpu_counted(&cs, to, out, from, in, n)) {
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(from), tc_dtype_name(to));
+    }
+    if (stats) {
+        stats->overflow += cs.overflow;
+        stats->underflow += cs.underflow;
+        stats->nan += cs.nan;
+    }
+    return 0;
+}
+
 /* Sequential: read a chunk, cast it (on the GPU when the plan says so), write it. */
 static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
                       tc_cast_stats *stats, tc_diag *d)
@@ -85,16 +107,8 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
         size_t olen = got;
         if (cast) {
             size_t n = got / esz;
-            char why[256] = "";
-            if (cuda && (tc_cast_count(stats, to, from, in, n) ||
-                         tc_cuda_caster_run(p->caster, to, out, from, in, n, why, sizeof why))) {
-                rc = tc_fail(d, TC_ERR_IO, "CUDA cast of storage '%s' failed: %s", r->what, why);
+            if ((rc = cast_chunk(p, to, out, from, in, n, stats, r->what, d)))
                 break;
-            }
-            if (!cuda && tc_cast_cpu_counted(stats, to, out, from, in, n)) {
-                rc = tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(from), tc_dtype_name(to));
-                break;
-            }
             o = out;
             olen = n * osz;
         }
@@ -116,7 +130,7 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
 int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
 {
     const tc_storage *s = tc_ckpt_storage(c, i);
-    const tc_out_storage *ps = &p->st[i];
+    const tc_out_storage *ps = &p->out[i];
     tc_plan_stat *stat = &p->stat[i];
     tc_dtype from = ps->cast ? stat->from : ps->dtype, to = ps->dtype;
     tc_cast_stats cs = {0};
@@ -287,16 +301,9 @@ static int emit(out_stream *os, const uint8_t *buf, size_t n, tc_diag *d)
         return 0;
     if (os->from == os->to)
         return os->sink(os->ctx, buf, n, d);
-    size_t esz = tc_dtype_size(os->from), cnt = n / esz;
-    tc_cast_stats cs = {0};
-    if (tc_cast_cpu_counted(&cs, os->to, os->cbuf, os->from, buf, cnt))
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(os->from), tc_dtype_name(os->to));
-    if (os->stats) {
-        os->stats->overflow += cs.overflow;
-        os->stats->underflow += cs.underflow;
-        os->stats->nan += cs.nan;
-    }
-    return os->sink(os->ctx, os->cbuf, cnt * tc_dtype_size(os->to), d);
+    size_t cnt = n / tc_dtype_size(os->from);
+    int rc = cast_chunk(NULL, os->to, os->cbuf, os->from, buf, cnt, os->stats, "gathered elements", d);
+    return rc ? rc : os->sink(os->ctx, os->cbuf, cnt * tc_dtype_size(os->to), d);
 }
 
 /* A contiguous tensor: the storage read in order from the tensor's first byte. */
