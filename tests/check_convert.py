@@ -87,8 +87,8 @@ def run(cmd, timeout=600):
         return -1, "", str(e)
 
 
-def inspect_json(tool, path):
-    rc, out, err = run(tool + ["inspect", "--json", path])
+def inspect_json(tool, path, extra=()):
+    rc, out, err = run(tool + ["inspect", "--json"] + list(extra) + [path])
     try:
         return json.loads(out), rc, err
     except ValueError:
@@ -221,6 +221,25 @@ def check_file(tool, outdir, path, rep, keep=False):
         rep.check("%s input unchanged" % base, [] if sha256_file(path) == before else ["input bytes changed"])
         return
 
+    # a file that is not safe to load only because of globals outside the allowlist: refused as it is,
+    # rewritten once the user admits exactly those globals (--safe-globals)
+    unsafe = list(info.get("unsafe_globals") or [])
+    extra = []
+    if unsafe:
+        out = os.path.join(outdir, "%s.refused%s" % (stem, ext))
+        if os.path.exists(out):
+            os.remove(out)
+        rc, _, err = run(tool + ["to-cpu", path, "-o", out])
+        problems = []
+        if rc != 4:
+            problems.append("exit %d: an unsafe file was rewritten without --safe-globals" % rc)
+        if os.path.exists(out):
+            problems.append("OUT was left behind")
+            os.remove(out)
+        if "--safe-globals" not in err or not all(g in err for g in unsafe[:2]):
+            problems.append("the refusal does not name --safe-globals and the globals: %s" % err.strip())
+        rep.check("%s unsafe globals refused until admitted" % base, problems, ["unsafe: %s" % ", ".join(unsafe)])
+        extra = ["--safe-globals", ",".join(unsafe)]
     try:
         inp = torch_verify.load_checkpoint(path)
         load_err = None
@@ -233,7 +252,7 @@ def check_file(tool, outdir, path, rep, keep=False):
         out = os.path.join(outdir, "%s.%s%s" % (stem, slug(label), ext))
         if os.path.exists(out):
             os.remove(out)
-        rc, _, err = run(tool + args + [path, "-o", out])
+        rc, _, err = run(tool + args + extra + [path, "-o", out])
         if rc != 0 or not os.path.exists(out):
             last = err.strip().splitlines()[-1] if err.strip() else ""
             rep.fail(what, "exit %d%s %s" % (rc, "" if os.path.exists(out) else ", no OUT", last))
@@ -247,7 +266,7 @@ def check_file(tool, outdir, path, rep, keep=False):
             except Exception as e:  # noqa: BLE001
                 problems, notes = ["judge error %s: %s" % (type(e).__name__, e)], []
             rep.check(what + " torch (%s)" % tv, problems, notes)
-        oinfo, orc, oerr = inspect_json(tool, out)
+        oinfo, orc, oerr = inspect_json(tool, out, extra)
         if oinfo is None:
             rep.fail(what + " inspect", "inspect --json OUT: exit %s, %s" % (orc, oerr))
         else:

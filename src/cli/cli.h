@@ -24,7 +24,7 @@ enum {
     TC_EXIT_FAIL = 1,     /* I/O error, out of memory, CUDA failure */
     TC_EXIT_USAGE = 2,    /* bad command line, or a request that cannot be met */
     TC_EXIT_BADFILE = 3,  /* input malformed, unsupported or over a limit */
-    TC_EXIT_UNSAFE = 4,   /* the file names dangerous globals */
+    TC_EXIT_UNSAFE = 4,   /* loading the file is not safe (globals outside the allowlist, a second reading) */
 };
 
 typedef struct tc_exit_info {
@@ -64,12 +64,12 @@ enum {
     OPT_HELP = 1, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_OUTPUT, OPT_FORCE, OPT_IN_PLACE, OPT_DEVICE,
     OPT_MAP, OPT_DTYPE, OPT_KEEP, OPT_ONLY, OPT_ALLOW_UNSAFE, OPT_ENGINE, OPT_MAX_PICKLE, OPT_MAX_DEPTH,
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
-    OPT_MAX_HEADER, OPT_COUNT_
+    OPT_MAX_HEADER, OPT_SAFE_GLOBALS, OPT_COUNT_
 };
 
 /* Rows shared by several commands (opts.c). */
 extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
-    tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header;
+    tc_opt_safe_globals, tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header;
 
 /* The limit options every command that reads checkpoints takes (tc_limits_from_args). */
 #define TC_LIMIT_OPTS                                                                                    \
@@ -104,6 +104,10 @@ int tc_exit_for(int status);
 
 /* Limits from --max-* options. Returns -1 after printing on a bad value. */
 int tc_limits_from_args(const tc_args *a, tc_limits *lim);
+/* The names --safe-globals gives (comma-separated, repeatable), split into
+ * a NULL-terminated array (free() the array and *buf). Returns -1 after
+ * printing when a name cannot be admitted. */
+int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char **buf);
 /* "5GB", "100MiB", "1024" -> bytes. */
 int tc_parse_size(const char *s, uint64_t *out);
 /* A count: decimal digits only ("1000"; no sign, suffix or fraction). */

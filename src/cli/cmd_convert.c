@@ -8,6 +8,7 @@
 #include "convert.h"
 #include "format.h"
 #include "move.h"
+#include "safety.h"
 #include "set.h"
 #include "shard_index.h"
 
@@ -30,7 +31,8 @@ static const tc_opt o_max_shard = {
     "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false, NULL, "Say more."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, &o_max_shard, &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_quiet,
+                                     &o_key, &o_max_shard, &tc_opt_force, &tc_opt_allow_unsafe,
+                                     &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
 
 enum { FMT_NONE, FMT_PT, FMT_ST };
@@ -89,25 +91,26 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
 }
 
 /* One file to one file. */
-static int convert_file(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
-                        tc_convert_opts *o, const tc_limits *lim)
+static int convert_file(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
+                        tc_convert_opts *o)
 {
     tc_ckpt *c = NULL;
     tc_diag d = TC_DIAG_INIT;
     tc_dst dst = TC_DST_INIT;
     tc_convert_report rep = {0};
     tc_progress prog;
-    int rc = tc_open(&c, in, lim, &d);
+    int rc = tc_open(&c, in, &r->lim, &d);
     if (rc)
         return tc_err_diag(&d);
-    if (tc_ckpt_has_dangerous(c) && !allow_unsafe) {
-        for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
-            if (tc_ckpt_global(c, g)->dangerous)
-                tc_err(in, "refusing to convert: it names the dangerous global %s, which runs when the file is "
-                       "unpickled (inspect it; --allow-unsafe converts it anyway)", tc_ckpt_global(c, g)->name);
+    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    /* a .pt output of a .pt input keeps its object graph; anything else keeps only tensors */
+    tc_keeps keeps = fmt == FMT_PT && tc_ckpt_has_objects(c) ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS;
+    if (tc_safety_gate(c, keeps, "convert", r->allow_unsafe, &d)) {
         tc_ckpt_close(c);
-        return TC_EXIT_UNSAFE;
+        return tc_err_diag(&d);
     }
+    if (keeps == TC_KEEPS_TENSORS && !tc_ckpt_is_safe(c) && !r->allow_unsafe)
+        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
     size_t nt = tc_ckpt_ntensors(c);
     if (fmt == FMT_ST && !o->key && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
         static const char *const common[] = {"state_dict", "model", "module", "model_state_dict", NULL};
@@ -154,13 +157,13 @@ fail:
     return tc_err_diag(&d);
 }
 
-static int convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
-                         const tc_convert_opts *o, const tc_limits *lim, uint64_t max_shard);
+static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
+                         const tc_convert_opts *o, uint64_t max_shard);
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
-    tc_move_req r;
+    tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
@@ -215,7 +218,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     tc_dst_cleanup_on_signals();
     if (tc_index_path(in)) {
-        ex = convert_index(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim, max_shard);
+        ex = convert_index(in, out, fmt, a.set[OPT_FORCE], &r, &o, max_shard);
         goto done;
     }
     if (tc_index_path(out)) {
@@ -224,8 +227,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (max_shard)
         tc_warn(NULL, "--max-shard-size applies to index conversions; writing one file");
-    ex = convert_file(in, out, fmt, a.set[OPT_FORCE], r.allow_unsafe, &o, &r.lim);
+    ex = convert_file(in, out, fmt, a.set[OPT_FORCE], &r, &o);
 done:
+    tc_move_req_free(&r);
     free(a.pos);
     return ex;
 }
@@ -233,11 +237,12 @@ done:
 /* ---- sharded sets ------------------------------------------------------------ */
 
 /* A shard set through its index: planned and written by tc_set_run; this prints. */
-static int convert_index(const char *in, const char *out, int fmt, bool force, bool allow_unsafe,
-                         const tc_convert_opts *o, const tc_limits *lim, uint64_t max_shard)
+static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
+                         const tc_convert_opts *o, uint64_t max_shard)
 {
     tc_set_opts so = {.mode = fmt == FMT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
-                      .force = force, .allow_unsafe = allow_unsafe, .lim = *lim};
+                      .force = force, .allow_unsafe = r->allow_unsafe,
+                      .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
     int rc = tc_set_run(in, out, &so, &rep, &d);

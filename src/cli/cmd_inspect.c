@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "format.h"
 #include "hash.h"
+#include "safety.h"
 
 static const tc_opt o_json = {
     OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", false, NULL,
@@ -25,7 +26,8 @@ static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors
                                false, NULL, "Print only errors; the exit status gives the verdict."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", false, NULL,
                                  "Also list the globals that are allowed."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_json, &o_hash, &o_quiet, &o_verbose, TC_LIMIT_OPTS, NULL};
+static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash,   &o_quiet,
+                                     &tc_opt_safe_globals, &o_verbose, TC_LIMIT_OPTS, NULL};
 
 /* A copy of s fit for a terminal: control bytes become \n, \r, \t or \xNN. */
 static const char *esc(const char *s, char *buf, size_t n)
@@ -252,17 +254,26 @@ static void print_text(const tc_ckpt *c)
     size_t nunsafe = 0;
     for (size_t i = 0; i < ngl; i++)
         nunsafe += !tc_ckpt_global(c, i)->allowed;
-    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", ngl, nunsafe);
-    printf("%s\n", tc_ckpt_has_dangerous(c) ? ", DANGEROUS ones present:" : "");
+    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist\n", ngl, nunsafe);
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
-        if (!g->allowed || tc_verbosity > 1)
-            printf("  %-10s %s\n", g->dangerous ? "DANGEROUS" : g->allowed ? "ok" : "unsafe",
-                   esc(g->name, e1, sizeof e1));
+        if (!g->allowed && g->dangerous)
+            printf("  %-10s %s: %s\n", "DANGEROUS", esc(g->name, e1, sizeof e1), g->why);
+        else if (!g->allowed)
+            printf("  %-10s %s\n", "unsafe", esc(g->name, e1, sizeof e1));
+        else if (g->admitted)
+            printf("  %-10s %s (--safe-globals)\n", "admitted", esc(g->name, e1, sizeof e1));
+        else if (tc_verbosity > 1)
+            printf("  %-10s %s (weights_only of torch %s)\n", "ok", esc(g->name, e1, sizeof e1), g->torch);
     }
-    if (tc_ckpt_has_dangerous(c))
-        printf("This file runs code when loaded with torch.load(weights_only=False) or pickle; tensorctl never "
-               "executes it.\n");
+    for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
+        printf("  %-10s %s\n", "HAZARD", esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
+    if (tc_ckpt_is_safe(c))
+        printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
+               nunsafe ? "" : " (loads with weights_only=True)");
+    else
+        printf("verdict: UNSAFE: torch.load needs weights_only=False, which imports and calls what is listed above; "
+               "tensorctl never runs it\n");
 }
 
 static cJSON *int_array(const int64_t *v, int n)
@@ -328,8 +339,10 @@ static void print_json(const tc_ckpt *c)
         if (tc_ckpt_tensor(c, k)->storage >= 0)
             cJSON_AddItemToArray(names_of[tc_ckpt_tensor(c, k)->storage], cJSON_CreateString(tc_ckpt_tensor(c, k)->name));
     free(names_of);
+    cJSON_AddStringToObject(j, "verdict", tc_ckpt_is_safe(c) ? "safe" : "unsafe");
     cJSON *gl = cJSON_AddArrayToObject(j, "globals"), *ug = cJSON_AddArrayToObject(j, "unsafe_globals"),
-          *dg = cJSON_AddArrayToObject(j, "dangerous_globals");
+          *dg = cJSON_AddArrayToObject(j, "dangerous_globals"), *ag = cJSON_AddArrayToObject(j, "admitted_globals"),
+          *hz = cJSON_AddArrayToObject(j, "hazards");
     for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         cJSON_AddItemToArray(gl, cJSON_CreateString(g->name));
@@ -337,6 +350,23 @@ static void print_json(const tc_ckpt *c)
             cJSON_AddItemToArray(ug, cJSON_CreateString(g->name));
         if (g->dangerous)
             cJSON_AddItemToArray(dg, cJSON_CreateString(g->name));
+        if (g->admitted)
+            cJSON_AddItemToArray(ag, cJSON_CreateString(g->name));
+    }
+    for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
+        cJSON_AddItemToArray(hz, cJSON_CreateString(tc_ckpt_hazard(c, i)));
+    cJSON *gv = cJSON_AddArrayToObject(j, "global_verdicts");
+    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
+        const tc_global *g = tc_ckpt_global(c, i);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", g->name);
+        cJSON_AddNumberToObject(o, "count", g->count);
+        cJSON_AddStringToObject(o, "verdict", g->admitted ? "admitted" : g->allowed ? "allowed" : "unsafe");
+        if (g->torch)
+            cJSON_AddStringToObject(o, "weights_only_of", g->torch);
+        if (g->why)
+            cJSON_AddStringToObject(o, "dangerous", g->why);
+        cJSON_AddItemToArray(gv, o);
     }
     if (tc_ckpt_nmeta(c) || !tc_ckpt_has_objects(c)) {
         cJSON *m = cJSON_AddObjectToObject(j, "metadata");
@@ -369,6 +399,12 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
+    char **safe = NULL, *safe_buf = NULL;
+    size_t nsafe = 0;
+    if (tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {
+        ex = TC_EXIT_USAGE;
+        goto out;
+    }
     want_hash = a.set[OPT_HASH];
     for (int i = 0; i < a.npos; i++) {
         tc_ckpt *c;
@@ -381,21 +417,23 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                 ex = e;
             continue;
         }
+        tc_ckpt_admit(c, (const char *const *)safe, nsafe);
         if (a.set[OPT_JSON])
             print_json(c);
         else if (tc_verbosity > 0)
             print_text(c);
         if (hash_failed && (ex == TC_EXIT_OK || hash_failed > ex))
             ex = hash_failed;
-        if (tc_ckpt_has_dangerous(c)) {
-            for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
-                if (tc_ckpt_global(c, g)->dangerous)
-                    tc_err(a.pos[i], "DANGEROUS global %s: loading this file with pickle would run it",
-                           tc_ckpt_global(c, g)->name);
+        if (!tc_ckpt_is_safe(c)) {
+            char why[1024];
+            tc_safety_why(c, why, sizeof why);
+            tc_err(a.pos[i], "UNSAFE: %s", why);
             ex = TC_EXIT_UNSAFE;
         }
         tc_ckpt_close(c);
     }
+    free(safe);
+    free(safe_buf);
 out:
     free(a.pos);
     return ex;

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "format.h"
 #include "move.h"
+#include "safety.h"
 #include "set.h"
 #include "shard_index.h"
 
@@ -45,7 +46,8 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
 
 #define MOVE_OPTS                                                                                         \
     &tc_opt_help, &o_output, &tc_opt_force, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
-        &o_engine, &tc_opt_allow_unsafe, &o_verify_crc, &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS
+        &o_engine, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc, &tc_opt_quiet, &o_verbose,     \
+        TC_LIMIT_OPTS
 
 static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
 static const tc_opt *const cuda_opts[] = {&o_device, MOVE_OPTS, NULL};
@@ -144,7 +146,15 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     }
     r->o.verify_crc = a->set[OPT_VERIFY_CRC];
     r->allow_unsafe = a->set[OPT_ALLOW_UNSAFE];
-    return 0;
+    return tc_safe_globals_from_args(a, &r->safe_globals, &r->nsafe, &r->safe_buf);
+}
+
+void tc_move_req_free(tc_move_req *r)
+{
+    free(r->safe_globals);
+    free(r->safe_buf);
+    r->safe_globals = NULL;
+    r->safe_buf = NULL;
 }
 
 static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const tc_move_req *r)
@@ -204,13 +214,10 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }
-    if (tc_ckpt_has_dangerous(c) && !r->allow_unsafe) {
-        for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
-            if (tc_ckpt_global(c, g)->dangerous)
-                tc_err(in, "refusing to rewrite: it names the dangerous global %s, which runs when the file is "
-                       "unpickled (inspect it; --allow-unsafe rewrites it anyway)", tc_ckpt_global(c, g)->name);
+    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    if (tc_safety_gate(c, TC_KEEPS_GRAPH, "rewrite", r->allow_unsafe, &d)) {
         tc_ckpt_close(c);
-        return TC_EXIT_UNSAFE;
+        return tc_err_diag(&d);
     }
     for (size_t i = 0; i < tc_ckpt_ntensors(c); i++)
         if (tc_ckpt_tensor(c, i)->kind == TC_TENSOR_OTHER)
@@ -279,7 +286,7 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
 static int move_index(const char *in, const char *out, bool force, tc_move_req *r)
 {
     tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o}, .force = force, .allow_unsafe = r->allow_unsafe,
-                      .lim = r->lim};
+                      .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
     int rc = tc_set_run(in, out, &so, &rep, &d);
@@ -311,7 +318,7 @@ static int move_index(const char *in, const char *out, bool force, tc_move_req *
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
-    tc_move_req r;
+    tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
     char *out = NULL;
     int pr = tc_parse(cmd, argc, argv, &a);
@@ -375,6 +382,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_dst_cleanup_on_signals();
     ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : a.set[OPT_FORCE] ? TC_DST_FORCE : 0, &r);
 done:
+    tc_move_req_free(&r);
     free(out);
     free(a.pos);
     return ex;

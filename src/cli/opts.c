@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "verdict.h"
 
 const tc_exit_info tc_exits[] = {
     {TC_EXIT_OK, "ok", "Success."},
@@ -18,10 +19,11 @@ const tc_exit_info tc_exits[] = {
     {TC_EXIT_BADFILE, "bad input file",
      "Bad input: the file is truncated, corrupt, not a checkpoint, of an\n"
      "unsupported kind, or over a limit."},
-    {TC_EXIT_UNSAFE, "dangerous file",
-     "Dangerous: the file names globals that would run code when unpickled.\n"
-     "inspect reports them; the rewriting commands refuse such files unless given\n"
-     "\\-\\-allow\\-unsafe."},
+    {TC_EXIT_UNSAFE, "unsafe file",
+     "Unsafe: loading the file takes\n.BR weights_only=False ,\n"
+     "which imports and calls globals outside torch's allowlist (or its bytes have a\n"
+     "second reading that does). inspect reports them; the rewriting commands refuse\n"
+     "such files unless given \\-\\-safe\\-globals for the globals or \\-\\-allow\\-unsafe."},
     {0, NULL, NULL},
 };
 
@@ -51,9 +53,19 @@ const tc_opt tc_opt_only = {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast onl
                             true, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable."};
 
 const tc_opt tc_opt_allow_unsafe = {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL,
-                                    "rewrite even a file that names dangerous globals", false, NULL,
-                                    "Rewrite a file even though it names dangerous globals (the globals are copied\n"
-                                    "as they are; nothing is executed)."};
+                                    "rewrite even a file that is not safe to load (nothing is run)", false, NULL,
+                                    "Rewrite a file even though loading it is not safe: it names globals outside\n"
+                                    "torch's\n.B weights_only\nallowlist, or its bytes have a second reading. The globals are\n"
+                                    "copied as they are; nothing is executed."};
+
+const tc_opt tc_opt_safe_globals = {
+    OPT_SAFE_GLOBALS, 0, "safe-globals", "NAME[,NAME...]",
+    "treat these globals (module.name) as safe, as torch's add_safe_globals does (repeatable)", true, NULL,
+    "Treat these globals as safe, as\n.B torch.serialization.add_safe_globals\n"
+    "does: a file that needs only them beyond torch's\n.B weights_only\n"
+    "allowlist is judged safe (for example \\fB\\-\\-safe\\-globals argparse.Namespace,pathlib.PosixPath\\fR).\n"
+    "Comma-separated and repeatable. Globals of the\n.BR os ,\n.BR posix ,\n.B nt\nand\n.B sys\n"
+    "modules cannot be admitted, as in torch."};
 
 const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false,
                              NULL, "No progress bar, summary or warnings."};
@@ -213,6 +225,47 @@ int tc_parse_size(const char *s, uint64_t *out)
             return 0;
         }
     return -1;
+}
+
+int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char **buf)
+{
+    size_t len = 0, cap = 1;
+    *names = NULL;
+    *n = 0;
+    *buf = NULL;
+    for (size_t i = 0; i < a->nrep[OPT_SAFE_GLOBALS]; i++) {
+        len += strlen(a->rep[OPT_SAFE_GLOBALS][i]) + 1;
+        for (const char *p = a->rep[OPT_SAFE_GLOBALS][i]; *p; p++)
+            cap += *p == ',';
+        cap++;
+    }
+    char *b = malloc(len + 1);
+    char **v = calloc(cap + 1, sizeof *v);
+    if (!b || !v) {
+        free(b);
+        free(v);
+        tc_err(NULL, "out of memory");
+        return -1;
+    }
+    size_t k = 0, at = 0;
+    for (size_t i = 0; i < a->nrep[OPT_SAFE_GLOBALS]; i++) {
+        strcpy(b + at, a->rep[OPT_SAFE_GLOBALS][i]);
+        for (char *tok = strtok(b + at, ","); tok; tok = strtok(NULL, ",")) {
+            if (!tc_verdict_admissible(tok)) {
+                tc_err(NULL, "--safe-globals: '%s' cannot be admitted (a module.name outside the os, posix, nt and "
+                       "sys modules, which torch never allows)", tok);
+                free(b);
+                free(v);
+                return -1;
+            }
+            v[k++] = tok;
+        }
+        at += strlen(a->rep[OPT_SAFE_GLOBALS][i]) + 1;
+    }
+    *names = v;
+    *n = k;
+    *buf = b;
+    return 0;
 }
 
 int tc_parse_count(const char *s, uint64_t *out)

@@ -28,6 +28,8 @@ struct tc_ckpt {
     size_t nfacts, nmeta;
     tc_entry *ent;
     size_t nent, entcap;
+    char **hazards;
+    size_t nhazards;
     char **shards;
     size_t nshards;
 };
@@ -101,6 +103,9 @@ void tc_ckpt_close(tc_ckpt *c)
         free(c->ent[i].kind);
     }
     free(c->ent);
+    for (size_t i = 0; i < c->nhazards; i++)
+        free(c->hazards[i]);
+    free(c->hazards);
     for (size_t i = 0; i < c->nshards; i++)
         free(c->shards[i]);
     free(c->shards);
@@ -173,6 +178,40 @@ bool tc_ckpt_has_dangerous(const tc_ckpt *c)
     return false;
 }
 
+size_t tc_ckpt_nhazards(const tc_ckpt *c) { return c->nhazards; }
+const char *tc_ckpt_hazard(const tc_ckpt *c, size_t i) { return c->hazards[i]; }
+
+bool tc_ckpt_is_safe(const tc_ckpt *c)
+{
+    for (size_t i = 0; i < c->ngl; i++)
+        if (!c->gl[i].allowed)
+            return false;
+    return c->nhazards == 0;
+}
+
+void tc_ckpt_admit(tc_ckpt *c, const char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        size_t i;
+        if (tc_verdict_admissible(names[k]) && tc_strmap_get(&c->gnames, names[k], &i) && !c->gl[i].allowed) {
+            c->gl[i].allowed = true;
+            c->gl[i].admitted = true;
+        }
+    }
+}
+
+int tc_ckpt_add_hazard(tc_ckpt *c, const char *text, tc_diag *d)
+{
+    char **p = realloc(c->hazards, (c->nhazards + 1) * sizeof *p);
+    if (!p)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    c->hazards = p;
+    if (!(p[c->nhazards] = strdup(text)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    c->nhazards++;
+    return 0;
+}
+
 const char *tc_tensor_device(const tc_ckpt *c, const tc_tensor *t)
 {
     return t->storage >= 0 ? c->s[t->storage].location : t->device;
@@ -234,7 +273,8 @@ int tc_ckpt_add_global(tc_ckpt *c, const char *name, tc_diag *d)
     }
     tc_verdict v = tc_verdict_of(name);
     g->allowed = v.allowed;
-    g->dangerous = v.dangerous;
+    g->torch = v.torch;
+    g->dangerous = v.why != NULL;
     g->why = v.why;
     g->count = 1;
     c->ngl++;

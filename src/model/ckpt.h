@@ -70,9 +70,11 @@ typedef struct tc_tensor {
 typedef struct tc_global {
     char *name;            /* "module.name" */
     uint32_t count;        /* how many times the file names it */
-    bool allowed;          /* torch's weights_only loader accepts it (or --safe-globals names it) */
-    bool dangerous;        /* known to run code or touch the system when unpickled */
-    const char *why;       /* for dangerous ones: what it can do */
+    bool allowed;          /* torch's weights_only loader accepts it, or the user admitted it */
+    bool admitted;         /* allowed only because the user said so (--safe-globals) */
+    const char *torch;     /* allowed by torch: which versions' weights_only accept it */
+    bool dangerous;        /* a known way to run code or touch the system (a label, not the verdict) */
+    const char *why;       /* for dangerous ones: what it does */
 } tc_global;
 
 typedef struct tc_kv {
@@ -126,6 +128,15 @@ long tc_ckpt_find_tensor(const tc_ckpt *c, const char *name);
 size_t tc_ckpt_nglobals(const tc_ckpt *c);
 const tc_global *tc_ckpt_global(const tc_ckpt *c, size_t i);
 bool tc_ckpt_has_dangerous(const tc_ckpt *c);
+/* Reasons other than its globals that a file is not safe to load (a second
+ * reading of its bytes, a container trick), in the order found. */
+size_t tc_ckpt_nhazards(const tc_ckpt *c);
+const char *tc_ckpt_hazard(const tc_ckpt *c, size_t i);
+/* The verdict: safe when every global is allowed and there is no hazard. */
+bool tc_ckpt_is_safe(const tc_ckpt *c);
+/* Admit the globals named (as torch.serialization.add_safe_globals does);
+ * names tc_verdict_admissible refuses stay unsafe. */
+void tc_ckpt_admit(tc_ckpt *c, const char *const *names, size_t n);
 size_t tc_ckpt_nfacts(const tc_ckpt *c);
 const tc_kv *tc_ckpt_fact(const tc_ckpt *c, size_t i);
 size_t tc_ckpt_nmeta(const tc_ckpt *c);
@@ -162,6 +173,7 @@ tc_tensor *tc_ckpt_tensor_mut(tc_ckpt *c, size_t i);
 /* Count one more mention of a global "module.name"; the verdict is taken the first time. */
 int tc_ckpt_add_global(tc_ckpt *c, const char *name, tc_diag *d);
 int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d);
+int tc_ckpt_add_hazard(tc_ckpt *c, const char *text, tc_diag *d);
 int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d);
 /* An entry (its strings copied). */
 int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d);

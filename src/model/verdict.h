@@ -1,9 +1,13 @@
-/* The safety verdict for one Python global: what torch.load would do with a
+/* The safety verdict for one Python global: what torch.load does with a
  * file that names it.
  *
  * allowed: torch's own weights_only unpickler accepts it (the table in
- * verdict.c, torch 1.13 to 2.x). dangerous: a known way to run code or touch
- * the system when unpickled, with the reason. */
+ * verdict.c, the union of what torch 1.13 and 2.x accept, read off real
+ * torch), or the user admitted it (--safe-globals, as
+ * torch.serialization.add_safe_globals does). Every other global is unsafe:
+ * loading the file takes weights_only=False, which imports it and calls it.
+ * This is an allowlist; the dangerous label below only says why a known
+ * global is bad, it never decides. */
 #ifndef TC_VERDICT_H
 #define TC_VERDICT_H
 
@@ -11,11 +15,15 @@
 
 typedef struct tc_verdict {
     bool allowed;
-    bool dangerous;
-    const char *why;   /* for dangerous globals, NULL otherwise */
+    const char *torch;   /* allowed: which torch versions' weights_only accept it ("1.13 and 2.x", "2.x", "1.13") */
+    const char *why;     /* a known way it runs code or touches the system when unpickled, or NULL */
 } tc_verdict;
 
-/* The verdict for "module.name" (module names as Python 3 imports them). */
+/* The verdict for "module.name" as CPython resolves it. */
 tc_verdict tc_verdict_of(const char *name);
+/* Whether --safe-globals may admit name: never sys, os, posix or nt (torch
+ * blocks those modules whatever the user allows), never a name that is not
+ * "module.name". */
+bool tc_verdict_admissible(const char *name);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "rewrite.h"
+#include "safety.h"
 #include "shard_index.h"
 #include "stream.h"
 
@@ -92,15 +93,13 @@ static int not_an_input(const tc_index *ix, const char *path, tc_diag *d)
     return 0;
 }
 
-static int refuse_unsafe(const tc_ckpt *c, tc_diag *d)
+/* Admit what the user trusts, then refuse a shard that is still not safe to load. */
+static int gate(tc_ckpt *c, const tc_set_opts *o, tc_diag *d)
 {
-    for (size_t g = 0; g < tc_ckpt_nglobals(c); g++)
-        if (tc_ckpt_global(c, g)->dangerous)
-            return tc_fail_at(d, TC_ERR_UNSAFE, tc_ckpt_path(c), TC_NO_OFFSET,
-                              "refusing to rewrite: it names the dangerous global %s, which runs when the file is "
-                              "unpickled (inspect it; --allow-unsafe rewrites it anyway)",
-                              tc_ckpt_global(c, g)->name);
-    return 0;
+    tc_ckpt_admit(c, o->safe_globals, o->nsafe);
+    bool rewrite = o->mode == TC_SET_REWRITE;
+    return tc_safety_gate(c, rewrite ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS, rewrite ? "rewrite" : "convert",
+                          o->allow_unsafe, d);
 }
 
 static char *join(const char *dir, const char *file)
@@ -169,8 +168,8 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
                             "%s files hold no device tags; use 'tensorctl convert' for sets of them",
                             tc_ckpt_format(c));
-        if (!rc && !o->allow_unsafe)
-            rc = refuse_unsafe(c, d);
+        if (!rc)
+            rc = gate(c, o, d);
         if (!rc)
             rc = tc_plan_make(&p, c, &o->co.ro, d);
         if (!rc)
@@ -277,7 +276,7 @@ static int open_input(conv *S, size_t i, tc_diag *d)
     if (rc)
         return rc;
     tc_ckpt *c = in->c;
-    if (!o->allow_unsafe && (rc = refuse_unsafe(c, d)))
+    if ((rc = gate(c, o, d)))
         return rc;
     if ((rc = tc_plan_make(&in->p, c, &S->ro, d)))
         return rc;

@@ -41,11 +41,15 @@ def compare(tool, path, expect):
         for wk, gk in pairs:
             if w.get(wk) != g.get(gk):
                 problems.append("%s: %s is %r, expected %r" % (name, gk, g.get(gk), w.get(wk)))
+    unsafe = bool(got.get("unsafe_globals") or got.get("hazards"))
     if "malicious" in os.path.basename(path):
         if run.returncode != 4 or not got.get("dangerous_globals"):
             problems.append("dangerous file not flagged (exit %d)" % run.returncode)
-    elif run.returncode != 0:
-        problems.append("exit %d for a harmless file" % run.returncode)
+    elif run.returncode != (4 if unsafe else 0):
+        problems.append("exit %d with unsafe globals %s" % (run.returncode, got.get("unsafe_globals")))
+    if got.get("verdict") != ("unsafe" if unsafe else "safe"):
+        problems.append("verdict %r but unsafe globals %s, hazards %s" % (got.get("verdict"), got.get("unsafe_globals"),
+                                                                          got.get("hazards")))
     return problems
 
 

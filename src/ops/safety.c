@@ -1,0 +1,79 @@
+#include "safety.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Up to a few names of the unsafe globals, dangerous ones first (with what
+ * they do when want_why), comma-separated; *more counts the ones left out. */
+static void unsafe_names(const tc_ckpt *c, bool dangerous, bool want_why, char *buf, size_t n, size_t *count)
+{
+    size_t k = 0, shown = 0;
+    *count = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
+        const tc_global *g = tc_ckpt_global(c, i);
+        if (g->allowed || g->dangerous != dangerous)
+            continue;
+        (*count)++;
+        if (shown == 4 || k + 80 > n)
+            continue;
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", shown ? ", " : "", g->name);
+        if (want_why && g->why && k + 80 < n)
+            k += (size_t)snprintf(buf + k, n - k, " (%s)", g->why);
+        shown++;
+    }
+    if (*count > shown && k + 32 < n)
+        snprintf(buf + k, n - k, " and %zu more", *count - shown);
+}
+
+void tc_safety_why(const tc_ckpt *c, char *buf, size_t n)
+{
+    char dl[400], ul[400];
+    size_t nd, nu;
+    unsafe_names(c, true, true, dl, sizeof dl, &nd);
+    unsafe_names(c, false, false, ul, sizeof ul, &nu);
+    buf[0] = 0;
+    if (nd)
+        snprintf(buf, n, "loading it runs %s", dl);
+    else if (nu)
+        snprintf(buf, n, "loading it needs weights_only=False for globals outside torch's allowlist: %s", ul);
+    else if (tc_ckpt_nhazards(c))
+        snprintf(buf, n, "%s", tc_ckpt_hazard(c, 0));
+}
+
+/* The names of the unsafe globals that are not dangerous, comma-separated with no spaces, as --safe-globals takes them. */
+static void admit_list(const tc_ckpt *c, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < tc_ckpt_nglobals(c) && k + 2 < n; i++) {
+        const tc_global *g = tc_ckpt_global(c, i);
+        if (!g->allowed && !g->dangerous)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", g->name);
+    }
+    if (k >= n - 2 && n > 4)
+        snprintf(buf + n - 4, 4, "...");
+}
+
+int tc_safety_gate(const tc_ckpt *c, tc_keeps keeps, const char *verb, bool allow, tc_diag *d)
+{
+    bool dangerous = false, globals = false;
+    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++)
+        dangerous |= !tc_ckpt_global(c, i)->allowed && tc_ckpt_global(c, i)->dangerous;
+    if (allow || tc_ckpt_is_safe(c) || (keeps == TC_KEEPS_TENSORS && !dangerous && !tc_ckpt_nhazards(c)))
+        return 0;
+    char why[900];
+    tc_safety_why(c, why, sizeof why);
+    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++)
+        globals |= !tc_ckpt_global(c, i)->allowed;
+    if (globals && !dangerous) {
+        char names[400];
+        admit_list(c, names, sizeof names);
+        return tc_fail_at(d, TC_ERR_UNSAFE, tc_ckpt_path(c), TC_NO_OFFSET,
+                          "refusing to %s: %s (--safe-globals %s admits them if you trust them; --allow-unsafe "
+                          "%ss it anyway, running nothing)",
+                          verb, why, names, verb);
+    }
+    return tc_fail_at(d, TC_ERR_UNSAFE, tc_ckpt_path(c), TC_NO_OFFSET,
+                      "refusing to %s: %s (--allow-unsafe %ss it anyway; tensorctl runs nothing)", verb, why, verb);
+}
