@@ -1,5 +1,6 @@
 /* The format registry, opening by probe, and storage readers. */
 #include "format.h"
+#include "readings.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -42,14 +43,22 @@ int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
         if ((*f)->probe(&p))
             fmt = *f;
     if (!fmt) {
-        rc = tc_fail(d, TC_ERR_FORMAT,
-                     "not a checkpoint: no known format starts with bytes %02x %02x %02x %02x (expected a "
-                     "torch zip, legacy torch or safetensors file)",
-                     head[0], head[1], head[2], head[3]);
+        /* torch.load would still unpickle it from byte 0: say so when that imports something */
+        char unsafe[1100];
+        if (!(rc = tc_pickle_at_zero(src, lim, unsafe, sizeof unsafe, d)) && unsafe[0])
+            rc = tc_fail(d, TC_ERR_UNSAFE,
+                         "not a checkpoint tensorctl reads, but torch.load would unpickle it from byte 0, "
+                         "importing %s (and calling what it names)",
+                         unsafe);
+        else if (!rc)
+            rc = tc_fail(d, TC_ERR_FORMAT,
+                         "not a checkpoint: no known format starts with bytes %02x %02x %02x %02x (expected a "
+                         "torch zip, legacy torch or safetensors file)",
+                         head[0], head[1], head[2], head[3]);
         goto fail;
     }
     tc_ckpt_set_driver(c, fmt, fmt->name, NULL, NULL);
-    if ((rc = fmt->open(c, d)))
+    if ((rc = fmt->open(c, d)) || (rc = tc_judge_readings(c, head, hn, d)))
         goto fail;
     *out = c;
     return 0;

@@ -108,7 +108,7 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
             rc = tc_fail(d, TC_ERR_LIMIT, "pickles longer than %" PRIu64 " bytes (raise with --max-pickle-size)",
                          lim->max_pickle_bytes);
         else
-            rc = tc_fail(d, tmp.code, "%s", tmp.msg);
+            rc = tc_torch_read_failed(tg, tc_diag_copy(d, &tmp), "the legacy pickles", d);
         break;
     }
     free(buf);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "readings.h"
 #include "strmap.h"
 
 /* ---- the graph and its side tables ------------------------------------------- */
@@ -126,6 +127,21 @@ static int on_persid(void *ctx, pk_obj *persid, tc_diag *d)
                            key->s, tc_dtype_name(s->dtype), s->numel, tc_dtype_name(dt), numel->i);
     }
     return add_pid(tg, (size_t)si, t, d);
+}
+
+int tc_torch_read_failed(tc_torch_graph *tg, int rc, const char *what, tc_diag *d)
+{
+    char unsafe[1100];
+    if (rc == TC_ERR_NOMEM || rc == TC_ERR_UNSAFE)
+        return rc;
+    tc_first_unsafe_global(tg->g, unsafe, sizeof unsafe);
+    if (!unsafe[0])
+        return rc;
+    char was[sizeof d->msg];
+    snprintf(was, sizeof was, "%s", d->msg);
+    tc_diag_clear(d);
+    return tc_fail(d, TC_ERR_UNSAFE, "%s names %s before it fails (torch.load would import and call it first): %s",
+                   what, unsafe, was);
 }
 
 pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)

@@ -46,6 +46,12 @@ void tc_torch_graph_free(tc_torch_graph *tg);
 /* Read options for a torch pickle: the checkpoint's limits, persistent ids
  * registered as storages of tg. */
 pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what);
+/* A pickle that failed to read (rc, d) may have named globals before the
+ * point it failed at, which CPython's unpickler would have imported and
+ * called by then: when one is not allowed, the failure becomes TC_ERR_UNSAFE
+ * saying so. Returns the resulting code. */
+int tc_torch_read_failed(tc_torch_graph *tg, int rc, const char *what, tc_diag *d);
+
 /* After the pickle is read: tensors, globals and contents of c from tg->root. */
 int tc_torch_index(tc_torch_graph *tg, tc_diag *d);
 /* The tensors alone (torch_walk.c), for tc_torch_index. */

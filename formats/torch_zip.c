@@ -110,7 +110,7 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
     rc = pk_read(z->tg.g, pkl, plen, &o, &z->tg.root, NULL, d);
     free(pkl);
     if (rc)
-        return rc;
+        return tc_torch_read_failed(&z->tg, rc, "data.pkl", d);
     size_t ns = tc_ckpt_nstorages(c);
     if (!(z->rec = calloc(ns + 1, sizeof *z->rec)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");

@@ -10,6 +10,10 @@
 #define SIG_Z64_EOCD 0x06064b50u
 #define SIG_Z64_LOC 0x07064b50u
 
+/* The end record torch's reader (miniz) takes: the LAST signature with 22
+ * bytes after it, whatever its comment length says. The archive is accepted
+ * only when that record's comment ends the file exactly: bytes after it, or a
+ * signature inside a comment, would let two readers see two archives. */
 static int find_eocd(const tc_src *s, uint64_t *eocd, uint8_t rec[22], tc_diag *d)
 {
     uint64_t tail = s->size < 65557 ? s->size : 65557;
@@ -25,12 +29,21 @@ static int find_eocd(const tc_src *s, uint64_t *eocd, uint8_t rec[22], tc_diag *
         return rc;
     }
     for (uint64_t i = tail - 22 + 1; i-- > 0;) {
-        if (tc_le32(buf + i) == SIG_EOCD && i + 22 + tc_le16(buf + i + 20) <= tail) {
-            memcpy(rec, buf + i, 22);
-            *eocd = s->size - tail + i;
+        if (tc_le32(buf + i) != SIG_EOCD)
+            continue;
+        uint64_t end = i + 22 + tc_le16(buf + i + 20);
+        if (end != tail) {
             free(buf);
-            return 0;
+            return tc_fail(d, TC_ERR_FORMAT,
+                           "zip: the last end record (offset %llu) has a %u-byte comment but %llu bytes follow it "
+                           "(trailing data, or a record hidden in a comment: readers would disagree)",
+                           (unsigned long long)(s->size - tail + i), tc_le16(buf + i + 20),
+                           (unsigned long long)(tail - i - 22));
         }
+        memcpy(rec, buf + i, 22);
+        *eocd = s->size - tail + i;
+        free(buf);
+        return 0;
     }
     free(buf);
     return tc_fail(d, TC_ERR_FORMAT,

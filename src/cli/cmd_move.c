@@ -208,16 +208,16 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     int rc = tc_open(&c, in, &r->lim, &d);
     if (rc)
         return tc_err_diag(&d);
+    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    if (tc_safety_gate(c, TC_KEEPS_GRAPH, "rewrite", r->allow_unsafe, &d)) {
+        tc_ckpt_close(c);
+        return tc_err_diag(&d);
+    }
     if (!tc_ckpt_has_objects(c)) {
         tc_err(in, "%s files hold no device tags; use 'tensorctl convert' to turn them into .pt files",
                tc_ckpt_format(c));
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
-    }
-    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
-    if (tc_safety_gate(c, TC_KEEPS_GRAPH, "rewrite", r->allow_unsafe, &d)) {
-        tc_ckpt_close(c);
-        return tc_err_diag(&d);
     }
     for (size_t i = 0; i < tc_ckpt_ntensors(c); i++)
         if (tc_ckpt_tensor(c, i)->kind == TC_TENSOR_OTHER)
