@@ -134,6 +134,32 @@ static int note_tensor(tc_torch_graph *tg, size_t k, pk_obj *call, pk_obj *param
     return 0;
 }
 
+/* What a BUILD or SETITEMS applied to a rebuilt tensor would do in torch:
+ * Tensor.__setstate__ takes a 3-tuple (requires_grad, _, backward_hooks) and
+ * sets requires_grad; any other state changes the tensor's data (a 4-tuple
+ * calls set_(), a 5-tuple replaces .data), and item assignment writes into
+ * it. Those are refused rather than described wrongly. *rg receives a
+ * requires_grad the state sets. */
+static int after_rebuild(walker *w, const pk_obj *o, int *rg)
+{
+    if (o->items_kind)
+        return tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                       "tensor '%s': the pickle assigns items into the rebuilt tensor, which changes its data in "
+                       "torch; refusing to describe it",
+                       w->path);
+    if (!o->state)
+        return 0;
+    const pk_obj *s = o->state;
+    if (s->kind == PK_TUPLE && s->n == 3 && s->items[0]->kind == PK_BOOL) {
+        *rg = (int)s->items[0]->i;
+        return 0;
+    }
+    return tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                   "tensor '%s': the pickle sets the rebuilt tensor's state (BUILD with %s), which replaces its data "
+                   "in torch; refusing to describe it",
+                   w->path, s->kind == PK_TUPLE ? "a tuple other than (requires_grad, _, hooks)" : "a non-tuple");
+}
+
 /* A tensor from a rebuild call; param is the wrapping Parameter call or NULL. */
 static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func, const pk_obj *args,
                       bool requires_grad_given, bool rg)
@@ -213,6 +239,11 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
                        t->ndim, nd2);
     if (requires_grad_given)
         t->requires_grad = rg;
+    int set_rg = -1;
+    if (after_rebuild(w, call, &set_rg) || (param && after_rebuild(w, param, &set_rg)))
+        return w->d->code;
+    if (set_rg >= 0)
+        t->requires_grad = set_rg;
     /* element count and extent, overflow-checked */
     uint64_t numel = 1, extent = 0;
     for (int i = 0; i < t->ndim; i++) {

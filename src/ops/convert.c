@@ -1,6 +1,7 @@
 #include "convert.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,11 +99,39 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
 
 static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};
 
+/* Why safetensors cannot hold tensor t (as dtype out), or NULL. */
+static const char *cannot_hold(const tc_ckpt *c, const tc_tensor *t, const char *name, tc_dtype out,
+                               uint64_t max_expand, char *why, size_t n)
+{
+    if (t->kind != TC_TENSOR_DENSE || t->storage < 0)
+        snprintf(why, n, "is a %s, which safetensors cannot hold", kinds[t->kind]);
+    else if (!tc_dtype_get(out)->st_name)
+        snprintf(why, n, "is %s, which safetensors cannot hold", tc_dtype_name(out));
+    else if (!strcmp(name, "__metadata__"))
+        snprintf(why, n, "has the name safetensors keeps for its metadata");
+    else {
+        uint64_t sbytes = tc_ckpt_storage(c, (size_t)t->storage)->nbytes, limit;
+        if (__builtin_mul_overflow(sbytes, max_expand, &limit))
+            limit = UINT64_MAX;
+        if (limit < TC_EXPAND_FLOOR)
+            limit = TC_EXPAND_FLOOR;
+        uint64_t want = tc_tensor_bytes_as(t, out);
+        if (want <= limit)
+            return NULL;
+        snprintf(why, n,
+                 "is a view of %" PRIu64 " bytes of storage that writes out as %" PRIu64
+                 " bytes (stride 0 or overlapping strides; --max-expand %" PRIu64 " allows more than %" PRIu64 "x)",
+                 sbytes, want, want / (sbytes ? sbytes : 1) + 1, max_expand);
+    }
+    return why;
+}
+
 int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sel *sl,
-                 tc_convert_report *rep, tc_diag *d)
+                          tc_convert_report *rep, tc_diag *d)
 {
     int rc;
     size_t klen = o->key ? strlen(o->key) : 0, nt = tc_ckpt_ntensors(c);
+    uint64_t max_expand = o->max_expand ? o->max_expand : TC_DEFAULT_MAX_EXPAND;
     if ((rc = report_entries(c, o->key, rep, d)))
         return rc;
     for (size_t i = 0; i < nt; i++) {
@@ -115,16 +144,14 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
         } else {
             s->name = t->name;
         }
-        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
-            if ((rc = tc_convert_drop(rep, d, "%s (%s)", s->name, kinds[t->kind])))
-                return rc;
-            continue;
-        }
-        const tc_out_storage *ps = &p->out[t->storage];
-        s->out = ps->cast ? ps->dtype : t->dtype;
-        if (!tc_dtype_get(s->out)->st_name) {
-            if ((rc = tc_convert_drop(rep, d, "%s (%s: safetensors has no such dtype)", s->name,
-                                      tc_dtype_name(s->out))))
+        s->out = t->storage >= 0 && p->out[t->storage].cast ? p->out[t->storage].dtype : t->dtype;
+        char why[256];
+        bool drop = tc_glob_any(o->drop, o->ndrop, s->name);
+        if (drop || cannot_hold(c, t, s->name, s->out, max_expand, why, sizeof why)) {
+            if (!drop)
+                return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "tensor '%s' %s; --drop '%s' leaves it out",
+                                  s->name, why, s->name);
+            if ((rc = tc_convert_drop(rep, d, "%s (--drop)", s->name)))
                 return rc;
             continue;
         }
@@ -434,7 +461,8 @@ done:
 }
 
 /* The dense tensors of a checkpoint with an object graph, as a flat state_dict. */
-static int graph_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
+static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
+                       tc_convert_report *rep, tc_diag *d)
 {
     size_t nt = tc_ckpt_ntensors(c), n = 0;
     tc_witem *it = calloc(nt + 1, sizeof *it);
@@ -444,9 +472,15 @@ static int graph_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_
     for (size_t k = 0; k < nt && !rc; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
         at[k] = -1;
-        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
-            rc = tc_convert_drop(rep, d, "%s (%s)", t->name, kinds[t->kind]);
+        if (tc_glob_any(o->drop, o->ndrop, t->name)) {
+            rc = tc_convert_drop(rep, d, "%s (--drop)", t->name);
             continue;
+        }
+        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
+            rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                            "tensor '%s' is a %s, which a state_dict of plain tensors cannot hold; --drop '%s' "
+                            "leaves it out", t->name, kinds[t->kind], t->name);
+            break;
         }
         const tc_out_storage *ps = &p->out[t->storage];
         rep->ntensors += !seen[t->storage];
@@ -467,10 +501,11 @@ static int graph_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_
     return 0;
 }
 
-int tc_sd_items_make(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
+int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
+                     tc_convert_report *rep, tc_diag *d)
 {
     memset(out, 0, sizeof *out);
-    return tc_ckpt_has_objects(c) ? graph_items(c, p, out, rep, d) : st_items(c, p, out, rep, d);
+    return tc_ckpt_has_objects(c) ? graph_items(c, o, p, out, rep, d) : st_items(c, p, out, rep, d);
 }
 
 void tc_sd_items_free(tc_sd_items *s)

@@ -40,7 +40,16 @@ typedef struct tc_convert_opts {
     tc_rewrite_opts ro;   /* dtype, keep, only, progress, max_depth; locations are set here */
     const char *key;      /* only tensors under this entry, named relative to it (torch input) */
     const char *device;   /* location tag of .pt output storages (NULL: "cpu") */
+    const char *const *drop; /* glob patterns of tensor names left out knowingly (--drop) */
+    size_t ndrop;
+    uint64_t max_expand;  /* a view written out may take this many times its storage's bytes (0: default) */
 } tc_convert_opts;
+
+/* A view written whole may take TC_DEFAULT_MAX_EXPAND times its storage's
+ * bytes, or TC_EXPAND_FLOOR bytes, whichever is more, before it is refused
+ * (a stride-0 view of one element can stand for terabytes). */
+#define TC_DEFAULT_MAX_EXPAND 16
+#define TC_EXPAND_FLOOR (64u << 20)
 
 typedef struct tc_convert_report {
     char **dropped;       /* "name (why)" for every entry or tensor not written */
@@ -77,9 +86,11 @@ typedef struct tc_sel {
 
 enum { TC_SEL_SKIP, TC_SEL_WRITE, TC_SEL_ALIAS, TC_SEL_COPY };
 
-/* Roles for every tensor of c (sl: one per tensor, zeroed), as planned by p;
- * what cannot be written goes to rep as dropped, and rep->ncopies counts the
- * copies. */
+/* Roles for every tensor of c (sl: one per tensor, zeroed), as planned by p.
+ * A tensor safetensors cannot hold (no data, a dtype it lacks, the name it
+ * reserves, a view that would expand past max_expand) is an error naming it
+ * and --drop, unless --drop names it; non-tensor entries go to rep as
+ * dropped, and rep->ncopies counts the copies. */
 int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sel *sl,
                  tc_convert_report *rep, tc_diag *d);
 /* --key names an entry with tensors, or d says which entries there are. */
@@ -87,14 +98,15 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d);
 
 /* c as the items of a flat state_dict over blocks = c's storages as p plans
  * them: its dense tensors (Parameters and sharing kept), or a safetensors
- * file's tensors with the aliases its __metadata__ records restored. What
- * cannot be written goes to rep as dropped. */
+ * file's tensors with the aliases its __metadata__ records restored. A
+ * tensor it cannot hold is an error unless o's --drop names it. */
 typedef struct tc_sd_items {
     tc_witem *v;
     size_t n;
     void *mem, *json;     /* what the items point into */
 } tc_sd_items;
-int tc_sd_items_make(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d);
+int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
+                     tc_convert_report *rep, tc_diag *d);
 void tc_sd_items_free(tc_sd_items *s);
 
 /* A JSON object of aliases: tc_aliases_add for each, then tc_aliases_meta. */

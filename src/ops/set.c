@@ -306,7 +306,7 @@ static int open_input(conv *S, size_t i, tc_diag *d)
         return rc;
     }
     /* to torch: one unit per storage, in the order its first item comes */
-    if ((rc = tc_sd_items_make(c, &in->p, &in->it, sum, d)))
+    if ((rc = tc_sd_items_make(c, &o->co, &in->p, &in->it, sum, d)))
         return rc;
     for (size_t k = 0; k < in->it.n && !rc; k++) {
         size_t s = in->it.v[k].block;

@@ -41,6 +41,8 @@ int main(void)
     for (const tc_opt *const *o = convert ? convert->opts : NULL; o && *o; o++)
         if ((*o)->id == OPT_MAX_SHARD)
             check(!tc_parse_size((*o)->def, &v) && v == TC_DEFAULT_MAX_SHARD, "--max-shard-size default");
+        else if ((*o)->id == OPT_MAX_EXPAND)
+            check(!tc_parse_count((*o)->def, &v) && v == TC_DEFAULT_MAX_EXPAND, "--max-expand default");
     /* counts take digits only */
     check(tc_parse_count("1.5K", &v) != 0 && tc_parse_count("10k", &v) != 0 && tc_parse_count("-1", &v) != 0 &&
               tc_parse_count("", &v) != 0 && tc_parse_count("99999999999999999999", &v) != 0,

@@ -247,6 +247,22 @@ def rebuild_v2_short_args():
     t = op_global('torch._utils', '_rebuild_tensor_v2') + op_tuple(args) + b'R'
     return torch_zip(state_dict(dict_of([('w', t)])), {'0': FOUR_FLOATS})
 
+def view_stride0(n=17000000):
+    """One float seen as 17M floats through stride 0: 68 MB written out whole."""
+    return torch_zip(state_dict(dict_of([('w', tensor(numel=1, shape=(n,), stride=(0,)))])), {'0': FOUR_FLOATS[:4]})
+
+def tensor_named_metadata():
+    return torch_zip(state_dict(dict_of([('__metadata__', tensor()), ('w', tensor())])), {'0': FOUR_FLOATS})
+
+def build_replaces_tensor():
+    """BUILD with a 4-tuple on a rebuilt tensor: torch calls set_() with it, replacing the data."""
+    state = op_tuple([storage_pid('0', 4), op_int(2), op_tuple([op_int(2)]), op_tuple([op_int(1)])])
+    return torch_zip(state_dict(dict_of([('w', tensor() + state + b'b')])), {'0': FOUR_FLOATS})
+
+def setitems_into_tensor():
+    """SETITEM into a rebuilt tensor: torch would write into its data."""
+    return torch_zip(state_dict(dict_of([('w', tensor() + op_int(0) + op_int(7) + b's')])), {'0': FOUR_FLOATS})
+
 def not_a_checkpoint():
     return b'hello, this is not a checkpoint at all\n'
 
@@ -300,6 +316,12 @@ CASES = {
                                           ([], None, 0), (['to-cpu-out'], None, 0)]),
     'rebuild_v2_short_args': (rebuild_v2_short_args, [([], None, 0), (['to-cpu-out'], None, 0),
                                                       (['to-cpu-out', '--dtype', 'bfloat16'], 'needs 6', 3)]),
+    'view_stride0': (view_stride0, [([], None, 0), (['convert-st'], '--max-expand', 2),
+                                    (['convert-st', '--max-expand', '20000000'], None, 0)]),
+    'tensor_named_metadata': (tensor_named_metadata, [([], None, 0), (['convert-st'], 'keeps for its metadata', 2),
+                                                      (['convert-st', '--drop', '__metadata__'], None, 0)]),
+    'build_replaces_tensor': (build_replaces_tensor, INSPECT_AND_MOVE('replaces its data')),
+    'setitems_into_tensor': (setitems_into_tensor, INSPECT_AND_MOVE('assigns items into the rebuilt tensor')),
     'not_a_checkpoint': (not_a_checkpoint, INSPECT_AND_MOVE('not a checkpoint')),
     'truncated': (truncated, INSPECT_AND_MOVE('truncated')),
 }
@@ -321,6 +343,9 @@ def run_case(tensorctl, name, tmp):
         out = os.path.join(outdir, 'out.pt')
         if args and args[0] == 'to-cpu-out':
             cmd = [tensorctl, 'to-cpu', '-q'] + args[1:] + [path, '-o', out]
+        elif args and args[0] == 'convert-st':
+            out = os.path.join(outdir, 'out.safetensors')
+            cmd = [tensorctl, 'convert', '-q'] + args[1:] + [path, out]
         else:
             cmd = [tensorctl, 'inspect'] + args + [path]
         try:
@@ -347,8 +372,9 @@ def run_case(tensorctl, name, tmp):
                     failures.append('%s: stderr does not name the file: %s' % (what, err[0]))
                 elif frag != 'ANY' and frag not in err[0]:
                     failures.append('%s: stderr lacks "%s": %s' % (what, frag, err[0]))
-                if leftovers(outdir, 'out.pt'):
-                    failures.append('%s: left %s behind' % (what, leftovers(outdir, 'out.pt')))
+                left = leftovers(outdir, 'out.pt') + leftovers(outdir, 'out.safetensors')
+                if left:
+                    failures.append('%s: left %s behind' % (what, left))
         shutil.rmtree(outdir, ignore_errors=True)
     if open(path, 'rb').read() != before:
         failures.append('the input file changed')
