@@ -50,11 +50,18 @@ int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
                          "not a checkpoint tensorctl reads, but torch.load would unpickle it from byte 0, "
                          "importing %s (and calling what it names)",
                          unsafe);
-        else if (!rc)
+        else if (!rc && hn == 0)
+            rc = tc_fail(d, TC_ERR_FORMAT, "not a checkpoint: the file is empty");
+        else if (!rc) {
+            char first[16] = "";
+            size_t k = 0;
+            for (size_t i = 0; i < hn && i < 4; i++)
+                k += (size_t)snprintf(first + k, sizeof first - k, "%s%02x", i ? " " : "", head[i]);
             rc = tc_fail(d, TC_ERR_FORMAT,
-                         "not a checkpoint: no known format starts with bytes %02x %02x %02x %02x (expected a "
-                         "torch zip, legacy torch or safetensors file)",
-                         head[0], head[1], head[2], head[3]);
+                         "not a checkpoint: no known format starts with bytes %s (expected a torch zip, legacy "
+                         "torch or safetensors file)",
+                         first);
+        }
         goto fail;
     }
     tc_ckpt_set_driver(c, fmt, fmt->name, NULL, NULL);

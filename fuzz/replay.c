@@ -1,7 +1,8 @@
 /* Replays fuzz inputs without libFuzzer: every file named on the command line,
  * or found (sorted) in a named folder, goes once through
  * LLVMFuzzerTestOneInput. Built with the ordinary compiler so CI replays the
- * committed corpora and crashers; a regression crashes or aborts here. */
+ * committed corpora and crashers; a regression crashes or aborts here. A run
+ * that found no input at all fails: it checked nothing. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,5 +69,9 @@ int main(int argc, char **argv)
         free(ents);
     }
     printf("replayed %d inputs\n", files);
+    if (files == 0) {
+        fprintf(stderr, "replay: no input found: nothing was replayed\n");
+        return 1;
+    }
     return bad ? 1 : 0;
 }

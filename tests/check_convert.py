@@ -19,6 +19,8 @@ Files this torch cannot load (float8 / _rebuild_tensor_v3 files under torch 1.x,
 their torch checks reported as skipped.
 
 One line per check (PASS/FAIL/SKIP), then `N passed, M failed, K skipped`.
+An input for which no check ran (everything skipped) is a failure: a run that checked nothing
+never passes.
 Exit 0, 1 on any failure, 2 on bad usage, 77 when torch cannot be imported.
 To test this checker itself, pass the torch-based stand-in as TENSORCTL:
     "python3 tests/torch_verify.py reference-tool"
@@ -304,7 +306,10 @@ def main(argv=None):
     rep = Report(verbose)
     print("# check_convert with torch %s (%s)" % (torch.__version__, sys.executable))
     for path in argv[2:]:
+        ran = rep.passed + rep.failed
         check_file(tool, outdir, path, rep, keep)
+        if rep.passed + rep.failed == ran:
+            rep.fail(os.path.basename(path), "no check ran for this input (every check skipped)")
     print("%d passed, %d failed, %d skipped" % (rep.passed, rep.failed, rep.skipped))
     return 1 if rep.failed else 0
 

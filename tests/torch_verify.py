@@ -538,9 +538,12 @@ def expected_device(in_dev, device=None, maps=None):
 
 
 def compare(inp, out, dtype=None, strict_cast=False, device=None, maps=None, check_devices=True):
-    """inp, out: Loaded. Returns (problems, notes)."""
+    """inp, out: Loaded. Returns (problems, notes). An input with no tensor is a problem: a
+    comparison of nothing proves nothing."""
     problems, notes = [], []
     fin, fout = flatten(inp.obj), flatten(out.obj)
+    if not fin:
+        problems.append("no tensor found in the input: nothing was compared")
     missing = [p for p in fin if p not in fout]
     extra = [p for p in fout if p not in fin]
     for p in missing:
@@ -795,9 +798,12 @@ def expect_entries(path, loaded=None):
 
 
 def check_expect(path, expect_path):
-    want = json.load(open(expect_path))["tensors"]
+    with open(expect_path) as f:
+        want = json.load(f)["tensors"]
     got = expect_entries(path)
     problems = []
+    if not want:
+        problems.append("the expect file lists no tensor: nothing was checked")
     gmap = {tuple(e["path"]): e for e in got}
     wmap = {tuple(e["path"]): e for e in want}
     for p in wmap:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Cast random tensors with torch and with cast_tool (tc_cast_cpu) and
 compare bits. Usage: live_torch_check.py PATH/TO/cast_tool [N]
-Exit 0 on agreement, 1 on a difference, 77 (skip) without torch. Pairs with a
+Exit 0 on agreement, 1 on a difference (or when no pair was compared), 77
+(skip) only without torch. Pairs with a
 dtype this torch lacks (float8 before 2.1) are skipped. Every 8- and 16-bit
 pattern is tried; lengths are multiples of 64 so torch stays in its
 vectorised loop (its scalar tail differs for a few NaNs; see
@@ -46,7 +47,7 @@ def main():
     tool = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 16
     gen = torch.Generator().manual_seed(7)
-    bad = 0
+    bad = pairs = 0
     for s in NAMES:
         if s not in DT:
             print(f"skip {s}: not in torch {torch.__version__}")
@@ -57,6 +58,7 @@ def main():
         for d in NAMES:
             if d not in DT or d == s:
                 continue
+            pairs += 1
             want = x.to(DT[d]).view(torch.uint8).numpy().tobytes()
             got = subprocess.run([tool, s, d], input=src, capture_output=True, check=True).stdout
             if OLD_F16_NAN and d == "float16" and got != want:
@@ -76,7 +78,10 @@ def main():
                       f"torch {le(want[i * dsz:(i + 1) * dsz])} cast_tool {le(got[i * dsz:(i + 1) * dsz])}")
             else:
                 print(f"ok {s}->{d} ({x.numel()} elements)")
-    print(f"torch {torch.__version__}: {'FAIL' if bad else 'PASS'}")
+    if pairs == 0:
+        print(f"FAIL: torch {torch.__version__}: no dtype pair was compared")
+        return 1
+    print(f"torch {torch.__version__}: {'FAIL' if bad else 'PASS'} ({pairs} pairs)")
     return 1 if bad else 0
 
 

@@ -7,6 +7,10 @@ For each file, `tensorctl inspect --json --hash` must list exactly the tensors o
 the expect file (names are its "path" joined by "."), each with the same dtype,
 shape, stride, storage offset, device, parameter flag, requires_grad and SHA-256
 of the logical elements. Prints one line per file and 'N passed, N failed'.
+
+Fails (one line saying why) when a DIR is missing or holds no checkpoint with an expect file,
+when an expect file has no checkpoint beside it or lists no tensor: a run that checked nothing
+is a failure, never a pass.
 """
 import json
 import os
@@ -54,21 +58,33 @@ def compare(tool, path, expect):
 
 
 def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
     tool, dirs = sys.argv[1], sys.argv[2:]
     passed = failed = 0
     for d in dirs:
         if not os.path.isdir(d):
-            print("SKIP %s: not found" % d)
+            failed += 1
+            print("FAIL %s: folder not found (the corpus tests need it)" % d)
             continue
+        in_dir = 0
         for root, _, files in sorted(os.walk(d)):
             for f in sorted(files):
                 if not f.endswith(".expect.json"):
                     continue
                 ckpt = os.path.join(root, f[: -len(".expect.json")])
+                in_dir += 1
                 if not os.path.exists(ckpt):
+                    failed += 1
+                    print("FAIL %s: expect file without its checkpoint" % ckpt)
                     continue
                 with open(os.path.join(root, f)) as fh:
                     expect = json.load(fh)
+                if not expect.get("tensors"):
+                    failed += 1
+                    print("FAIL %s: the expect file lists no tensor, so it checks nothing" % ckpt)
+                    continue
                 problems = compare(tool, ckpt, expect)
                 if problems:
                     failed += 1
@@ -78,9 +94,12 @@ def main():
                 else:
                     passed += 1
                     print("ok   %s (%d tensors)" % (ckpt, len(expect["tensors"])))
+        if in_dir == 0:
+            failed += 1
+            print("FAIL %s: no checkpoint with an expect file in it: nothing to check" % d)
     print("%d passed, %d failed" % (passed, failed))
     if passed == 0:
-        print("no checkpoint with an expect file was found")
+        print("FAIL: no checkpoint was checked")
         return 1
     return 1 if failed else 0
 

@@ -7,6 +7,8 @@
 # usage: test_engines.sh TENSORCTL OUTDIR INPUT...
 # ENGINES="cpu cpu" runs the same comparison between two CPU runs (a check of
 # this script on machines without a GPU).
+# A missing INPUT fails (both engines failing alike on it would prove nothing),
+# and so does a run in which no file was written and compared.
 set -u
 tool=$1
 out=$2
@@ -24,8 +26,14 @@ rm -rf "$out"
 mkdir -p "$out/1" "$out/2"
 fails=0
 checks=0
+compared=0
 for f in "$@"; do
     name=$(basename "$f")
+    if [ ! -f "$f" ]; then
+        echo "FAIL $name: no such input: $f"
+        fails=$((fails + 1))
+        continue
+    fi
     for t in float64 float32 float16 bfloat16 float8_e4m3fn float8_e5m2; do
         o="$name.$t.pt"
         if ! "$tool" to-cpu "$f" -o "$out/1/$o" -q --force --dtype "$t" --engine "$a" 2>"$out/err_a"; then
@@ -46,9 +54,15 @@ for f in "$@"; do
         elif ! cmp "$out/1/$o" "$out/2/$o"; then
             echo "FAIL $name -> $t: --engine $a and --engine $b wrote different files"
             fails=$((fails + 1))
+        else
+            compared=$((compared + 1))
         fi
         checks=$((checks + 1))
     done
 done
-echo "engines $a/$b: $checks checks, $fails failures"
-[ "$checks" -gt 0 ] && [ "$fails" -eq 0 ]
+echo "engines $a/$b: $checks checks ($compared files compared byte for byte), $fails failures"
+if [ "$compared" -eq 0 ]; then
+    echo "FAIL: no file was written by both engines and compared: this run checked nothing"
+    exit 1
+fi
+[ "$fails" -eq 0 ]

@@ -17,6 +17,9 @@ rofs: OUT in a read-only folder (as an unprivileged user when run as root).
 kill: a ~200 MB checkpoint (made here with zipfile, no torch) is frozen
 (SIGSTOP) once its temporary appears, then SIGKILLed: no OUT, input intact;
 the same with SIGTERM: no OUT and the temporary removed.
+
+A part that checked nothing fails: a clean run that logged no call to fail
+(the shim not loaded?), or no conversion caught midway.
 """
 import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
 
@@ -46,6 +49,8 @@ def env_with(extra):
 
 
 def counts_of(log):
+    if not os.path.exists(log):
+        return {}
     for line in open(log):
         if line.startswith('counts:'):
             return {k: int(v) for k, v in (x.split('=') for x in line.split()[1:])}
@@ -67,7 +72,8 @@ def part_calls(a, tmp, fails):
             fails.append('%s: clean run failed: %s' % (' '.join(variant), p.stderr.decode()))
             return
         counts = counts_of(log)
-        os.unlink(log)
+        if os.path.exists(log):
+            os.unlink(log)
         os.unlink(out)
         print('%s: calls %s' % (' '.join(variant), counts))
         runs = tolerated = 0
@@ -107,6 +113,9 @@ def part_calls(a, tmp, fails):
                     for n2 in left:
                         os.unlink(os.path.join(outdir, n2))
         print('%s: %d injected runs, %d tolerated' % (' '.join(variant), runs, tolerated))
+        if runs == 0:
+            fails.append('%s: the clean run logged no call to fail (is the shim loaded?): nothing was injected'
+                         % ' '.join(variant))
 
 
 def part_rofs(a, tmp, fails):
@@ -154,6 +163,7 @@ def part_kill(a, tmp, fails):
     src = os.path.join(tmp, 'big.pt')
     big_checkpoint(src)
     before = digest(src)
+    frozen = 0
     for sig, variant in ((signal.SIGKILL, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGKILL, ['to-cpu']),
                          (signal.SIGTERM, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGINT, ['to-cpu', '--dtype', 'float16'])):
         outdir = os.path.join(tmp, 'kill-out')
@@ -176,6 +186,7 @@ def part_kill(a, tmp, fails):
             p.wait()
             print('note: %s: finished before it could be frozen (exit %d)' % (what, p.returncode))
             continue
+        frozen += 1
         midway = leftovers(outdir, 'out.pt')
         if 'out.pt' in midway:
             fails.append('%s: OUT exists while the conversion is frozen midway' % what)
@@ -189,6 +200,8 @@ def part_kill(a, tmp, fails):
         if sig != signal.SIGKILL and left:
             fails.append('%s: left %s behind' % (what, left))
         print('%s: frozen with %s, exit %s, then %s' % (what, midway, p.returncode, left))
+    if frozen == 0:
+        fails.append('no conversion was caught midway (each finished first): nothing was checked')
     if digest(src) != before:
         fails.append('the input changed')
 

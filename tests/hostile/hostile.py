@@ -9,7 +9,8 @@ and the checks tensorctl must pass on each.
 A case is a file plus runs. A failing run must exit non-zero (3 unless said
 otherwise), print exactly one stderr line `tensorctl: FILE: ...` containing the
 expected fragment, and leave no OUT and no `.OUT.tensorctl-*` temporary. A
-passing run (a raised limit) must exit 0.
+passing run (a raised limit) must exit 0. An unknown case, or a case with no
+run, fails: a check that ran nothing never passes.
 """
 import argparse, io, os, shutil, struct, subprocess, sys, tempfile, zipfile, zlib
 
@@ -397,6 +398,12 @@ def main():
             with open(os.path.join(a.outdir, name + '.pt'), 'wb') as f:
                 f.write(gen())
         return 0
+    if not a.tensorctl or a.case not in CASES:
+        print('FAIL: check needs --tensorctl and one of the cases of `hostile.py list` (got %r)' % a.case)
+        return 2
+    if not CASES[a.case][1]:
+        print('FAIL %s: the case has no run: it checks nothing' % a.case)
+        return 1
     tmp = tempfile.mkdtemp(prefix='hostile-', dir=a.tmp)
     try:
         fails = run_case(a.tensorctl, a.case, tmp)

@@ -5,6 +5,8 @@ REDUCE, INST, OBJ, STACK_GLOBAL, legacy format; a global whose name hides
 opcodes that a naive rewrite would emit), and the reference malicious.pt
 files. Asserts the marker never appears, the refusals exit 4 (3 for the
 malformed one), and what --allow-unsafe writes is still reported dangerous.
+A missing corpus, a torch-* folder of it without malicious.pt, or a run of
+no command at all fails.
 
     nothing_runs.py --tensorctl T --corpus DIR
 """
@@ -63,19 +65,23 @@ def main():
     tmp = tempfile.mkdtemp(prefix='nothing-runs-')
     marker = os.path.join(tmp, 'MARKER-code-ran')
     fails = []
+    commands = 0
     try:
-        has_convert = subprocess.run([a.tensorctl, 'convert', '--help'], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL).returncode == 0
         files = []
         for name, data, refusal in payloads(marker):
             p = os.path.join(tmp, name + '.pt')
             with open(p, 'wb') as f:
                 f.write(data)
             files.append((p, refusal))
-        for m in sorted(glob.glob(os.path.join(a.corpus, '*', 'malicious.pt'))):
-            files.append((m, 4))
-        if len(files) < 9:
-            fails.append('expected the reference malicious.pt files under %s' % a.corpus)
+        versions = sorted(glob.glob(os.path.join(a.corpus, 'torch-*')))
+        if not versions:
+            fails.append('no torch-* folder in the reference corpus %s (missing? CI always has it)' % a.corpus)
+        for v in versions:
+            m = os.path.join(v, 'malicious.pt')
+            if os.path.exists(m):
+                files.append((m, 4))
+            else:
+                fails.append('the reference corpus has no %s' % m)
         for path, refusal in files:
             before = open(path, 'rb').read()
             out = os.path.join(tmp, 'out.pt')
@@ -83,16 +89,16 @@ def main():
                     (['to-cpu', '-q', path, '-o', out], refusal), (['to-cuda', '-q', path, '-o', out], refusal),
                     (['to-cpu', '-q', '--dtype', 'bfloat16', path, '-o', out], refusal),
                     (['to-cpu', '-q', '--allow-unsafe', path, '-o', out], 0 if refusal == 4 else refusal),
-                    (['to-cuda', '-q', '--allow-unsafe', path, '-o', out], 0 if refusal == 4 else refusal)]
-            if has_convert:
-                runs += [(['convert', '-q', path, out + '.safetensors'], refusal),
-                         (['convert', '-q', path, out + '.conv.pt'], refusal),
-                         (['convert', '-q', '--allow-unsafe', path, out + '.safetensors'], None)]
+                    (['to-cuda', '-q', '--allow-unsafe', path, '-o', out], 0 if refusal == 4 else refusal),
+                    (['convert', '-q', path, out + '.safetensors'], refusal),
+                    (['convert', '-q', path, out + '.conv.pt'], refusal),
+                    (['convert', '-q', '--allow-unsafe', path, out + '.safetensors'], None)]
             for args, want in runs:
                 for leftover in (out, out + '.safetensors', out + '.conv.pt'):
                     if os.path.exists(leftover):
                         os.unlink(leftover)
                 p = subprocess.run([a.tensorctl] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+                commands += 1
                 what = '%s %s' % (' '.join(args[:-1] if args[-1].startswith(out) else args[:-1]), os.path.basename(path))
                 if os.path.exists(marker):
                     fails.append('%s: THE PAYLOAD RAN (marker created)' % what)
@@ -121,8 +127,11 @@ def main():
             fails.append('THE PAYLOAD RAN (marker created)')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if commands == 0:
+        fails.append('no command was run: nothing was checked')
     for f in fails:
         print('FAIL', f)
+    print('%d commands over %d files' % (commands, len(files)))
     print('ok' if not fails else '%d failures' % len(fails))
     return 1 if fails else 0
 

@@ -3,20 +3,26 @@
 # `to-cpu` under valgrind memcheck over every checkpoint in DIRs (and the
 # hostile cases): no invalid access, no uninitialised use, no leak.
 # Exit status 0 only when every run is clean (valgrind --error-exitcode).
+# Fails, never skips, when valgrind is missing, a DIR is missing or holds no
+# checkpoint, or the hostile cases cannot be generated.
 set -u
 tc=$1; shift
-command -v valgrind >/dev/null 2>&1 || { echo "valgrind not installed"; exit 77; }
+command -v valgrind >/dev/null 2>&1 || { echo "FAIL: valgrind is needed (apt-get install valgrind)"; exit 1; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 vg="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible"
 here=$(dirname "$0")
-python3 "$here/hostile.py" gen "$tmp/hostile" 2>/dev/null
+if ! python3 "$here/hostile.py" gen "$tmp/hostile" >"$tmp/gen.log" 2>&1; then
+    echo "FAIL: hostile.py gen failed:"; cat "$tmp/gen.log"; exit 1
+fi
 rm -f "$tmp/hostile/inflate_bomb_pickle.pt" "$tmp/hostile/shared_million.pt" "$tmp/hostile/shared_doubling.pt" # slow under valgrind
 bad=0 n=0
 for d in "$@" "$tmp/hostile"; do
+  files=0
   for f in "$d"/*; do
     case $f in *.json|*.py|*.md|*.txt) continue ;; esac
     [ -f "$f" ] || continue
+    files=$((files + 1))
     for cmd in "inspect" "inspect --json" "to-cpu -q -f -o $tmp/out.pt" "to-cpu -q -f --dtype bfloat16 -o $tmp/out.pt"; do
       n=$((n + 1))
       # shellcheck disable=SC2086
@@ -27,6 +33,9 @@ for d in "$@" "$tmp/hostile"; do
       rm -f "$tmp/out.pt"
     done
   done
+  if [ $files -eq 0 ]; then
+    echo "FAIL: $d is missing or holds no checkpoint"; bad=$((bad + 1))
+  fi
 done
 echo "$n valgrind runs, $bad with errors"
-[ $bad -eq 0 ]
+[ $n -gt 0 ] && [ $bad -eq 0 ]

@@ -19,7 +19,10 @@ With each interpreter of $TENSORCTL_EXTRA_PYTHONS (colon-separated) and /usr/bin
   * where safetensors imports: safetensors.torch.load_file(OUT) loads every tensor and it equals
     the expected one; save_file of those tensors with the same metadata writes the same bytes
     as tensorctl (header order, padding, offsets).
-One line per check, then a count. Exit 1 on any failure, 0 otherwise.
+One line per check, then a count. Exit 1 on any failure, 0 otherwise. A missing CORPUS_DIR, a
+missing input or expect file, an interpreter of $TENSORCTL_EXTRA_PYTHONS that is missing or cannot
+import torch, and a run with no check at all are failures; only the torch and safetensors checks
+of an interpreter that lacks them are skipped (and said so).
 """
 
 import hashlib
@@ -216,11 +219,13 @@ def contiguous_strides(shape):
 
 
 def interpreters():
+    """[(path, asked)]: each interpreter of $TENSORCTL_EXTRA_PYTHONS (asked for), then /usr/bin/python3."""
     seen, out = set(), []
-    for p in os.environ.get("TENSORCTL_EXTRA_PYTHONS", "").split(":") + ["/usr/bin/python3"]:
-        if p and os.path.exists(p) and os.path.realpath(p) not in seen:
+    for p, asked in [(p, True) for p in os.environ.get("TENSORCTL_EXTRA_PYTHONS", "").split(":")] + \
+            [("/usr/bin/python3", False)]:
+        if p and os.path.realpath(p) not in seen:
             seen.add(os.path.realpath(p))
-            out.append(p)
+            out.append((p, asked))
     return out
 
 
@@ -480,7 +485,7 @@ def check_reshard(tc, outdir, corpus, samples, r, pys):
                           2200, True, ex16, max_shards=5)
     # shared storages stay together: tied weights and views, from a .bin shard, to both formats
     tied = os.path.join(samples, "tied_views_cpu.pt")
-    if os.path.exists(tied + ".expect.json"):
+    if r.check(os.path.exists(tied + ".expect.json"), "reshard: tied_views_cpu.pt has its expect file", tied):
         tex = {n: t["sha256"] for n, t in expect_of(tied, None).items()}
         td = os.path.join(base, "tied")
         os.makedirs(td)
@@ -580,8 +585,20 @@ def main():
     tc, outdir, corpus, samples = sys.argv[1:]
     os.makedirs(outdir, exist_ok=True)
     r = Report()
-    pys = [(p, probe(p)) for p in interpreters()]
-    pys = [(p, v) for p, v in pys if v]
+    if not os.path.isdir(corpus):
+        print("FAIL: the reference corpus %s is missing (these checks need it; CI always has it)" % corpus)
+        return 1
+    pys = []
+    for p, asked in interpreters():
+        v = probe(p) if os.path.exists(p) else None
+        if v:
+            pys.append((p, v))
+            if not v["st"]:
+                r.skip("safetensors checks with " + p, "the safetensors library is not importable there")
+        elif asked:
+            r.check(False, "interpreter %s of TENSORCTL_EXTRA_PYTHONS" % p, "missing or cannot import torch")
+        else:
+            r.skip("torch checks with " + p, "missing or cannot import torch")
     if not pys:
         r.skip("torch checks", "no interpreter with torch (set TENSORCTL_EXTRA_PYTHONS)")
 
@@ -602,8 +619,8 @@ def main():
 
     for rel, key in PT_INPUTS:
         path = os.path.join(samples, rel[8:]) if rel.startswith("samples:") else os.path.join(corpus, rel)
-        if not os.path.exists(path + ".expect.json"):
-            r.skip(rel, "no expect file")
+        if not r.check(os.path.exists(path) and os.path.exists(path + ".expect.json"),
+                       rel + ": the input and its expect file exist", path):
             continue
         tag = rel.replace("/", "_").replace(":", "_")
         st = os.path.join(outdir, tag + ".safetensors")
@@ -688,6 +705,9 @@ def main():
     check_reshard(tc, outdir, corpus, samples, r, pys)
     check_memory(tc, outdir, r)
     print("%d passed, %d failed, %d skipped" % (r.passed, r.failed, r.skipped))
+    if r.passed + r.failed == 0:
+        print("FAIL: no check ran")
+        return 1
     return 1 if r.failed else 0
 
 

@@ -1,0 +1,2 @@
+# inspect with no FILE: exit 2
+"$T" inspect

@@ -1,0 +1,2 @@
+# no command: exit 2 and the usage on stderr
+"$T"
