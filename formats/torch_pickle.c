@@ -333,48 +333,42 @@ static pk_obj *const *kv_items(const pk_obj *o, size_t *n, bool *attr)
     return NULL;
 }
 
-/* Tensors under each name prefix of one or two components, counted once. */
-static int count_prefixes(tc_ckpt *c, tc_strmap *m, char ***keys, size_t *nkeys, size_t **counts, tc_diag *d)
+/* The tensor names, sorted, to count the tensors under an entry in O(log n):
+ * its own name, and the range [name + ".", name + "/") of names under it. */
+static int cmp_str(const void *a, const void *b)
 {
-    size_t cap = 0;
-    for (size_t i = 0; i < tc_ckpt_ntensors(c); i++) {
-        const char *name = tc_ckpt_tensor(c, i)->name;
-        const char *dot = strchr(name, '.');
-        const char *ends[2] = {dot ? dot : name + strlen(name), dot && strchr(dot + 1, '.') ? strchr(dot + 1, '.') : NULL};
-        if (dot && !ends[1])
-            ends[1] = name + strlen(name);
-        for (int k = 0; k < 2 && ends[k]; k++) {
-            char *p = strndup(name, (size_t)(ends[k] - name));
-            if (!p)
-                return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            size_t at;
-            if (tc_strmap_get(m, p, &at)) {
-                (*counts)[at]++;
-                free(p);
-                continue;
-            }
-            if (*nkeys == cap) {
-                cap = cap ? cap * 2 : 64;
-                char **nk = realloc(*keys, cap * sizeof *nk);
-                size_t *nc = nk ? realloc(*counts, cap * sizeof *nc) : NULL;
-                if (nk)
-                    *keys = nk;
-                if (!nc) {
-                    free(p);
-                    return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-                }
-                *counts = nc;
-            }
-            (*keys)[*nkeys] = p;
-            (*counts)[*nkeys] = 1;
-            if (tc_strmap_put(m, p, *nkeys, NULL) < 0) {
-                free(p);
-                return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            }
-            (*nkeys)++;
-        }
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static size_t lower_bound(const char *const *v, size_t n, const char *key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(v[mid], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return 0;
+    return lo;
+}
+
+static size_t tensors_under(const char *const *v, size_t n, const char *name)
+{
+    size_t l = strlen(name), at = lower_bound(v, n, name), k = 0;
+    if (at < n && !strcmp(v[at], name))
+        k++;
+    char *lo = malloc(l + 2);
+    if (!lo)
+        return k;
+    memcpy(lo, name, l);
+    lo[l] = '.';
+    lo[l + 1] = 0;
+    size_t a = lower_bound(v, n, lo);
+    lo[l] = '.' + 1;
+    k += lower_bound(v, n, lo) - a;
+    free(lo);
+    return k;
 }
 
 static int add_entries(tc_torch_graph *tg, tc_diag *d)
@@ -384,20 +378,24 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
     pk_obj *const *it = kv_items(tg->root, &n, &attr);
     if (!it)
         return 0;
-    tc_strmap m = {0};
-    char **keys = NULL;
-    size_t nkeys = 0, *counts = NULL;
-    int rc = count_prefixes(tg->c, &m, &keys, &nkeys, &counts, d);
+    size_t nt = tc_ckpt_ntensors(tg->c);
+    const char **names = malloc((nt + 1) * sizeof *names);
+    if (!names)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < nt; k++)
+        names[k] = tc_ckpt_tensor(tg->c, k)->name;
+    qsort(names, nt, sizeof *names, cmp_str);
+    int rc = 0;
     for (size_t i = 0; i + 1 < n && !rc; i += 2) {
         if (it[i]->kind != PK_STR)
             continue;
-        size_t at, m2;
+        size_t m2;
         bool attr2, attr3;
         const pk_obj *v = it[i + 1];
         pk_obj *const *sub = kv_items(v, &m2, &attr2);
         sbuf s = {.n = 0};
         describe(tg, v, &s, 0);
-        tc_entry e = {it[i]->s, s.b, (char *)kind_text(v), 1, tc_strmap_get(&m, it[i]->s, &at) ? counts[at] : 0,
+        tc_entry e = {it[i]->s, s.b, (char *)kind_text(v), 1, tensors_under(names, nt, it[i]->s),
                       v->tag != 0, sub != NULL, attr};
         rc = tc_ckpt_add_entry(tg->c, &e, d);
         for (size_t j = 0; sub && j + 1 < m2 && !rc; j += 2) {
@@ -409,16 +407,12 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
             sbuf t = {.n = 0};
             describe(tg, sub[j + 1], &t, 0);
             tc_entry e2 = {name, t.b, (char *)kind_text(sub[j + 1]), 2,
-                           tc_strmap_get(&m, name, &at) ? counts[at] : 0, sub[j + 1]->tag != 0,
+                           tensors_under(names, nt, name), sub[j + 1]->tag != 0,
                            kv_items(sub[j + 1], &m3, &attr3) != NULL, attr2};
             rc = tc_ckpt_add_entry(tg->c, &e2, d);
         }
     }
-    for (size_t i = 0; i < nkeys; i++)
-        free(keys[i]);
-    free(keys);
-    free(counts);
-    tc_strmap_free(&m);
+    free(names);
     return rc;
 }
 

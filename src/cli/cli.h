@@ -37,13 +37,18 @@ typedef struct tc_exit_info {
 extern const tc_exit_info tc_exits[];
 
 /* One option: drives parsing, --help and the man page. */
+enum {
+    TC_OPT_REPEAT = 1u << 0,         /* may be given more than once; the values accumulate */
+    TC_OPT_VALUE_OPTIONAL = 1u << 1, /* the value may be left out; given only as --name=VALUE */
+};
+
 typedef struct tc_opt {
     int id;
     char shrt;           /* 0 when none */
     const char *lng;     /* without "--" */
     const char *arg;     /* NULL for flags */
     const char *help;    /* one line for --help */
-    bool repeat;
+    unsigned flags;      /* TC_OPT_* */
     const char *def;     /* the default, as --help and the man page show it; NULL when none */
     const char *man;     /* the man page's paragraph (roff); NULL: the help line as a sentence */
 } tc_opt;
@@ -64,12 +69,18 @@ enum {
     OPT_HELP = 1, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_OUTPUT, OPT_FORCE, OPT_IN_PLACE, OPT_DEVICE,
     OPT_MAP, OPT_DTYPE, OPT_KEEP, OPT_ONLY, OPT_ALLOW_UNSAFE, OPT_ENGINE, OPT_MAX_PICKLE, OPT_MAX_DEPTH,
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
-    OPT_MAX_HEADER, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_COUNT_
+    OPT_MAX_HEADER, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_STRIP_PREFIX, OPT_ADD_PREFIX, OPT_RENAME,
+    OPT_ONLY_KEYS, OPT_COUNT_
 };
 
 /* Rows shared by several commands (opts.c). */
 extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
     tc_opt_safe_globals, tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header;
+
+extern const tc_opt tc_opt_strip_prefix, tc_opt_add_prefix, tc_opt_rename, tc_opt_drop, tc_opt_only_keys;
+
+/* The key surgery every command that writes tensors under names takes (tc_keyops_from_args). */
+#define TC_KEY_OPTS &tc_opt_strip_prefix, &tc_opt_add_prefix, &tc_opt_rename, &tc_opt_drop, &tc_opt_only_keys
 
 /* The limit options every command that reads checkpoints takes (tc_limits_from_args). */
 #define TC_LIMIT_OPTS                                                                                    \
@@ -108,6 +119,10 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim);
  * a NULL-terminated array (free() the array and *buf). Returns -1 after
  * printing when a name cannot be admitted. */
 int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char **buf);
+/* Key surgery from --strip-prefix, --add-prefix, --rename, --drop, --only-keys
+ * (pointing into a). Returns -1 after printing when an option is malformed. */
+struct tc_keyops;
+int tc_keyops_from_args(const tc_args *a, struct tc_keyops *k);
 /* "5GB", "100MiB", "1024" -> bytes. */
 int tc_parse_size(const char *s, uint64_t *out);
 /* A count: decimal digits only ("1000"; no sign, suffix or fraction). */

@@ -13,36 +13,30 @@
 #include "shard_index.h"
 
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
-                                false, NULL, "The output format, when the extension does not say."};
-static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", false,
+                                0, NULL, "The output format, when the extension does not say."};
+static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0,
                                 "cpu", "The device tag of the storages of a .pt output."};
 static const tc_opt o_key = {
     OPT_KEY, 0, "key", "K", "to safetensors: only the tensors under entry K (e.g. model, state_dict), named relative to it",
-    false, NULL,
+    0, NULL,
     "Take the tensors under this top-level entry of a training checkpoint (for\nexample\n.B model\nor\n"
     ".BR state_dict ),\nnamed relative to it."};
 static const tc_opt o_max_shard = {
-    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", false,
+    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", 0,
     "5GB",
     "For a sharded output: the most tensor data one shard holds (as\ntransformers). The set is planned from the input's "
     "metadata, sizes taken after\n\\fB\\-\\-dtype\\fR, and written as\n.BI model\\- NNNNN \\-of\\- NNNNN .safetensors\n"
     "or\n.BI pytorch_model\\- NNNNN \\-of\\- NNNNN .bin\n"
     "shards, merging small input shards or splitting large ones; a tensor larger\n"
     "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false, NULL, "Say more."};
-static const tc_opt o_drop = {OPT_DROP, 0, "drop", "GLOB", "leave out the tensors whose names match (repeatable)", true,
-                              NULL,
-                              "Leave out the tensors whose names match. A tensor the output format cannot hold\n"
-                              "(no data, a quantized or subclass tensor, a dtype safetensors lacks such as\n"
-                              ".BR complex128 ,\nthe name\n.BR __metadata__ )\n"
-                              "is an error that names it, unless \\-\\-drop names it. Repeatable."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
 static const tc_opt o_max_expand = {
-    OPT_MAX_EXPAND, 0, "max-expand", "N", "a view may write out at most N times its storage's bytes", false, "16",
+    OPT_MAX_EXPAND, 0, "max-expand", "N", "a view may write out at most N times its storage's bytes", 0, "16",
     "A view written out whole (safetensors holds no strides) may take at most \\fIN\\fR\n"
     "times the bytes of its storage (or 64 MiB, whichever is more): a stride-0 view\n"
     "of one element can stand for terabytes. A larger one is an error naming it."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, &o_drop, &o_max_expand, &o_max_shard, &tc_opt_force,
+                                     &o_key, TC_KEY_OPTS, &o_max_expand, &o_max_shard, &tc_opt_force,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -202,8 +196,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                ".index.json); give --format");
         goto done;
     }
-    tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu",
-                         .drop = a.rep[OPT_DROP], .ndrop = a.nrep[OPT_DROP]};
+    tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
+    if (tc_keyops_from_args(&a, &o.keys))
+        goto done;
     if (a.set[OPT_MAX_EXPAND] && (tc_parse_count(a.val[OPT_MAX_EXPAND], &o.max_expand) || !o.max_expand)) {
         tc_err(NULL, "--max-expand: '%s' is not a positive whole number", a.val[OPT_MAX_EXPAND]);
         goto done;

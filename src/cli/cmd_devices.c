@@ -7,7 +7,7 @@
 #include "cli.h"
 
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print nothing; exit 0 when CUDA is usable, 1 when not",
-                               false, NULL, "Print nothing; only the exit status."};
+                               0, NULL, "Print nothing; only the exit status."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_quiet, NULL};
 
 static int run(const tc_cmd *cmd, int argc, char **argv)

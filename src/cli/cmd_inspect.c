@@ -11,20 +11,20 @@
 #include "safety.h"
 
 static const tc_opt o_json = {
-    OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", false, NULL,
+    OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", 0, NULL,
     "Print one JSON document: format, records, tensors (name, dtype, shape, stride,\n"
     "storage_offset, device, storage, nbytes, parameter, requires_grad, kind,\n"
     "same_as, shard, sha256), storages, globals, unsafe_globals, dangerous_globals,\n"
     "metadata and contents."};
 static const tc_opt o_hash = {
     OPT_HASH, 0, "hash", NULL,
-    "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", false, NULL,
+    "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", 0, NULL,
     "Add each tensor's SHA-256: of its elements in C order, as in torch's\n.BR tensor.contiguous() ,\n"
     "little-endian. Reads the tensor data (through the shards, for an index); a\n"
     "tensor whose data cannot be read is an error and sets the exit status."};
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict",
-                               false, NULL, "Print only errors; the exit status gives the verdict."};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", false, NULL,
+                               0, NULL, "Print only errors; the exit status gives the verdict."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", 0, NULL,
                                  "Also list the globals that are allowed."};
 static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash,   &o_quiet,
                                      &tc_opt_safe_globals, &o_verbose, TC_LIMIT_OPTS, NULL};

@@ -15,33 +15,33 @@
 #include "shard_index.h"
 
 static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN before its extension)", false, NULL,
+    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN before its extension)", 0, NULL,
     "Write to \\fIOUT\\fR. Without it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
     "for to-cuda) before its extension:\n.B model.pt\nbecomes\n.BR model.cpu.pt .\n"
     "For a sharded set, \\fIOUT\\fR is the folder of the new set (or its index's path)."};
 static const tc_opt o_in_place = {OPT_IN_PLACE, 0, "in-place", NULL, "replace FILE itself (atomically, when complete)",
-                                  false, NULL,
+                                  0, NULL,
                                   "Replace \\fIFILE\\fR itself, atomically, once the new file is complete. Its mode\n"
                                   "and owner are kept; when \\fIFILE\\fR is a symbolic link, the file it points to is\n"
                                   "replaced and the link stays."};
-static const tc_opt o_map = {OPT_MAP, 0, "map", "FROM=TO", "move only storages tagged FROM, to TO (repeatable)", true,
+static const tc_opt o_map = {OPT_MAP, 0, "map", "FROM=TO", "move only storages tagged FROM, to TO (repeatable)", TC_OPT_REPEAT,
                              NULL,
                              "Move only storages tagged \\fIFROM\\fR, to \\fITO\\fR, like the dictionary form of\n"
                              "torch.load's map_location. Repeatable: \\fB\\-\\-map cuda:1=cuda:0 \\-\\-map cuda:2=cpu\\fR."};
 static const tc_opt o_engine = {
-    OPT_ENGINE, 0, "engine", "auto|cpu|cuda", "where casts run (auto: a usable GPU, else the CPU)", false, "auto",
+    OPT_ENGINE, 0, "engine", "auto|cpu|cuda", "where casts run (auto: a usable GPU, else the CPU)", 0, "auto",
     "Where casts run: a usable GPU (through pinned buffers, copies overlapping the\n"
     "kernels) or the CPU (vectorised where the processor allows, on one thread per\n"
     "core, at most 8, for data stored uncompressed).\n.B auto\n"
     "uses a GPU when one is usable and can take the staging buffers (16 MiB of\n"
     "pinned and of device memory); otherwise the CPU. Both give identical bits."};
 static const tc_opt o_verify_crc = {OPT_VERIFY_CRC, 0, "verify-crc", NULL,
-                                    "check every input record's CRC-32 while copying", false, NULL,
+                                    "check every input record's CRC-32 while copying", 0, NULL,
                                     "Recompute the CRC-32 of every input record while copying and fail on a\n"
                                     "mismatch, instead of trusting the CRCs stored in the input."};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (devices found, engine used)", false,
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (devices found, engine used)", 0,
                                  NULL, "Say which engine cast the tensors and what GPU was found."};
-static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target device", false, "cuda:0",
+static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target device", 0, "cuda:0",
                                 "The device every storage goes to."};
 
 #define MOVE_OPTS                                                                                         \

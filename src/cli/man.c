@@ -52,7 +52,9 @@ static void option(FILE *out, const tc_opt *o)
     else
         fprintf(out, ".B \\-\\-");
     roff_dashes(out, o->lng);
-    if (o->arg)
+    if ((o->flags & TC_OPT_VALUE_OPTIONAL))
+        fprintf(out, " \"[=%s]\"", o->arg);
+    else if (o->arg)
         fprintf(out, " \" %s\"", o->arg);
     fputc('\n', out);
     if (o->man) {

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "keys.h"
 #include "verdict.h"
 
 const tc_exit_info tc_exits[] = {
@@ -27,14 +28,14 @@ const tc_exit_info tc_exits[] = {
     {0, NULL, NULL},
 };
 
-const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", false, NULL, "Show the options."};
+const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", 0, NULL, "Show the options."};
 
-const tc_opt tc_opt_force = {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", false, NULL,
+const tc_opt tc_opt_force = {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", 0, NULL,
                              "Replace \\fIOUT\\fR if it exists."};
 
 const tc_opt tc_opt_dtype = {
     OPT_DTYPE, 0, "dtype", "TYPE",
-    "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", false, NULL,
+    "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", 0, NULL,
     "Cast floating-point tensors to\n.BR float16 ,\n.BR bfloat16 ,\n.BR float32 ,\n.BR float64 ,\n.B float8_e4m3fn\n"
     "or\n.BR float8_e5m2 ,\nexactly as torch's\n.B tensor.to(dtype)\n"
     "does (round to nearest even; NaN, infinities, overflow and subnormals as\n"
@@ -44,44 +45,73 @@ const tc_opt tc_opt_dtype = {
     "need torch 2.1 or later to load."};
 
 const tc_opt tc_opt_keep = {OPT_KEEP, 0, "keep", "GLOB",
-                            "with --dtype: leave matching tensor names as they are (repeatable)", true, NULL,
+                            "with --dtype: leave matching tensor names as they are (repeatable)", TC_OPT_REPEAT, NULL,
                             "With \\-\\-dtype: leave tensors whose names match in their dtype (for example\n"
                             "\\fB\\-\\-keep '*norm*'\\fR). Repeatable. A pattern that would split a shared\n"
                             "storage is an error naming both tensors."};
 
 const tc_opt tc_opt_only = {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)",
-                            true, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable."};
+                            TC_OPT_REPEAT, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable."};
 
 const tc_opt tc_opt_allow_unsafe = {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL,
-                                    "rewrite even a file that is not safe to load (nothing is run)", false, NULL,
+                                    "rewrite even a file that is not safe to load (nothing is run)", 0, NULL,
                                     "Rewrite a file even though loading it is not safe: it names globals outside\n"
                                     "torch's\n.B weights_only\nallowlist, or its bytes have a second reading. The globals are\n"
                                     "copied as they are; nothing is executed."};
 
 const tc_opt tc_opt_safe_globals = {
     OPT_SAFE_GLOBALS, 0, "safe-globals", "NAME[,NAME...]",
-    "treat these globals (module.name) as safe, as torch's add_safe_globals does (repeatable)", true, NULL,
+    "treat these globals (module.name) as safe, as torch's add_safe_globals does (repeatable)", TC_OPT_REPEAT, NULL,
     "Treat these globals as safe, as\n.B torch.serialization.add_safe_globals\n"
     "does: a file that needs only them beyond torch's\n.B weights_only\n"
     "allowlist is judged safe (for example \\fB\\-\\-safe\\-globals argparse.Namespace,pathlib.PosixPath\\fR).\n"
     "Comma-separated and repeatable. Globals of the\n.BR os ,\n.BR posix ,\n.B nt\nand\n.B sys\n"
     "modules cannot be admitted, as in torch."};
 
-const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", false,
+const tc_opt tc_opt_strip_prefix = {
+    OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
+    "take prefix P off every tensor name; without =P the first component all names share (module., _orig_mod.)",
+    TC_OPT_VALUE_OPTIONAL, NULL,
+    "Take the prefix \\fIP\\fR off every tensor name that has it. Without \\fB=\\fR\\fIP\\fR, the first dotted\n"
+    "component every name shares: \\fBmodule.\\fR of DataParallel and DistributedDataParallel,\n"
+    "\\fB_orig_mod.\\fR of torch.compile. Key surgery runs in this order: \\-\\-only\\-keys and\n"
+    "\\-\\-drop choose the names, then \\-\\-strip\\-prefix, each \\-\\-rename, \\-\\-add\\-prefix; two\n"
+    "names that end up the same are an error naming both."
+};
+const tc_opt tc_opt_add_prefix = {OPT_ADD_PREFIX, 0, "add-prefix", "P", "put prefix P before every tensor name", 0,
+                                  NULL, "Put the prefix \\fIP\\fR before every tensor name."};
+const tc_opt tc_opt_rename = {
+    OPT_RENAME, 0, "rename", "REGEX=REPL",
+    "rename tensors: POSIX extended REGEX, \\1-\\9 in REPL, first match (repeatable, in order)", TC_OPT_REPEAT, NULL,
+    "Rename tensors as sed's s/REGEX/REPL/ does: a POSIX extended regular\n"
+    "expression, its first match replaced, \\fB\\e1\\fR to \\fB\\e9\\fR in \\fIREPL\\fR the groups. The first '='\n"
+    "not escaped ends \\fIREGEX\\fR; \\fB\\e=\\fR is a literal '=' in either part, \\fB\\e\\e\\fR a backslash in\n"
+    "\\fIREPL\\fR. Repeatable; applied in the order given."};
+const tc_opt tc_opt_drop = {OPT_DROP, 0, "drop", "GLOB", "leave out the tensors whose names match (repeatable)", TC_OPT_REPEAT,
+                            NULL,
+                            "Leave out the tensors whose names match. A tensor the output format cannot hold\n"
+                            "(no data, a quantized or subclass tensor, a dtype safetensors lacks such as\n"
+                            ".BR complex128 ,\nthe name\n.BR __metadata__ )\n"
+                            "is an error that names it, unless \\-\\-drop names it. Repeatable."};
+const tc_opt tc_opt_only_keys = {OPT_ONLY_KEYS, 0, "only-keys", "GLOB",
+                                 "write only the tensors whose names match (repeatable)", TC_OPT_REPEAT, NULL,
+                                 "Write only the tensors whose names match one of these. Repeatable."};
+
+const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", 0,
                              NULL, "No progress bar, summary or warnings."};
 
 /* The defaults of the limits are TC_LIMITS_DEFAULT's (the cli test checks they agree). */
-const tc_opt tc_opt_max_pickle = {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read", false,
+const tc_opt tc_opt_max_pickle = {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read", 0,
                                   "1GiB", "The largest pickle to read."};
-const tc_opt tc_opt_max_depth = {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept", false,
+const tc_opt tc_opt_max_depth = {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept", 0,
                                  "1000", "The deepest nesting of objects to accept."};
-const tc_opt tc_opt_max_objects = {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept", false,
+const tc_opt tc_opt_max_objects = {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept", 0,
                                    "20000000", "The most pickle objects to accept."};
 const tc_opt tc_opt_max_entries = {OPT_MAX_ENTRIES, 0, "max-entries", "N",
-                                   "most zip records, safetensors tensors or index entries", false, "1000000",
+                                   "most zip records, safetensors tensors or index entries", 0, "1000000",
                                    "The most zip records, safetensors tensors or index entries to accept."};
 const tc_opt tc_opt_max_header = {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header",
-                                  false, "100MiB", "The largest safetensors JSON header to accept."};
+                                  0, "100MiB", "The largest safetensors JSON header to accept."};
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -131,7 +161,7 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
             tc_err(NULL, "%s: unknown option '%s' (see 'tensorctl %s --help')", cmd->name, s, cmd->name);
             return -1;
         }
-        if (o->arg && !val) {
+        if (o->arg && !val && !(o->flags & TC_OPT_VALUE_OPTIONAL)) {
             if (i + 1 >= argc) {
                 tc_err(NULL, "%s: option --%s needs a value (%s)", cmd->name, o->lng, o->arg);
                 return -1;
@@ -143,7 +173,7 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
         }
         a->set[o->id] = true;
         a->val[o->id] = val;
-        if (o->repeat) {
+        if ((o->flags & TC_OPT_REPEAT)) {
             if (a->nrep[o->id] == TC_MAX_REPEAT) {
                 tc_err(NULL, "%s: option --%s given more than %d times", cmd->name, o->lng, TC_MAX_REPEAT);
                 return -1;
@@ -180,10 +210,11 @@ void tc_print_cmd_help(const tc_cmd *cmd)
     for (const tc_opt *const *p = cmd->opts; *p; p++) {
         const tc_opt *o = *p;
         char left[64];
+        const char *sep = (o->flags & TC_OPT_VALUE_OPTIONAL) ? "[=" : o->arg ? " " : "", *close = (o->flags & TC_OPT_VALUE_OPTIONAL) ? "]" : "";
         if (o->shrt)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", o->shrt, o->lng, o->arg ? " " : "", o->arg ? o->arg : "");
+            snprintf(left, sizeof left, "-%c, --%s%s%s%s", o->shrt, o->lng, sep, o->arg ? o->arg : "", close);
         else
-            snprintf(left, sizeof left, "    --%s%s%s", o->lng, o->arg ? " " : "", o->arg ? o->arg : "");
+            snprintf(left, sizeof left, "    --%s%s%s%s", o->lng, sep, o->arg ? o->arg : "", close);
         printf("  %-30s %s", left, o->help);
         if (o->def)
             printf(" (default %s)", o->def);
@@ -265,6 +296,26 @@ int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char *
     *names = v;
     *n = k;
     *buf = b;
+    return 0;
+}
+
+int tc_keyops_from_args(const tc_args *a, tc_keyops *k)
+{
+    memset(k, 0, sizeof *k);
+    k->strip = a->set[OPT_STRIP_PREFIX];
+    k->strip_prefix = a->val[OPT_STRIP_PREFIX];
+    k->add_prefix = a->val[OPT_ADD_PREFIX];
+    k->rename = a->rep[OPT_RENAME];
+    k->nrename = a->nrep[OPT_RENAME];
+    k->drop = a->rep[OPT_DROP];
+    k->ndrop = a->nrep[OPT_DROP];
+    k->only = a->rep[OPT_ONLY_KEYS];
+    k->nonly = a->nrep[OPT_ONLY_KEYS];
+    tc_diag d = TC_DIAG_INIT;
+    if (tc_keyops_check(k, &d)) {
+        tc_err_diag(&d);
+        return -1;
+    }
     return 0;
 }
 

@@ -146,12 +146,13 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
         }
         s->out = t->storage >= 0 && p->out[t->storage].cast ? p->out[t->storage].dtype : t->dtype;
         char why[256];
-        bool drop = tc_glob_any(o->drop, o->ndrop, s->name);
+        bool drop = (o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, s->name)) ||
+                    tc_glob_any(o->keys.drop, o->keys.ndrop, s->name);
         if (drop || cannot_hold(c, t, s->name, s->out, max_expand, why, sizeof why)) {
             if (!drop)
                 return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "tensor '%s' %s; --drop '%s' leaves it out",
                                   s->name, why, s->name);
-            if ((rc = tc_convert_drop(rep, d, "%s (--drop)", s->name)))
+            if ((rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", s->name)))
                 return rc;
             continue;
         }
@@ -207,6 +208,56 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
     for (size_t i = 0; i < nt; i++)
         rep->ncopies += sl[i].role == TC_SEL_COPY;
     return 0;
+}
+
+/* ---- key surgery -------------------------------------------------------------------- */
+
+int tc_sel_rename(const tc_keyops *keys, tc_sel *const *sl, const size_t *n, size_t nsel, tc_keymap *km, tc_diag *d)
+{
+    memset(km, 0, sizeof *km);
+    if (!tc_keyops_any(keys))
+        return 0;
+    size_t total = 0, k = 0;
+    for (size_t s = 0; s < nsel; s++)
+        total += n[s];
+    const char **names = malloc((total + 1) * sizeof *names);
+    if (!names)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t s = 0; s < nsel; s++)
+        for (size_t i = 0; i < n[s]; i++)
+            if (sl[s][i].role != TC_SEL_SKIP)
+                names[k++] = sl[s][i].name;
+    int rc = tc_keymap_make(keys, names, k, km, d);
+    free(names);
+    k = 0;
+    for (size_t s = 0; s < nsel && !rc; s++)
+        for (size_t i = 0; i < n[s]; i++)
+            if (sl[s][i].role != TC_SEL_SKIP)
+                sl[s][i].name = km->name[k++];
+    return rc;
+}
+
+int tc_items_rename(const tc_keyops *keys, tc_sd_items *const *it, size_t nit, tc_keymap *km, tc_diag *d)
+{
+    memset(km, 0, sizeof *km);
+    if (!tc_keyops_any(keys))
+        return 0;
+    size_t total = 0, k = 0;
+    for (size_t s = 0; s < nit; s++)
+        total += it[s]->n;
+    const char **names = malloc((total + 1) * sizeof *names);
+    if (!names)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t s = 0; s < nit; s++)
+        for (size_t i = 0; i < it[s]->n; i++)
+            names[k++] = it[s]->v[i].name;
+    int rc = tc_keymap_make(keys, names, k, km, d);
+    free(names);
+    k = 0;
+    for (size_t s = 0; s < nit && !rc; s++)
+        for (size_t i = 0; i < it[s]->n; i++)
+            it[s]->v[i].name = km->name[k++];
+    return rc;
 }
 
 /* ---- the aliases record -------------------------------------------------------------- */
@@ -313,6 +364,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
     size_t *item_t = NULL;
     tc_kv *meta = NULL;
     tc_aliases *aliases = NULL;
+    tc_keymap km = {0};
     int rc = tc_convert_key_check(c, o->key, d);
     if (rc || (rc = tc_plan_make(&p, c, &o->ro, d)))
         return rc;
@@ -324,7 +376,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((rc = tc_safetensors_select(c, o, &p, sl, rep, d)))
+    if ((rc = tc_safetensors_select(c, o, &p, sl, rep, d)) || (rc = tc_sel_rename(&o->keys, &sl, &nt, 1, &km, d)))
         goto done;
     for (size_t i = 0; i < nt && !rc; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
@@ -351,6 +403,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
     }
 done:
     tc_plan_free(&p);
+    tc_keymap_free(&km);
     free(sl);
     free(items);
     free(blocks);
@@ -472,8 +525,9 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
     for (size_t k = 0; k < nt && !rc; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
         at[k] = -1;
-        if (tc_glob_any(o->drop, o->ndrop, t->name)) {
-            rc = tc_convert_drop(rep, d, "%s (--drop)", t->name);
+        if ((o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, t->name)) ||
+            tc_glob_any(o->keys.drop, o->keys.ndrop, t->name)) {
+            rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", t->name);
             continue;
         }
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
@@ -526,6 +580,10 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
     if (o->key)
         return tc_fail(d, TC_ERR_USAGE, "--key selects an entry of a .pt checkpoint; %s files have none",
                        tc_ckpt_format(c));
+    if (tc_ckpt_has_objects(c) && tc_keyops_any(&o->keys))
+        return tc_fail_at(d, TC_ERR_UNSUPPORTED, tc_ckpt_path(c), TC_NO_OFFSET,
+                          "key surgery on a .pt output of a torch checkpoint is not supported yet; "
+                          "convert to .safetensors, or from a .safetensors file");
     tc_rewrite_opts ro = o->ro;
     ro.all_to = dev;
     ro.maps = NULL;
@@ -547,8 +605,10 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         for (size_t k = 0; k < ns && !rc; k++)
             blocks[k] = (tc_wblock){p.out[k].nbytes, p.out[k].dtype, p.out[k].location, p.out[k].cast};
-        if (!rc)
-            rc = st_items(c, &p, &items, rep, d);
+        tc_sd_items *one = &items;
+        tc_keymap km = {0};
+        if (!rc && !(rc = st_items(c, &p, &items, rep, d)))
+            rc = tc_items_rename(&o->keys, &one, 1, &km, d);
         if (!rc) {
             tc_storage_data sd = {&p, c};
             tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,
@@ -557,6 +617,7 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
             rc = tc_format_named("torch-zip")->write(&job, dst, d);
         }
         tc_sd_items_free(&items);
+        tc_keymap_free(&km);
         free(blocks);
     }
     if (!rc) {

@@ -32,6 +32,7 @@
 #include "ckpt.h"
 #include "dest.h"
 #include "format.h"
+#include "keys.h"
 #include "plan.h"
 
 #define TC_ST_ALIASES_KEY "tensorctl.aliases"
@@ -40,8 +41,7 @@ typedef struct tc_convert_opts {
     tc_rewrite_opts ro;   /* dtype, keep, only, progress, max_depth; locations are set here */
     const char *key;      /* only tensors under this entry, named relative to it (torch input) */
     const char *device;   /* location tag of .pt output storages (NULL: "cpu") */
-    const char *const *drop; /* glob patterns of tensor names left out knowingly (--drop) */
-    size_t ndrop;
+    tc_keyops keys;       /* key surgery: --drop and --only-keys choose, the rest renames */
     uint64_t max_expand;  /* a view written out may take this many times its storage's bytes (0: default) */
 } tc_convert_opts;
 
@@ -108,6 +108,13 @@ typedef struct tc_sd_items {
 int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
                      tc_convert_report *rep, tc_diag *d);
 void tc_sd_items_free(tc_sd_items *s);
+
+/* Key surgery on the names of several selections at once (an input set's
+ * shards: the shared prefix is the whole set's): sl[k] has n[k] entries,
+ * those with a role take their new names from km, which must outlive them. */
+int tc_sel_rename(const tc_keyops *keys, tc_sel *const *sl, const size_t *n, size_t nsel, tc_keymap *km, tc_diag *d);
+/* The same for state_dict items. */
+int tc_items_rename(const tc_keyops *keys, tc_sd_items *const *it, size_t nit, tc_keymap *km, tc_diag *d);
 
 /* A JSON object of aliases: tc_aliases_add for each, then tc_aliases_meta. */
 typedef struct tc_aliases tc_aliases;

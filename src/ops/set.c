@@ -249,6 +249,7 @@ typedef struct conv {
     size_t nu, ucap;
     tc_rewrite_opts ro;   /* what the plans are made with */
     char **shards;        /* output paths */
+    tc_keymap km;         /* the names after key surgery, over the whole set */
 } conv;
 
 static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
@@ -510,6 +511,25 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
         if (!any && ix->nsh)
             rc = tc_convert_key_check(S.in[0].c, o->co.key, d);
     }
+    /* key surgery over the whole set at once (one shared prefix) */
+    if (!rc && tc_keyops_any(&o->co.keys)) {
+        size_t *counts = calloc(ix->nsh + 1, sizeof *counts);
+        tc_sel **sls = calloc(ix->nsh + 1, sizeof *sls);
+        tc_sd_items **its = calloc(ix->nsh + 1, sizeof *its);
+        if (!counts || !sls || !its)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < ix->nsh && !rc; i++) {
+            counts[i] = tc_ckpt_ntensors(S.in[i].c);
+            sls[i] = S.in[i].sl;
+            its[i] = &S.in[i].it;
+        }
+        if (!rc)
+            rc = st ? tc_sel_rename(&o->co.keys, sls, counts, ix->nsh, &S.km, d)
+                    : tc_items_rename(&o->co.keys, its, ix->nsh, &S.km, d);
+        free(counts);
+        free(sls);
+        free(its);
+    }
     /* the plan: greedy, in input order */
     uint64_t fill = 0;
     for (size_t u = 0; u < S.nu && !rc; u++) {
@@ -582,6 +602,7 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
     free(S.in);
     free(S.u);
     free(dir);
+    tc_keymap_free(&S.km);
     return rc;
 }
 

@@ -1,0 +1,230 @@
+#include "keys.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "strmap.h"
+
+bool tc_keyops_any(const tc_keyops *o)
+{
+    return o && (o->strip || o->add_prefix || o->nrename || o->ndrop || o->nonly);
+}
+
+/* Split "REGEX=REPL" at its first '=' not escaped with a backslash; '\=' becomes '='. */
+static int split_rename(const char *arg, char **re, char **repl, tc_diag *d)
+{
+    size_t n = strlen(arg);
+    char *r = malloc(n + 1);
+    if (!r)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    const char *p = arg;
+    for (; *p && *p != '='; p++) {
+        if (p[0] == '\\' && p[1] == '=')
+            p++;
+        r[k++] = *p;
+    }
+    r[k] = 0;
+    if (*p != '=') {
+        free(r);
+        return tc_fail(d, TC_ERR_USAGE, "--rename '%s': expected REGEX=REPL", arg);
+    }
+    if (!(*repl = strdup(p + 1))) {
+        free(r);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    *re = r;
+    return 0;
+}
+
+static int compile(const char *arg, regex_t *rx, char **repl, tc_diag *d)
+{
+    char *re = NULL;
+    int rc = split_rename(arg, &re, repl, d);
+    if (rc)
+        return rc;
+    int e = regcomp(rx, re, REG_EXTENDED);
+    if (e) {
+        char why[200];
+        regerror(e, rx, why, sizeof why);
+        free(re);
+        free(*repl);
+        return tc_fail(d, TC_ERR_USAGE, "--rename '%s': %s", arg, why);
+    }
+    free(re);
+    return 0;
+}
+
+int tc_keyops_check(const tc_keyops *o, tc_diag *d)
+{
+    for (size_t i = 0; i < o->nrename; i++) {
+        regex_t rx;
+        char *repl;
+        int rc = compile(o->rename[i], &rx, &repl, d);
+        if (rc)
+            return rc;
+        regfree(&rx);
+        free(repl);
+    }
+    if (o->strip_prefix && !*o->strip_prefix)
+        return tc_fail(d, TC_ERR_USAGE, "--strip-prefix=: give a prefix, or no '=' for the shared one");
+    return 0;
+}
+
+bool tc_keys_shared_prefix(const char *const *names, size_t n, char *out, size_t len)
+{
+    if (!n || !names[0])
+        return false;
+    const char *dot = strchr(names[0], '.');
+    if (!dot || (size_t)(dot - names[0] + 2) > len)
+        return false;
+    size_t l = (size_t)(dot - names[0]) + 1;
+    for (size_t i = 1; i < n; i++)
+        if (names[i] && (strncmp(names[i], names[0], l) || !names[i][l]))
+            return false;
+    if (!names[0][l])
+        return false;
+    memcpy(out, names[0], l);
+    out[l] = 0;
+    return true;
+}
+
+/* s with the first match of rx replaced by repl (\0..\9 the match and its groups); NULL when out of memory. */
+static char *substitute(const regex_t *rx, const char *repl, const char *s)
+{
+    regmatch_t m[10];
+    if (regexec(rx, s, 10, m, 0))
+        return strdup(s);
+    size_t cap = strlen(s) + strlen(repl) + 1;
+    for (const char *p = repl; *p; p++)
+        if (*p == '\\' && p[1] >= '0' && p[1] <= '9')
+            cap += strlen(s);
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    size_t k = (size_t)m[0].rm_so;
+    memcpy(out, s, k);
+    for (const char *p = repl; *p; p++) {
+        if (*p == '\\' && p[1] >= '0' && p[1] <= '9') {
+            int g = *++p - '0';
+            if (m[g].rm_so >= 0) {
+                size_t gl = (size_t)(m[g].rm_eo - m[g].rm_so);
+                memcpy(out + k, s + m[g].rm_so, gl);
+                k += gl;
+            }
+        } else if (*p == '\\' && p[1]) { /* \\, \= and any other escaped character: itself */
+            out[k++] = *++p;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    strcpy(out + k, s + m[0].rm_eo);
+    return out;
+}
+
+void tc_keymap_free(tc_keymap *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++)
+        free(m->name[i]);
+    free(m->name);
+    free(m->stripped);
+    memset(m, 0, sizeof *m);
+}
+
+int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d)
+{
+    memset(m, 0, sizeof *m);
+    int rc = 0;
+    regex_t *rx = calloc(o->nrename + 1, sizeof *rx);
+    char **repl = calloc(o->nrename + 1, sizeof *repl);
+    size_t ncompiled = 0;
+    tc_strmap seen = {0};
+    const char **kept = malloc((n + 1) * sizeof *kept);
+    if (!(m->name = calloc(n + 1, sizeof *m->name)) || !rx || !repl || !kept) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    m->n = n;
+    for (; ncompiled < o->nrename && !rc; ncompiled++)
+        if ((rc = compile(o->rename[ncompiled], &rx[ncompiled], &repl[ncompiled], d)))
+            goto done;
+    /* which names stay */
+    size_t nk = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool stay = (!o->nonly || tc_glob_any(o->only, o->nonly, names[i])) && !tc_glob_any(o->drop, o->ndrop, names[i]);
+        if (stay)
+            kept[nk++] = names[i];
+        else
+            m->ndropped++;
+    }
+    /* the prefix to take off */
+    char shared[512];
+    const char *strip = o->strip_prefix;
+    if (o->strip && !strip) {
+        if (!tc_keys_shared_prefix(kept, nk, shared, sizeof shared)) {
+            rc = tc_fail(d, TC_ERR_USAGE,
+                         "--strip-prefix: the names share no first component to take off (give --strip-prefix=P)");
+            goto done;
+        }
+        strip = shared;
+    }
+    if (strip && !(m->stripped = strdup(strip))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t sl = strip ? strlen(strip) : 0, al = o->add_prefix ? strlen(o->add_prefix) : 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const char *s = names[i];
+        if ((o->nonly && !tc_glob_any(o->only, o->nonly, s)) || tc_glob_any(o->drop, o->ndrop, s))
+            continue;
+        if (strip && !strncmp(s, strip, sl) && s[sl])
+            s += sl;
+        char *cur = strdup(s);
+        for (size_t r = 0; cur && r < o->nrename; r++) {
+            char *next = substitute(&rx[r], repl[r], cur);
+            free(cur);
+            cur = next;
+        }
+        if (cur && al) {
+            char *p = malloc(al + strlen(cur) + 1);
+            if (p) {
+                memcpy(p, o->add_prefix, al);
+                strcpy(p + al, cur);
+            }
+            free(cur);
+            cur = p;
+        }
+        if (!cur) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        m->name[i] = cur;
+        if (!*cur) {
+            rc = tc_fail(d, TC_ERR_USAGE, "the key surgery leaves '%s' with an empty name", names[i]);
+            break;
+        }
+        size_t was;
+        int put = tc_strmap_put(&seen, cur, i, &was);
+        if (put < 0)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        else if (put == 0)
+            rc = tc_fail(d, TC_ERR_USAGE, "the key surgery names both '%s' and '%s' '%s'", names[was], names[i], cur);
+    }
+done:
+    for (size_t r = 0; r < ncompiled; r++) {
+        regfree(&rx[r]);
+        free(repl[r]);
+    }
+    free(rx);
+    free(repl);
+    free(kept);
+    tc_strmap_free(&seen);
+    if (rc)
+        tc_keymap_free(m);
+    return rc;
+}

@@ -1,0 +1,48 @@
+/* Key surgery: the names tensors get in an output.
+ *
+ * In this order: --only-keys and --drop choose which names stay (globs on the
+ * names as they are); --strip-prefix takes a prefix off (without P: the first
+ * dotted component every name shares, such as "module." of DataParallel or
+ * "_orig_mod." of torch.compile); each --rename REGEX=REPL (POSIX extended
+ * regular expressions, \1 to \9 in REPL, the first match replaced, as sed's
+ * s///) in the order given; --add-prefix puts a prefix on. Two names that
+ * end up the same are an error naming both.
+ *
+ * Ownership: a tc_keymap owns its names; tc_keymap_free accepts a zeroed one. */
+#ifndef TC_KEYS_H
+#define TC_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+
+typedef struct tc_keyops {
+    bool strip;                     /* --strip-prefix given */
+    const char *strip_prefix;       /* its P, or NULL: the shared first component */
+    const char *add_prefix;
+    const char *const *rename;      /* "REGEX=REPL" ('\=' is a literal '=' in either; '\\' a backslash in REPL) */
+    size_t nrename;
+    const char *const *drop;        /* globs */
+    size_t ndrop;
+    const char *const *only;        /* globs: keep only names matching one */
+    size_t nonly;
+} tc_keyops;
+
+typedef struct tc_keymap {
+    char **name;                    /* per input name: its output name, NULL when left out */
+    size_t n;
+    size_t ndropped;
+    char *stripped;                 /* the prefix --strip-prefix took off, or NULL */
+} tc_keymap;
+
+bool tc_keyops_any(const tc_keyops *o);
+/* Check the options alone (a --rename that does not compile, a missing '='). */
+int tc_keyops_check(const tc_keyops *o, tc_diag *d);
+/* The output names of names[0..n). */
+int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d);
+void tc_keymap_free(tc_keymap *m);
+/* The first dotted component every name shares ("module."), into out; false when none is shared. */
+bool tc_keys_shared_prefix(const char *const *names, size_t n, char *out, size_t len);
+
+#endif

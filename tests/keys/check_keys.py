@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Key surgery (--strip-prefix, --add-prefix, --rename, --drop, --only-keys) against real torch.
+
+    check_keys.py TENSORCTL OUTDIR DATAPARALLEL_PT
+
+Writes its own inputs with torch into OUTDIR: the state_dict of a model wrapped in
+nn.DataParallel (keys "module."), one with torch.compile's "_orig_mod." prefix, a
+state_dict with tied weights; DATAPARALLEL_PT is a DataParallel checkpoint of the corpus.
+Every output is judged by torch: the .pt outputs with torch.load(weights_only=True), the
+.safetensors outputs by reading their header and bytes here (a few lines of Python, not
+tensorctl), and the tensors must equal the input's under the names the options give, bit
+for bit. A collision, an empty name, a bad regex and a prefix that no name shares are
+errors (exit 2) that name what is wrong and write nothing.
+
+One line per check, then a count; exit 1 on any failure, 77 when torch is missing.
+"""
+
+import json
+import os
+import re
+import shlex
+import struct
+import subprocess
+import sys
+from collections import OrderedDict
+
+try:
+    import torch
+except ImportError:
+    print("SKIP: torch cannot be imported")
+    sys.exit(77)
+
+ST_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+             "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+             "BOOL": torch.bool}
+
+passed = failed = 0
+
+
+def check(what, problems):
+    global passed, failed
+    if problems:
+        failed += 1
+        print("FAIL %s: %s" % (what, "; ".join(problems[:6])))
+    else:
+        passed += 1
+        print("PASS %s" % what)
+
+
+def run(tool, *args):
+    p = subprocess.run(tool + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file, read here as its format says (not through tensorctl)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (hlen,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + hlen].decode("utf-8"))
+    data = blob[8 + hlen:]
+    out = OrderedDict()
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        dt = ST_DTYPES[info["dtype"]]
+        raw = bytearray(data[a:b])
+        t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
+        out[name] = t.reshape(info["shape"])
+    # tensors sharing a storage: written once, the others recorded as views of it
+    aliases = json.loads(header.get("__metadata__", {}).get("tensorctl.aliases", "{}"))
+    for name, a in aliases.items():
+        base = out[a["of"]].reshape(-1)
+        out[name] = torch.as_strided(base, a["shape"], a["stride"], a["offset"])
+    return out
+
+
+def load(path):
+    if path.endswith(".safetensors"):
+        return read_safetensors(path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except TypeError:  # torch before weights_only
+        return torch.load(path, map_location="cpu")
+
+
+def bits(t):
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    if t.is_floating_point():
+        t = t.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()])
+    return t
+
+
+def same_tensors(got, want):
+    """Problems between two {name: tensor} maps: names, shapes, dtypes, bits."""
+    probs = []
+    if list(sorted(got)) != list(sorted(want)):
+        probs.append("names %s, want %s" % (sorted(got)[:6], sorted(want)[:6]))
+        return probs
+    for k, w in want.items():
+        g = got[k]
+        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
+            probs.append("%s: %s %s, want %s %s" % (k, g.dtype, tuple(g.shape), w.dtype, tuple(w.shape)))
+        elif not torch.equal(bits(g), bits(w)):
+            probs.append("%s: bits differ" % k)
+    return probs
+
+
+def make_inputs(out):
+    torch.manual_seed(7)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = torch.nn.Linear(4, 3)
+            self.norm = torch.nn.BatchNorm1d(3)
+            self.head = torch.nn.Linear(3, 2)
+
+    net = Net()
+    dp = torch.nn.DataParallel(net).state_dict()  # keys "module.*", as DataParallel saves them
+    torch.save(dp, os.path.join(out, "dp.pt"))
+    compiled = OrderedDict(("_orig_mod." + k, v) for k, v in net.state_dict().items())
+    torch.save(compiled, os.path.join(out, "compiled.pt"))
+    w = torch.randn(5, 4)
+    tied = OrderedDict([("model.embed.weight", w), ("model.lm_head.weight", w), ("model.bias", torch.randn(5))])
+    torch.save(tied, os.path.join(out, "tied.pt"))
+    return {"dp": dp, "compiled": compiled, "tied": tied}
+
+
+def renamed(sd, fn):
+    return OrderedDict((fn(k), v) for k, v in sd.items() if fn(k) is not None)
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tool, out, corpus_dp = shlex.split(argv[1]), argv[2], argv[3]
+    os.makedirs(out, exist_ok=True)
+    src = make_inputs(out)
+    p = lambda n: os.path.join(out, n)  # noqa: E731
+
+    def case(what, inp, outname, opts, want):
+        dst = p(outname)
+        if os.path.exists(dst):
+            os.unlink(dst)
+        rc, err = run(tool, "convert", "-q", p(inp) if not os.path.isabs(inp) else inp, dst, *opts)
+        if rc != 0:
+            check(what, ["exit %d: %s" % (rc, err.strip())])
+            return None
+        got = load(dst)
+        check(what, same_tensors(got, want))
+        return got
+
+    dp, comp, tied = src["dp"], src["compiled"], src["tied"]
+    strip_module = renamed(dp, lambda k: k[len("module."):])
+    # --strip-prefix, with and without P, to safetensors
+    case("strip-prefix (shared 'module.') to safetensors", "dp.pt", "dp.safetensors", ["--strip-prefix"],
+         strip_module)
+    case("strip-prefix (shared '_orig_mod.') to safetensors", "compiled.pt", "comp.safetensors",
+         ["--strip-prefix"], renamed(comp, lambda k: k[len("_orig_mod."):]))
+    case("strip-prefix=module.enc. takes only that prefix", "dp.pt", "dp-enc.safetensors",
+         ["--strip-prefix=module.enc."], renamed(dp, lambda k: k[len("module.enc."):] if k.startswith("module.enc.")
+                                                 else k))
+    # --add-prefix, and the way back: safetensors -> .pt with the prefix put back
+    case("add-prefix", "dp.safetensors", "dp-back.pt", ["--add-prefix", "module."], dp)
+    case("add-prefix to safetensors", "dp.safetensors", "dp-model.safetensors", ["--add-prefix=model."],
+         renamed(strip_module, lambda k: "model." + k))
+    # --rename: POSIX ERE, groups, in order, the first match only
+    case("rename with groups", "dp.pt", "dp-rn.safetensors",
+         ["--rename", r"^module\.(enc|head)\.(.*)$=\1_layer.\2"],
+         renamed(dp, lambda k: re.sub(r"^module\.(enc|head)\.(.*)$", r"\1_layer.\2", k, count=1)))
+    case("rename applied in order, after strip-prefix", "dp.pt", "dp-rn2.safetensors",
+         ["--strip-prefix", "--rename", "e=E", "--rename", "E(n|a)=X\\1"],
+         renamed(strip_module, lambda k: re.sub("E(n|a)", r"X\1", re.sub("e", "E", k, count=1), count=1)))
+    case("rename: '\\=' is a literal '=', in REPL and in REGEX", "dp.safetensors", "dp-eq.safetensors",
+         ["--rename", "^enc\\.=a\\=b.", "--rename", "^a\\=b\\.w=x.w"],
+         renamed(strip_module, lambda k: re.sub(r"^a=b\.w", "x.w", re.sub(r"^enc\.", "a=b.", k))))
+    # --drop and --only-keys choose on the names as they are, before any renaming
+    case("drop", "dp.pt", "dp-drop.safetensors", ["--drop", "*.num_batches_tracked", "--drop", "module.head.*"],
+         OrderedDict((k, v) for k, v in dp.items() if not k.endswith("num_batches_tracked")
+                     and not k.startswith("module.head.")))
+    case("only-keys then strip-prefix", "dp.pt", "dp-only.safetensors", ["--only-keys", "module.enc.*",
+                                                                         "--strip-prefix"],
+         OrderedDict((k[len("module."):], v) for k, v in dp.items() if k.startswith("module.enc.")))
+    case("only-keys and drop from safetensors", "dp.safetensors", "dp-only2.safetensors",
+         ["--only-keys", "norm.*", "--drop", "norm.running_*"],
+         OrderedDict((k, v) for k, v in strip_module.items() if k.startswith("norm.")
+                     and not k.startswith("norm.running_")))
+    # every option together, the whole order: select, strip, rename, add
+    case("all options together", "dp.pt", "dp-all.safetensors",
+         ["--drop", "*tracked", "--strip-prefix", "--rename", r"^norm\.=bn.", "--add-prefix", "net."],
+         OrderedDict(("net." + re.sub(r"^norm\.", "bn.", k[len("module."):]), v) for k, v in dp.items()
+                     if not k.endswith("tracked")))
+    # tied weights keep one storage through a renaming round trip
+    got = case("strip-prefix keeps tied weights (safetensors)", "tied.pt", "tied.safetensors",
+               ["--strip-prefix"], renamed(tied, lambda k: k[len("model."):]))
+    got = case("round trip back to .pt with add-prefix", "tied.safetensors", "tied-back.pt",
+               ["--add-prefix", "model."], tied)
+    if got is not None:
+        check("tied weights share a storage after the round trip",
+              [] if got["model.embed.weight"].data_ptr() == got["model.lm_head.weight"].data_ptr()
+              else ["model.embed.weight and model.lm_head.weight are two storages"])
+    # the corpus's DataParallel checkpoint
+    want = torch.load(corpus_dp, map_location="cpu")
+    case("corpus DataParallel checkpoint, strip-prefix", corpus_dp, "corpus-dp.safetensors", ["--strip-prefix"],
+         renamed(want, lambda k: k[len("module."):]))
+
+    # errors: exit 2, one line naming what is wrong, nothing written
+    def refused(what, inp, opts, needles):
+        dst = p("refused.safetensors")
+        if os.path.exists(dst):
+            os.unlink(dst)
+        rc, err = run(tool, "convert", p(inp), dst, *opts)
+        probs = []
+        if rc != 2:
+            probs.append("exit %d, want 2" % rc)
+        for n in needles:
+            if n not in err:
+                probs.append("stderr lacks %r: %r" % (n, err.strip()))
+        if os.path.exists(dst):
+            probs.append("wrote %s" % dst)
+        check(what, probs)
+
+    refused("collision names both tensors", "dp.pt", ["--rename", r"\.(weight|bias)$=.p"],
+            ["'module.enc.weight'", "'module.enc.bias'", "'module.enc.p'"])
+    refused("collision through strip-prefix", "tied.pt", ["--strip-prefix", "--rename", "embed=lm_head"],
+            ["'model.embed.weight'", "'model.lm_head.weight'"])
+    refused("empty name", "dp.pt", ["--rename", ".*="], ["empty name"])
+    refused("regex that does not compile", "dp.pt", ["--rename", "(=x"], ["--rename '(=x'"])
+    refused("rename without '='", "dp.pt", ["--rename", "abc"], ["REGEX=REPL"])
+    refused("no shared prefix to strip", "dp.safetensors", ["--strip-prefix"], ["share no first component"])
+    refused("strip-prefix= with no P", "dp.pt", ["--strip-prefix="], ["--strip-prefix="])
+
+    print("%d passed, %d failed" % (passed, failed))
+    if passed == 0:
+        print("FAIL: no check ran")
+        return 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
