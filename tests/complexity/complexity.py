@@ -1051,7 +1051,7 @@ def measure(tensorctl, case, cmd, dirs, sizes, tmp, meter, base_rss, full=False)
     v.r1 = r1
     bad = [outcome(r) for r in runs1 if outcome(r)]
     if bad:
-        v.problems.append('at n: %s' % bad[0])
+        v.problems.append('at n (a %d-byte input): %s' % (sizes[0], bad[0]))
         return v
     # 8n: one run within the budget the rule allows, repeated when close to the limit
     budget = v.tlimit * max(r1.cost, floor) * 1.3
@@ -1077,7 +1077,7 @@ def measure(tensorctl, case, cmd, dirs, sizes, tmp, meter, base_rss, full=False)
                              fmt_cost(r1.cost, meter), fmt_cost(budget if meter == 'cpu' else r8.cost, meter),
                              v.tlimit))
     elif o8:
-        v.problems.append('at 8n: %s' % o8)
+        v.problems.append('at 8n (a %d-byte input): %s' % (sizes[1], o8))
     elif v.tratio > v.tlimit:
         v.problems.append('time x%.1f (n: %s, 8n: %s; limit x%.1f)'
                           % (v.tratio, fmt_cost(r1.cost, meter), fmt_cost(r8.cost, meter), v.tlimit))
