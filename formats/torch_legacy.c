@@ -60,6 +60,7 @@ static int parse(tc_torch_graph *tg, const uint8_t *buf, size_t n, bool *hit_end
     if (obj[4]->kind != PK_LIST)
         return tc_fail(d, TC_ERR_FORMAT, "storage key list is not a list");
     tg->root = obj[3];
+    tg->pickle_bytes = pos;
     *keys = obj[4];
     *end = pos;
     return 0;

@@ -32,6 +32,7 @@ typedef struct tc_torch_graph {
     pk_obj **tnode;     /* per tensor: its rebuild call */
     pk_obj **tparam;    /* per tensor: the Parameter call wrapping it, or NULL */
     size_t ntnode;
+    uint64_t pickle_bytes; /* of the pickles read: what the walk's name budget scales with */
 } tc_torch_graph;
 
 /* The object graph of a checkpoint a torch pickle driver opened (zip,

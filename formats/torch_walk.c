@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "strmap.h"
+
 /* ---- walking the graph ----------------------------------------------------------- */
 
 typedef struct walker {
@@ -18,6 +20,8 @@ typedef struct walker {
     size_t len, cap;
     uint64_t visits, max_visits;
     uint64_t aliases, max_aliases; /* tensor entries for an already seen rebuild call */
+    uint64_t name_bytes, max_name_bytes; /* of every tensor name: paths through shared objects multiply */
+    uint64_t cuts;                 /* cycles cut short so far */
     const char *stack_top;         /* the walk recurses: bound its stack use */
     size_t max_stack;
 } walker;
@@ -165,6 +169,11 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
                       bool requires_grad_given, bool rg)
 {
     tc_ckpt *c = w->c;
+    if ((w->name_bytes += w->len + 1) > w->max_name_bytes)
+        return tc_fail(w->d, TC_ERR_LIMIT,
+                       "the tensor names take more than %" PRIu64
+                       " bytes (objects nested very deep or shared very many times; raise with --max-objects)",
+                       w->max_name_bytes);
     long ti = tc_ckpt_add_tensor(c, w->path, w->d);
     if (ti < 0)
         return w->d->code;
@@ -270,6 +279,9 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
     return 0;
 }
 
+/* pk_obj.mark during the walk */
+enum { MARK_ON_PATH = 1, MARK_NO_TENSORS = 2 };
+
 static int walk(walker *w, pk_obj *o);
 
 static int walk_dict(walker *w, pk_obj **it, size_t n)
@@ -336,11 +348,30 @@ static int walk_sparse(walker *w, const pk_obj *layout, pk_obj *parts)
     return rc;
 }
 
-/* nn.Module pickled whole: names as state_dict() gives them. */
+static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np_names);
+
+/* nn.Module pickled whole: names as state_dict() gives them (minus the
+ * buffers named in _non_persistent_buffers_set, as state_dict() leaves them out). */
 static int walk_module(walker *w, const pk_obj *state)
 {
-    static const char *const groups[] = {"_parameters", "_buffers"};
     const pk_obj *skip = dict_get(state, "_non_persistent_buffers_set");
+    tc_strmap np_names = {0};
+    if (skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1 && skip->args->items[0]->kind == PK_LIST) {
+        const pk_obj *l = skip->args->items[0];
+        for (size_t j = 0; j < l->n; j++)
+            if (l->items[j]->kind == PK_STR && tc_strmap_put(&np_names, l->items[j]->s, j, NULL) < 0) {
+                tc_strmap_free(&np_names);
+                return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+            }
+    }
+    int rc = walk_module_state(w, state, &np_names);
+    tc_strmap_free(&np_names);
+    return rc;
+}
+
+static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np_names)
+{
+    static const char *const groups[] = {"_parameters", "_buffers"};
     for (int gi = 0; gi < 2; gi++) {
         pk_obj **it;
         size_t n;
@@ -349,13 +380,8 @@ static int walk_module(walker *w, const pk_obj *state)
         for (size_t i = 0; i + 1 < n; i += 2) {
             if (it[i + 1]->kind == PK_NONE || it[i]->kind != PK_STR)
                 continue;
-            bool np = false;
-            if (gi == 1 && skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1) {
-                const pk_obj *l = skip->args->items[0];
-                for (size_t j = 0; l->kind == PK_LIST && j < l->n; j++)
-                    np |= pk_is_str(l->items[j], it[i]->s);
-            }
-            if (np)
+            size_t at;
+            if (gi == 1 && tc_strmap_get(np_names, it[i]->s, &at))
                 continue;
             size_t sv;
             if (path_push(w, it[i]->s, &sv))
@@ -376,7 +402,7 @@ static int walk_module(walker *w, const pk_obj *state)
             size_t sv;
             if (path_push(w, it[i]->s, &sv))
                 return w->d->code;
-            int rc = m->mark ? 0 : walk(w, it[i + 1]);
+            int rc = walk(w, it[i + 1]);
             path_pop(w, sv);
             if (rc)
                 return rc;
@@ -466,10 +492,16 @@ static int walk(walker *w, pk_obj *o)
     if ((a > b ? a - b : b - a) > w->max_stack)
         return tc_fail(w->d, TC_ERR_LIMIT, "objects nested too deeply to walk with this stack (ulimit -s), at "
                        "'%.60s...'", w->path);
-    if (o->mark)
+    if (o->mark == MARK_NO_TENSORS)
+        return 0;
+    if (o->mark == MARK_ON_PATH) {
+        w->cuts++;
         return 0; /* a cycle */
+    }
     int rc = 0;
-    o->mark = 1;
+    size_t tensors = tc_ckpt_ntensors(w->c);
+    uint64_t cuts = w->cuts;
+    o->mark = MARK_ON_PATH;
     switch (o->kind) {
     case PK_DICT: rc = walk_dict(w, o->items, o->n); break;
     case PK_LIST:
@@ -477,7 +509,8 @@ static int walk(walker *w, pk_obj *o)
     case PK_CALL: rc = walk_call(w, o); break;
     default: break;
     }
-    o->mark = 0;
+    /* walked whole, no tensor under it and no cycle cut short: no other path through it finds one */
+    o->mark = tc_ckpt_ntensors(w->c) == tensors && w->cuts == cuts ? MARK_NO_TENSORS : 0;
     return rc;
 }
 
@@ -489,13 +522,15 @@ int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
     size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
     const tc_limits *lim = tc_ckpt_limits(c);
     walker w = {.tg = tg, .c = c, .d = d, .max_visits = lim->max_objects * 4 + 1000,
-                .max_aliases = lim->max_objects / 256 + 1000, .stack_top = &top, .max_stack = stack / 2};
+                .max_aliases = lim->max_objects / 256 + 1000, .stack_top = &top, .max_stack = stack / 2,
+                .max_name_bytes = 64 * tg->pickle_bytes + lim->max_objects};
     pk_graph_clear_marks(tg->g);
     size_t sv;
     int rc = path_push(&w, "", &sv);
     w.len = 0;
     if (!rc)
         rc = walk(&w, tg->root);
+    pk_graph_clear_marks(tg->g);
     free(w.path);
     return rc;
 }

@@ -104,9 +104,19 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
     if (pe->usize > lim->max_pickle_bytes)
         return tc_fail(d, TC_ERR_LIMIT, "%s is %llu bytes, more than %llu (raise with --max-pickle-size)", pe->name,
                        (unsigned long long)pe->usize, (unsigned long long)lim->max_pickle_bytes);
+    uint64_t allowed;
+    if (pe->method != 0 && lim->max_inflate_ratio &&
+        (__builtin_mul_overflow(pe->csize, lim->max_inflate_ratio, &allowed) ? false
+                                                                               : pe->usize > allowed + (1u << 20)))
+        return tc_fail(d, TC_ERR_LIMIT,
+                       "%s inflates from %llu to %llu bytes, more than %llu times past its first MiB "
+                       "(raise with --max-inflate-ratio)",
+                       pe->name, (unsigned long long)pe->csize, (unsigned long long)pe->usize,
+                       (unsigned long long)lim->max_inflate_ratio);
     if ((rc = tc_zip_read_all(&z->zip, pe, lim->max_pickle_bytes, &pkl, &plen, d)))
         return rc;
     pk_read_opts o = tc_torch_read_opts(&z->tg, "data.pkl");
+    z->tg.pickle_bytes = plen;
     rc = pk_read(z->tg.g, pkl, plen, &o, &z->tg.root, NULL, d);
     free(pkl);
     if (rc)

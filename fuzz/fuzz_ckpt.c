@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fd < 0)
         return 0;
     tc_limits lim = {.max_pickle_bytes = 1u << 20, .max_objects = 20000, .max_depth = 100,
-                     .max_entries = 10000, .max_header = 1u << 20};
+                     .max_entries = 10000, .max_header = 1u << 20, .max_inflate_ratio = 100};
     tc_ckpt *c = NULL;
     tc_diag d = {0};
     if (tc_open(&c, path, &lim, &d)) {

@@ -10,7 +10,7 @@
 #include "fuzz_common.h"
 
 static const tc_limits lim = {.max_pickle_bytes = 1u << 20, .max_objects = 20000, .max_depth = 100,
-                              .max_entries = 10000, .max_header = 1u << 20};
+                              .max_entries = 10000, .max_header = 1u << 20, .max_inflate_ratio = 100};
 
 static bool same_bytes(const tc_ckpt *a, size_t sa, const tc_ckpt *b, size_t sb)
 {

@@ -34,6 +34,7 @@ typedef struct tc_zip {
     const tc_src *src;
     tc_zip_entry *e;
     size_t n;
+    tc_zip_entry **byname; /* e sorted by name, for tc_zip_find */
     uint64_t cd_off, cd_size;
     bool zip64;
 } tc_zip;

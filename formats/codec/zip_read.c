@@ -139,7 +139,10 @@ static int check_entries(tc_zip *z, tc_diag *d)
             goto done;
         }
 done:
-    free(v);
+    if (rc)
+        free(v);
+    else
+        z->byname = v;
     return rc;
 }
 
@@ -266,15 +269,25 @@ void tc_zip_free(tc_zip *z)
     for (size_t i = 0; i < z->n; i++)
         free(z->e[i].name);
     free(z->e);
+    free(z->byname);
     z->e = NULL;
+    z->byname = NULL;
     z->n = 0;
 }
 
 const tc_zip_entry *tc_zip_find(const tc_zip *z, const char *name)
 {
-    for (size_t i = 0; i < z->n; i++)
-        if (!strcmp(z->e[i].name, name))
-            return &z->e[i];
+    size_t lo = 0, hi = z->byname ? z->n : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(z->byname[mid]->name, name);
+        if (!c)
+            return z->byname[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 

@@ -1,4 +1,4 @@
-/* A map from strings to indices (open addressing, FNV-1a), so that lookups
+/* A map from strings to indices (open addressing, SipHash-1-3 keyed per process), so that lookups
  * by name stay O(1) however many names a file holds: storage keys, global
  * names, tensor names, index entries.
  *

@@ -69,22 +69,25 @@ enum {
     OPT_HELP = 1, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_OUTPUT, OPT_FORCE, OPT_IN_PLACE, OPT_DEVICE,
     OPT_MAP, OPT_DTYPE, OPT_KEEP, OPT_ONLY, OPT_ALLOW_UNSAFE, OPT_ENGINE, OPT_MAX_PICKLE, OPT_MAX_DEPTH,
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
-    OPT_MAX_HEADER, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_STRIP_PREFIX, OPT_ADD_PREFIX, OPT_RENAME,
+    OPT_MAX_HEADER, OPT_MAX_INFLATE, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_STRIP_PREFIX, OPT_ADD_PREFIX, OPT_RENAME,
     OPT_ONLY_KEYS, OPT_COUNT_
 };
 
 /* Rows shared by several commands (opts.c). */
 extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
-    tc_opt_safe_globals, tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header;
+    tc_opt_safe_globals, tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header,
+    tc_opt_max_inflate;
 
 extern const tc_opt tc_opt_strip_prefix, tc_opt_add_prefix, tc_opt_rename, tc_opt_drop, tc_opt_only_keys;
+extern const tc_opt tc_opt_max_expand;
 
 /* The key surgery every command that writes tensors under names takes (tc_keyops_from_args). */
 #define TC_KEY_OPTS &tc_opt_strip_prefix, &tc_opt_add_prefix, &tc_opt_rename, &tc_opt_drop, &tc_opt_only_keys
 
 /* The limit options every command that reads checkpoints takes (tc_limits_from_args). */
 #define TC_LIMIT_OPTS                                                                                    \
-    &tc_opt_max_pickle, &tc_opt_max_depth, &tc_opt_max_objects, &tc_opt_max_entries, &tc_opt_max_header
+    &tc_opt_max_pickle, &tc_opt_max_depth, &tc_opt_max_objects, &tc_opt_max_entries, &tc_opt_max_header, \
+        &tc_opt_max_inflate
 
 /* Parsed options: values by id (last wins), repeated ones collected. */
 #define TC_MAX_REPEAT 256
@@ -115,6 +118,8 @@ int tc_exit_for(int status);
 
 /* Limits from --max-* options. Returns -1 after printing on a bad value. */
 int tc_limits_from_args(const tc_args *a, tc_limits *lim);
+/* --max-expand N into *out (left alone when not given); -1 after printing why it is bad. */
+int tc_max_expand_from_args(const tc_args *a, uint64_t *out);
 /* The names --safe-globals gives (comma-separated, repeatable), split into
  * a NULL-terminated array (free() the array and *buf). Returns -1 after
  * printing when a name cannot be admitted. */

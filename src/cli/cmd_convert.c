@@ -30,13 +30,8 @@ static const tc_opt o_max_shard = {
     "shards, merging small input shards or splitting large ones; a tensor larger\n"
     "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
-static const tc_opt o_max_expand = {
-    OPT_MAX_EXPAND, 0, "max-expand", "N", "a view may write out at most N times its storage's bytes", 0, "16",
-    "A view written out whole (safetensors holds no strides) may take at most \\fIN\\fR\n"
-    "times the bytes of its storage (or 64 MiB, whichever is more): a stride-0 view\n"
-    "of one element can stand for terabytes. A larger one is an error naming it."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, TC_KEY_OPTS, &o_max_expand, &o_max_shard, &tc_opt_force,
+                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_force,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -199,10 +194,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
     if (tc_keyops_from_args(&a, &o.keys))
         goto done;
-    if (a.set[OPT_MAX_EXPAND] && (tc_parse_count(a.val[OPT_MAX_EXPAND], &o.max_expand) || !o.max_expand)) {
-        tc_err(NULL, "--max-expand: '%s' is not a positive whole number", a.val[OPT_MAX_EXPAND]);
+    if (tc_max_expand_from_args(&a, &o.max_expand))
         goto done;
-    }
     if (a.set[OPT_DEVICE]) {
         const char *dv = a.val[OPT_DEVICE];
         if (fmt != FMT_PT) {

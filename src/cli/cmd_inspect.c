@@ -26,7 +26,7 @@ static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors
                                0, NULL, "Print only errors; the exit status gives the verdict."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", 0, NULL,
                                  "Also list the globals that are allowed."};
-static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash,   &o_quiet,
+static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &tc_opt_max_expand,  &o_quiet,
                                      &tc_opt_safe_globals, &o_verbose, TC_LIMIT_OPTS, NULL};
 
 /* A copy of s fit for a terminal: control bytes become \n, \r, \t or \xNN. */
@@ -134,6 +134,7 @@ static long *first_on_storage(const tc_ckpt *c)
 }
 
 static bool want_hash;
+static uint64_t max_expand; /* for --hash: 0, the default */
 static int hash_failed; /* exit status of the first failed hash, 0 when none */
 
 /* SHA-256 of tensor i, or NULL after printing why not. */
@@ -142,7 +143,7 @@ static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
     tc_diag d = TC_DIAG_INIT;
     if (tc_ckpt_tensor(c, i)->storage < 0)
         return NULL;
-    if (tc_tensor_sha256(c, tc_ckpt_tensor(c, i), hex, &d)) {
+    if (tc_tensor_sha256(c, tc_ckpt_tensor(c, i), max_expand, hex, &d)) {
         tc_diag_subject(&d, tc_ckpt_path(c));
         int ex = tc_err_diag(&d);
         if (!hash_failed)
@@ -284,45 +285,109 @@ static cJSON *int_array(const int64_t *v, int n)
     return a;
 }
 
+/* The JSON document is written as it is made, one member (one tensor, one
+ * storage) at a time: its memory is that of one member, not of the document. */
+
+/* Print v unformatted and free it. */
+static void jput(cJSON *v)
+{
+    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+    fputs(s ? s : "null", stdout);
+    free(s);
+    cJSON_Delete(v);
+}
+
+/* Start the next member of an object (key) or item of an array (key NULL); *first: none written yet. */
+static void jnext(bool *first, const char *key, const char *indent)
+{
+    fputs(*first ? "\n" : ",\n", stdout);
+    *first = false;
+    fputs(indent, stdout);
+    if (key) {
+        jput(cJSON_CreateString(key));
+        fputs(": ", stdout);
+    }
+}
+
+static cJSON *tensor_json(const tc_ckpt *c, size_t i)
+{
+    const tc_tensor *t = tc_ckpt_tensor(c, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", t->name);
+    cJSON_AddStringToObject(o, "dtype", tc_dtype_name(t->dtype));
+    cJSON_AddItemToObject(o, "shape", int_array(t->shape, t->ndim));
+    cJSON_AddItemToObject(o, "stride", int_array(t->stride, t->ndim));
+    cJSON_AddNumberToObject(o, "storage_offset", (double)t->offset);
+    cJSON_AddStringToObject(o, "device", device_of(c, t));
+    if (t->storage >= 0)
+        cJSON_AddStringToObject(o, "storage", tc_ckpt_storage(c, (size_t)t->storage)->key);
+    else
+        cJSON_AddNullToObject(o, "storage");
+    cJSON_AddNumberToObject(o, "nbytes", (double)t->nbytes);
+    cJSON_AddBoolToObject(o, "parameter", t->parameter);
+    cJSON_AddBoolToObject(o, "requires_grad", t->requires_grad);
+    static const char *const kinds[] = {"dense", "quantized", "meta", "other"};
+    cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
+    if (t->alias_of >= 0)
+        cJSON_AddStringToObject(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
+    if (shard_of(c, t))
+        cJSON_AddStringToObject(o, "shard", shard_of(c, t));
+    char hex[65];
+    if (want_hash && tensor_hash(c, i, hex))
+        cJSON_AddStringToObject(o, "sha256", hex);
+    return o;
+}
+
+/* The tensors of each storage, in order: storage s has by[at[s] .. at[s + 1]). NULL when out of memory. */
+static size_t *tensors_by_storage(const tc_ckpt *c, size_t **at_out)
+{
+    size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
+    size_t *at = calloc(ns + 2, sizeof *at), *by = malloc((nt + 1) * sizeof *by);
+    if (!at || !by) {
+        free(at);
+        free(by);
+        return NULL;
+    }
+    for (size_t k = 0; k < nt; k++)
+        if (tc_ckpt_tensor(c, k)->storage >= 0)
+            at[tc_ckpt_tensor(c, k)->storage + 2]++;
+    for (size_t s = 0; s < ns; s++)
+        at[s + 2] += at[s + 1];
+    for (size_t k = 0; k < nt; k++)
+        if (tc_ckpt_tensor(c, k)->storage >= 0)
+            by[at[tc_ckpt_tensor(c, k)->storage + 1]++] = k;
+    *at_out = at;
+    return by;
+}
+
 static void print_json(const tc_ckpt *c)
 {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "file", tc_ckpt_path(c));
-    cJSON_AddStringToObject(j, "format", tc_ckpt_format(c));
-    cJSON *facts = cJSON_AddObjectToObject(j, "records");
+    bool first = true;
+    fputs("{", stdout);
+    jnext(&first, "file", "  ");
+    jput(cJSON_CreateString(tc_ckpt_path(c)));
+    jnext(&first, "format", "  ");
+    jput(cJSON_CreateString(tc_ckpt_format(c)));
+    cJSON *facts = cJSON_CreateObject();
     for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
         cJSON_AddStringToObject(facts, tc_ckpt_fact(c, i)->key, tc_ckpt_fact(c, i)->value);
-    cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
+    jnext(&first, "records", "  ");
+    jput(facts);
+
     size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
+    jnext(&first, "tensors", "  ");
+    fputs("[", stdout);
+    bool f2 = true;
     for (size_t i = 0; i < nt; i++) {
-        const tc_tensor *t = tc_ckpt_tensor(c, i);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "dtype", tc_dtype_name(t->dtype));
-        cJSON_AddItemToObject(o, "shape", int_array(t->shape, t->ndim));
-        cJSON_AddItemToObject(o, "stride", int_array(t->stride, t->ndim));
-        cJSON_AddNumberToObject(o, "storage_offset", (double)t->offset);
-        cJSON_AddStringToObject(o, "device", device_of(c, t));
-        if (t->storage >= 0)
-            cJSON_AddStringToObject(o, "storage", tc_ckpt_storage(c, (size_t)t->storage)->key);
-        else
-            cJSON_AddNullToObject(o, "storage");
-        cJSON_AddNumberToObject(o, "nbytes", (double)t->nbytes);
-        cJSON_AddBoolToObject(o, "parameter", t->parameter);
-        cJSON_AddBoolToObject(o, "requires_grad", t->requires_grad);
-        static const char *const kinds[] = {"dense", "quantized", "meta", "other"};
-        cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
-        if (t->alias_of >= 0)
-            cJSON_AddStringToObject(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
-        if (shard_of(c, t))
-            cJSON_AddStringToObject(o, "shard", shard_of(c, t));
-        char hex[65];
-        if (want_hash && tensor_hash(c, i, hex))
-            cJSON_AddStringToObject(o, "sha256", hex);
-        cJSON_AddItemToArray(ts, o);
+        jnext(&f2, NULL, "    ");
+        jput(tensor_json(c, i));
     }
-    cJSON *ss = cJSON_AddArrayToObject(j, "storages");
-    cJSON **names_of = calloc(ns + 1, sizeof *names_of);
+    fputs(f2 ? "]" : "\n  ]", stdout);
+
+    size_t *at = NULL, *by = tensors_by_storage(c, &at);
+    jnext(&first, "storages", "  ");
+    fputs("[", stdout);
+    f2 = true;
     for (size_t i = 0; i < ns; i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
         cJSON *o = cJSON_CreateObject();
@@ -331,33 +396,28 @@ static void print_json(const tc_ckpt *c)
         cJSON_AddStringToObject(o, "dtype", s->untyped ? "untyped" : tc_dtype_name(s->dtype));
         cJSON_AddNumberToObject(o, "nbytes", (double)s->nbytes);
         cJSON *names = cJSON_AddArrayToObject(o, "tensors");
-        if (names_of)
-            names_of[i] = names;
-        cJSON_AddItemToArray(ss, o);
+        for (size_t k = by ? at[i] : 0; by && k < at[i + 1]; k++)
+            cJSON_AddItemToArray(names, cJSON_CreateStringReference(tc_ckpt_tensor(c, by[k])->name));
+        jnext(&f2, NULL, "    ");
+        jput(o);
     }
-    for (size_t k = 0; names_of && k < nt; k++)
-        if (tc_ckpt_tensor(c, k)->storage >= 0)
-            cJSON_AddItemToArray(names_of[tc_ckpt_tensor(c, k)->storage], cJSON_CreateString(tc_ckpt_tensor(c, k)->name));
-    free(names_of);
-    cJSON_AddStringToObject(j, "verdict", tc_ckpt_is_safe(c) ? "safe" : "unsafe");
-    cJSON *gl = cJSON_AddArrayToObject(j, "globals"), *ug = cJSON_AddArrayToObject(j, "unsafe_globals"),
-          *dg = cJSON_AddArrayToObject(j, "dangerous_globals"), *ag = cJSON_AddArrayToObject(j, "admitted_globals"),
-          *hz = cJSON_AddArrayToObject(j, "hazards");
+    fputs(f2 ? "]" : "\n  ]", stdout);
+    free(at);
+    free(by);
+
+    jnext(&first, "verdict", "  ");
+    jput(cJSON_CreateString(tc_ckpt_is_safe(c) ? "safe" : "unsafe"));
+    cJSON *gl = cJSON_CreateArray(), *ug = cJSON_CreateArray(), *dg = cJSON_CreateArray(),
+          *ag = cJSON_CreateArray(), *hz = cJSON_CreateArray(), *gv = cJSON_CreateArray();
     for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
         const tc_global *g = tc_ckpt_global(c, i);
-        cJSON_AddItemToArray(gl, cJSON_CreateString(g->name));
+        cJSON_AddItemToArray(gl, cJSON_CreateStringReference(g->name));
         if (!g->allowed)
-            cJSON_AddItemToArray(ug, cJSON_CreateString(g->name));
+            cJSON_AddItemToArray(ug, cJSON_CreateStringReference(g->name));
         if (g->dangerous)
-            cJSON_AddItemToArray(dg, cJSON_CreateString(g->name));
+            cJSON_AddItemToArray(dg, cJSON_CreateStringReference(g->name));
         if (g->admitted)
-            cJSON_AddItemToArray(ag, cJSON_CreateString(g->name));
-    }
-    for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
-        cJSON_AddItemToArray(hz, cJSON_CreateString(tc_ckpt_hazard(c, i)));
-    cJSON *gv = cJSON_AddArrayToObject(j, "global_verdicts");
-    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
-        const tc_global *g = tc_ckpt_global(c, i);
+            cJSON_AddItemToArray(ag, cJSON_CreateStringReference(g->name));
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", g->name);
         cJSON_AddNumberToObject(o, "count", g->count);
@@ -368,18 +428,29 @@ static void print_json(const tc_ckpt *c)
             cJSON_AddStringToObject(o, "dangerous", g->why);
         cJSON_AddItemToArray(gv, o);
     }
+    for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
+        cJSON_AddItemToArray(hz, cJSON_CreateStringReference(tc_ckpt_hazard(c, i)));
+    static const char *const gnames[] = {"globals", "unsafe_globals", "dangerous_globals", "admitted_globals",
+                                         "hazards", "global_verdicts"};
+    cJSON *garr[] = {gl, ug, dg, ag, hz, gv};
+    for (size_t i = 0; i < 6; i++) {
+        jnext(&first, gnames[i], "  ");
+        jput(garr[i]);
+    }
     if (tc_ckpt_nmeta(c) || !tc_ckpt_has_objects(c)) {
-        cJSON *m = cJSON_AddObjectToObject(j, "metadata");
+        cJSON *m = cJSON_CreateObject();
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
             cJSON_AddStringToObject(m, tc_ckpt_meta(c, i)->key, tc_ckpt_meta(c, i)->value);
+        jnext(&first, "metadata", "  ");
+        jput(m);
     }
-    if (tc_ckpt_has_objects(c))
-        contents(c, cJSON_AddObjectToObject(j, "contents"));
-    char *s = cJSON_Print(j);
-    if (s)
-        puts(s);
-    free(s);
-    cJSON_Delete(j);
+    if (tc_ckpt_has_objects(c)) {
+        cJSON *m = cJSON_CreateObject();
+        contents(c, m);
+        jnext(&first, "contents", "  ");
+        jput(m);
+    }
+    fputs("\n}\n", stdout);
 }
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
@@ -406,6 +477,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto out;
     }
     want_hash = a.set[OPT_HASH];
+    if (tc_max_expand_from_args(&a, &max_expand)) {
+        ex = TC_EXIT_USAGE;
+        goto out;
+    }
     for (int i = 0; i < a.npos; i++) {
         tc_ckpt *c;
         tc_diag d = TC_DIAG_INIT;

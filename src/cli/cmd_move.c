@@ -162,17 +162,28 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
     size_t moved = 0, ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
     for (size_t i = 0; i < ns; i++)
         moved += strcmp(p->out[i].location, tc_ckpt_storage(c, i)->location) != 0;
+    /* the first few storages that lost values, by their tensors' names, then the rest counted */
+    enum { SHOWN = 8 };
+    long *first = calloc(ns + 1, sizeof *first), *more = calloc(ns + 1, sizeof *more);
+    for (size_t k = 0; first && more && k < nt; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage >= 0 && t->alias_of < 0)
+            (first[t->storage] ? more : first)[t->storage] = (long)k + 1;
+    }
+    size_t nlost = 0;
+    uint64_t rest_over = 0, rest_under = 0;
     for (size_t i = 0; i < ns; i++) {
         const tc_plan_stat *st = &p->stat[i];
         if (!st->overflow && !st->underflow)
             continue;
-        char names[512] = "";
-        size_t nl = 0;
-        for (size_t k = 0; k < nt && nl < sizeof names - 64; k++) {
-            const tc_tensor *t = tc_ckpt_tensor(c, k);
-            if (t->storage == (long)i && t->alias_of < 0)
-                nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", t->name);
+        if (nlost++ >= SHOWN) {
+            rest_over += st->overflow;
+            rest_under += st->underflow;
+            continue;
         }
+        char names[512];
+        snprintf(names, sizeof names, "%s%s", first && first[i] ? tc_ckpt_tensor(c, (size_t)first[i] - 1)->name : "?",
+                 more && more[i] ? " (and the other tensors on its storage)" : "");
         if (st->overflow)
             tc_warn(out, "%s: %" PRIu64 " values too large for %s became inf/NaN", names, st->overflow,
                     tc_dtype_name(r->o.dtype));
@@ -180,6 +191,11 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
             tc_warn(out, "%s: %" PRIu64 " nonzero values too small for %s became zero", names, st->underflow,
                     tc_dtype_name(r->o.dtype));
     }
+    if (nlost > SHOWN)
+        tc_warn(out, "%zu more storages: %" PRIu64 " values became inf/NaN, %" PRIu64 " became zero", nlost - SHOWN,
+                rest_over, rest_under);
+    free(first);
+    free(more);
     if (tc_verbosity < 1)
         return;
     fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", out, nt, moved, ns);

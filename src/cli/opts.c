@@ -97,6 +97,12 @@ const tc_opt tc_opt_only_keys = {OPT_ONLY_KEYS, 0, "only-keys", "GLOB",
                                  "write only the tensors whose names match (repeatable)", TC_OPT_REPEAT, NULL,
                                  "Write only the tensors whose names match one of these. Repeatable."};
 
+const tc_opt tc_opt_max_expand = {
+    OPT_MAX_EXPAND, 0, "max-expand", "N", "a view may read out at most N times its storage's bytes", 0, "16",
+    "A view read out whole (written to safetensors, which holds no strides, or hashed) may\n"
+    "take at most \\fIN\\fR times the bytes of its storage (or 64 MiB, whichever is more): a\n"
+    "stride-0 view of one element can stand for terabytes. A larger one is an error naming it."};
+
 const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", 0,
                              NULL, "No progress bar, summary or warnings."};
 
@@ -112,6 +118,12 @@ const tc_opt tc_opt_max_entries = {OPT_MAX_ENTRIES, 0, "max-entries", "N",
                                    "The most zip records, safetensors tensors or index entries to accept."};
 const tc_opt tc_opt_max_header = {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header",
                                   0, "100MiB", "The largest safetensors JSON header to accept."};
+const tc_opt tc_opt_max_inflate = {
+    OPT_MAX_INFLATE, 0, "max-inflate-ratio", "N", "a deflated pickle may inflate to N times its size (past 1 MiB)", 0,
+    "100",
+    "A deflated pickle record (data.pkl of a zip someone re-compressed) may inflate to at\n"
+    "most \\fIN\\fR times its compressed size, beyond its first 1 MiB: a few kilobytes of\n"
+    "deflate can stand for gigabytes of pickle."};
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -333,13 +345,26 @@ int tc_parse_count(const char *s, uint64_t *out)
     return 0;
 }
 
+int tc_max_expand_from_args(const tc_args *a, uint64_t *out)
+{
+    uint64_t v;
+    if (!a->set[OPT_MAX_EXPAND])
+        return 0;
+    if (tc_parse_count(a->val[OPT_MAX_EXPAND], &v) || !v) {
+        tc_err(NULL, "--max-expand: '%s' is not a positive whole number", a->val[OPT_MAX_EXPAND]);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int tc_limits_from_args(const tc_args *a, tc_limits *lim)
 {
     static const struct {
         const tc_opt *o;
         bool size;
     } m[] = {{&tc_opt_max_pickle, true}, {&tc_opt_max_depth, false}, {&tc_opt_max_objects, false},
-             {&tc_opt_max_entries, false}, {&tc_opt_max_header, true}};
+             {&tc_opt_max_entries, false}, {&tc_opt_max_header, true}, {&tc_opt_max_inflate, false}};
     tc_limits def = TC_LIMITS_DEFAULT;
     *lim = def;
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
@@ -360,6 +385,8 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim)
             lim->max_entries = v;
         else if (id == OPT_MAX_HEADER)
             lim->max_header = v;
+        else if (id == OPT_MAX_INFLATE)
+            lim->max_inflate_ratio = v;
         else
             lim->max_objects = v;
     }

@@ -24,6 +24,7 @@ struct tc_ckpt {
     tc_global *gl;
     size_t ngl, glcap;
     tc_strmap gnames;
+    tc_strmap mkeys;       /* metadata keys */
     tc_kv *facts, *meta;
     size_t nfacts, nmeta;
     tc_entry *ent;
@@ -112,6 +113,7 @@ void tc_ckpt_close(tc_ckpt *c)
     tc_strmap_free(&c->tnames);
     tc_strmap_free(&c->skeys);
     tc_strmap_free(&c->gnames);
+    tc_strmap_free(&c->mkeys);
     tc_src_close(&c->src);
     free(c->path);
     free(c);
@@ -164,10 +166,8 @@ long tc_ckpt_find_tensor(const tc_ckpt *c, const char *name)
 
 const char *tc_ckpt_meta_get(const tc_ckpt *c, const char *key)
 {
-    for (size_t i = 0; i < c->nmeta; i++)
-        if (!strcmp(c->meta[i].key, key))
-            return c->meta[i].value;
-    return NULL;
+    size_t i;
+    return tc_strmap_get(&c->mkeys, key, &i) ? c->meta[i].value : NULL;
 }
 
 bool tc_ckpt_has_dangerous(const tc_ckpt *c)
@@ -320,7 +320,10 @@ int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 
 int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 {
-    return add_kv(&c->meta, &c->nmeta, key, value, d);
+    int rc = add_kv(&c->meta, &c->nmeta, key, value, d);
+    if (!rc && tc_strmap_put(&c->mkeys, c->meta[c->nmeta - 1].key, c->nmeta - 1, NULL) < 0)
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return rc;
 }
 
 int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d)

@@ -101,11 +101,12 @@ typedef struct tc_limits {
     uint32_t max_depth;
     uint64_t max_entries;  /* zip entries, safetensors tensors, index entries */
     uint64_t max_header;   /* safetensors JSON header */
+    uint64_t max_inflate_ratio; /* a deflated pickle inflates to at most this times its size, past 1 MiB */
 } tc_limits;
 
 #define TC_LIMITS_DEFAULT                                                                          \
     {.max_pickle_bytes = 1ull << 30, .max_objects = 20000000, .max_depth = 1000,                   \
-     .max_entries = 1000000, .max_header = 100u << 20}
+     .max_entries = 1000000, .max_header = 100u << 20, .max_inflate_ratio = 100}
 
 typedef struct tc_ckpt tc_ckpt;
 

@@ -110,11 +110,7 @@ static const char *cannot_hold(const tc_ckpt *c, const tc_tensor *t, const char 
     else if (!strcmp(name, "__metadata__"))
         snprintf(why, n, "has the name safetensors keeps for its metadata");
     else {
-        uint64_t sbytes = tc_ckpt_storage(c, (size_t)t->storage)->nbytes, limit;
-        if (__builtin_mul_overflow(sbytes, max_expand, &limit))
-            limit = UINT64_MAX;
-        if (limit < TC_EXPAND_FLOOR)
-            limit = TC_EXPAND_FLOOR;
+        uint64_t sbytes = tc_ckpt_storage(c, (size_t)t->storage)->nbytes, limit = tc_expand_limit(sbytes, max_expand);
         uint64_t want = tc_tensor_bytes_as(t, out);
         if (want <= limit)
             return NULL;

@@ -45,12 +45,6 @@ typedef struct tc_convert_opts {
     uint64_t max_expand;  /* a view written out may take this many times its storage's bytes (0: default) */
 } tc_convert_opts;
 
-/* A view written whole may take TC_DEFAULT_MAX_EXPAND times its storage's
- * bytes, or TC_EXPAND_FLOOR bytes, whichever is more, before it is refused
- * (a stride-0 view of one element can stand for terabytes). */
-#define TC_DEFAULT_MAX_EXPAND 16
-#define TC_EXPAND_FLOOR (64u << 20)
-
 typedef struct tc_convert_report {
     char **dropped;       /* "name (why)" for every entry or tensor not written */
     size_t ndropped;

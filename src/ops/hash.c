@@ -14,14 +14,17 @@ static int sha_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
     return 0;
 }
 
-int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag *d)
+int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, char hex[65], tc_diag *d)
 {
+    int rc = tc_expand_check(c, t, t->dtype, max_expand, d);
+    if (rc)
+        return rc;
     EVP_MD_CTX *m = EVP_MD_CTX_new();
     if (!m || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
         EVP_MD_CTX_free(m);
         return tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
     }
-    int rc = tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d);
+    rc = tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d);
     unsigned char md[32];
     unsigned len = 0;
     if (!rc && !EVP_DigestFinal_ex(m, md, &len))

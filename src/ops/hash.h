@@ -5,6 +5,7 @@
 
 #include "ckpt.h"
 
-int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag *d);
+/* A view that reads out past tc_expand_limit(max_expand) is not hashed (TC_ERR_LIMIT). */
+int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, char hex[65], tc_diag *d);
 
 #endif

@@ -17,41 +17,71 @@ bool tc_glob_any(const char *const *pats, size_t n, const char *name)
     return false;
 }
 
-/* The element type the tensors on storage i see; INVALID when they disagree. */
-static tc_dtype elem_dtype(const tc_ckpt *c, size_t i)
+/* The element type the tensors on each storage see (an untyped storage has
+ * its tensors' dtype), into dt[]; INVALID where they disagree. One pass. */
+static void elem_dtypes(const tc_ckpt *c, tc_dtype *dt, bool *mixed)
 {
-    const tc_storage *s = tc_ckpt_storage(c, i);
-    if (!s->untyped)
-        return s->dtype;
-    tc_dtype dt = TC_DT_INVALID;
+    size_t ns = tc_ckpt_nstorages(c);
+    for (size_t i = 0; i < ns; i++) {
+        dt[i] = tc_ckpt_storage(c, i)->untyped ? TC_DT_INVALID : tc_ckpt_storage(c, i)->dtype;
+        mixed[i] = false;
+    }
     for (size_t k = 0; k < tc_ckpt_ntensors(c); k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
-        if (t->storage != (long)i)
+        if (t->storage < 0 || !tc_ckpt_storage(c, (size_t)t->storage)->untyped)
             continue;
-        if (dt != TC_DT_INVALID && t->dtype != dt)
-            return TC_DT_INVALID;
-        dt = t->dtype;
+        size_t i = (size_t)t->storage;
+        mixed[i] |= dt[i] != TC_DT_INVALID && dt[i] != t->dtype;
+        dt[i] = t->dtype;
     }
-    return dt;
+    for (size_t i = 0; i < ns; i++)
+        if (mixed[i])
+            dt[i] = TC_DT_INVALID;
 }
 
-/* Where the casts run: decided once per plan, when the first cast is planned. */
+static tc_engines *engines_of(tc_plan *p) { return p->o && p->o->engines ? p->o->engines : &p->own; }
+
+/* Where the casts run: decided once per plan (or once for the plans that share engines), when the
+ * first cast is planned. */
 static int choose_engine(tc_plan *p, const tc_rewrite_opts *o, tc_diag *d)
 {
-    if (o->engine != TC_ENGINE_CPU) {
-        /* streams and pinned buffers made now, before any output exists;
-         * with --engine auto a GPU that cannot take them leaves the CPU */
-        char why[256] = "";
-        p->caster = tc_cuda_caster_new(o->cuda_device, why, sizeof why);
-        p->cuda = p->caster != NULL;
-        if (!p->cuda && o->engine == TC_ENGINE_CUDA)
-            return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", why);
+    tc_engines *e = engines_of(p);
+    if (!e->engine[0]) {
+        if (o->engine != TC_ENGINE_CPU) {
+            /* streams and pinned buffers made now, before any output exists;
+             * with --engine auto a GPU that cannot take them leaves the CPU */
+            char why[256] = "";
+            e->caster = tc_cuda_caster_new(o->cuda_device, why, sizeof why);
+            if (!e->caster && o->engine == TC_ENGINE_CUDA)
+                return tc_fail(d, TC_ERR_USAGE, "--engine cuda: CUDA is not usable here (%s)", why);
+        }
+        if (e->caster)
+            snprintf(e->engine, sizeof e->engine, "cuda:%d", o->cuda_device);
+        else
+            snprintf(e->engine, sizeof e->engine, "cpu (%s, %u threads)", tc_cast_cpu_path(),
+                     tc_pool_default_size());
     }
-    if (p->cuda)
-        snprintf(p->engine, sizeof p->engine, "cuda:%d", o->cuda_device);
-    else
-        snprintf(p->engine, sizeof p->engine, "cpu (%s, %u threads)", tc_cast_cpu_path(), tc_pool_default_size());
+    p->caster = e->caster;
+    p->cuda = e->caster != NULL;
+    snprintf(p->engine, sizeof p->engine, "%s", e->engine);
     return 0;
+}
+
+struct tc_pool *tc_plan_pool(tc_plan *p)
+{
+    tc_engines *e = engines_of(p);
+    if (!e->pool)
+        e->pool = tc_pool_new(0); /* NULL (out of memory) runs on this thread */
+    return e->pool;
+}
+
+void tc_engines_free(tc_engines *e)
+{
+    if (!e)
+        return;
+    tc_pool_free(e->pool);
+    tc_cuda_caster_free(e->caster);
+    memset(e, 0, sizeof *e);
 }
 
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d)
@@ -66,11 +96,13 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
     long *first = malloc((ns + 1) * sizeof *first);
     signed char *sel = malloc(ns + 1);
     bool *castable = malloc(ns + 1);
+    tc_dtype *edt = malloc((ns + 1) * sizeof *edt);
     int rc = 0;
-    if (!p->out || !p->stat || !first || !sel || !castable) {
+    if (!p->out || !p->stat || !first || !sel || !castable || !edt) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
+    elem_dtypes(c, edt, castable); /* castable[] as scratch: set below */
     for (size_t i = 0; i < ns; i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
         tc_out_storage *ps = &p->out[i];
@@ -82,7 +114,7 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
             }
         if (o->all_to && !o->nmaps)
             ps->location = o->all_to;
-        ps->dtype = p->stat[i].from = elem_dtype(c, i);
+        ps->dtype = p->stat[i].from = edt[i];
         ps->nbytes = s->nbytes;
         first[i] = -1;
         sel[i] = -1;
@@ -139,6 +171,7 @@ done:
     free(first);
     free(sel);
     free(castable);
+    free(edt);
     if (rc)
         tc_plan_free(p);
     return rc;
@@ -150,8 +183,7 @@ void tc_plan_free(tc_plan *p)
         return;
     free(p->out);
     free(p->stat);
-    tc_pool_free(p->pool);
-    tc_cuda_caster_free(p->caster);
+    tc_engines_free(&p->own);
     memset(p, 0, sizeof *p);
 }
 

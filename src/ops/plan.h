@@ -19,6 +19,16 @@ typedef struct tc_devmap {
 
 typedef enum tc_engine { TC_ENGINE_AUTO, TC_ENGINE_CPU, TC_ENGINE_CUDA } tc_engine;
 
+/* What does the work: the transfer threads and the GPU caster. A plan makes
+ * its own unless its options lend it these (a set makes one for all its
+ * shards: hundreds of plans must not hold hundreds of pools). */
+typedef struct tc_engines {
+    struct tc_pool *pool;          /* made when first needed */
+    struct tc_cuda_caster *caster; /* made when the first cast is planned, with engine[] */
+    char engine[64];
+} tc_engines;
+void tc_engines_free(tc_engines *e);
+
 typedef struct tc_rewrite_opts {
     const char *all_to;          /* every storage to this location (NULL: only maps) */
     const tc_devmap *maps;       /* location -> location, applied first */
@@ -34,6 +44,7 @@ typedef struct tc_rewrite_opts {
     uint32_t max_depth;          /* pickle nesting a writer may emit */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
+    tc_engines *engines;         /* lent to every plan made with these options; NULL: each its own */
 } tc_rewrite_opts;
 
 /* What the cast of one storage did. */
@@ -52,9 +63,12 @@ typedef struct tc_plan {
     bool cuda;                   /* casts run on the GPU */
     const tc_rewrite_opts *o;    /* as made with */
     uint64_t done, total;        /* progress: input bytes streamed */
-    struct tc_pool *pool;        /* threads for stored records (made when first needed) */
-    struct tc_cuda_caster *caster; /* the GPU's streams and buffers, when cuda */
+    tc_engines own;              /* the plan's own pool and caster, unless o->engines lends them */
+    struct tc_cuda_caster *caster; /* the GPU's streams and buffers, when cuda (own or lent) */
 } tc_plan;
+
+/* The plan's transfer threads (made now if need be; NULL: run on this thread). */
+struct tc_pool *tc_plan_pool(tc_plan *p);
 
 /* o must outlive the plan. */
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d);

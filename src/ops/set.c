@@ -81,16 +81,74 @@ static void outs_free(outs *o)
     memset(o, 0, sizeof *o);
 }
 
-/* path must not name an input: a shard of the set or its index. */
-static int not_an_input(const tc_index *ix, const char *path, tc_diag *d)
+/* The inputs (every shard, then the index) by path and by file identity, each
+ * stat'ed once, so that checking n outputs against m inputs is O((n + m) log m). */
+typedef struct in_id {
+    dev_t dev;
+    ino_t ino;
+    size_t i; /* shard index; ix->nsh: the index file */
+} in_id;
+
+typedef struct inputs {
+    const tc_index *ix;
+    tc_strmap paths;
+    in_id *v;
+    size_t n;
+} inputs;
+
+static int cmp_id(const void *a, const void *b)
 {
-    for (size_t i = 0; i < ix->nsh; i++)
-        if (!strcmp(path, ix->sh[i].path) || tc_same_file(path, ix->sh[i].path))
-            return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
-                              "would replace input shard %s; write elsewhere", ix->sh[i].file);
-    if (!strcmp(path, ix->path) || tc_same_file(path, ix->path))
-        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "would replace the input index; write elsewhere");
+    const in_id *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void inputs_free(inputs *in)
+{
+    tc_strmap_free(&in->paths);
+    free(in->v);
+    memset(in, 0, sizeof *in);
+}
+
+static int inputs_make(inputs *in, const tc_index *ix, tc_diag *d)
+{
+    memset(in, 0, sizeof *in);
+    in->ix = ix;
+    if (!(in->v = malloc((ix->nsh + 1) * sizeof *in->v)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i <= ix->nsh; i++) {
+        const char *p = i < ix->nsh ? ix->sh[i].path : ix->path;
+        struct stat st;
+        if (tc_strmap_put(&in->paths, p, i, NULL) < 0) {
+            inputs_free(in);
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        }
+        if (stat(p, &st) == 0)
+            in->v[in->n++] = (in_id){st.st_dev, st.st_ino, i};
+    }
+    qsort(in->v, in->n, sizeof *in->v, cmp_id);
     return 0;
+}
+
+/* path must not name an input: a shard of the set or its index. */
+static int not_an_input(const inputs *in, const char *path, tc_diag *d)
+{
+    size_t i;
+    bool hit = tc_strmap_get(&in->paths, path, &i);
+    struct stat st;
+    if (!hit && stat(path, &st) == 0) {
+        in_id key = {st.st_dev, st.st_ino, 0};
+        const in_id *f = bsearch(&key, in->v, in->n, sizeof *in->v, cmp_id);
+        if ((hit = f != NULL))
+            i = f->i;
+    }
+    if (!hit)
+        return 0;
+    if (i < in->ix->nsh)
+        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "would replace input shard %s; write elsewhere",
+                          in->ix->sh[i].file);
+    return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "would replace the input index; write elsewhere");
 }
 
 /* Admit what the user trusts, then refuse a shard that is still not safe to load. */
@@ -138,7 +196,13 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
     const char *in_name = strrchr(ix->path, '/') ? strrchr(ix->path, '/') + 1 : ix->path;
     char *dir = NULL, *index = NULL, *path = NULL;
     tc_ckpt *c = NULL;
+    tc_engines eng = {0};
+    tc_rewrite_opts ro = o->co.ro;
+    ro.engines = &eng;
+    inputs ins = {0};
     int rc = out_paths(out, in_name, &dir, &index, d);
+    if (!rc)
+        rc = inputs_make(&ins, ix, d);
     /* every output checked before anything is written */
     for (size_t i = 0; i <= ix->nsh && !rc; i++) {
         free(path);
@@ -147,7 +211,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             break;
         }
         struct stat st;
-        if (!(rc = not_an_input(ix, path, d)) && !(rc = not_a_folder(path, d)) && !o->force && lstat(path, &st) == 0)
+        if (!(rc = not_an_input(&ins, path, d)) && !(rc = not_a_folder(path, d)) && !o->force && lstat(path, &st) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
     for (size_t i = 0; i < ix->nsh && !rc; i++) {
@@ -171,7 +235,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         if (!rc)
             rc = gate(c, o, d);
         if (!rc)
-            rc = tc_plan_make(&p, c, &o->co.ro, d);
+            rc = tc_plan_make(&p, c, &ro, d);
         if (!rc)
             rc = outs_open(os, path, o->force, d);
         if (!rc)
@@ -213,6 +277,8 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
     free(path);
     free(dir);
     free(index);
+    tc_engines_free(&eng);
+    inputs_free(&ins);
     return rc;
 }
 
@@ -248,6 +314,7 @@ typedef struct conv {
     set_unit *u;
     size_t nu, ucap;
     tc_rewrite_opts ro;   /* what the plans are made with */
+    tc_engines eng;       /* one pool and one GPU caster for every input's plan */
     char **shards;        /* output paths */
     tc_keymap km;         /* the names after key surgery, over the whole set */
 } conv;
@@ -490,6 +557,7 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
     char idx_name[64];
     snprintf(idx_name, sizeof idx_name, "%s%s.index.json", base, ext);
     conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro};
+    S.ro.engines = &S.eng;
     set_name *names = NULL;
     char *dir = NULL;
     size_t nnames = 0, nshards = 0;
@@ -554,12 +622,16 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
     if (!rc)
         rc = set_names(&S, &names, &nnames, d);
     /* every output checked before anything is written */
+    inputs ins = {0};
+    if (!rc)
+        rc = inputs_make(&ins, ix, d);
     for (size_t k = 0; k <= nshards && !rc; k++) {
         const char *p = k < nshards ? S.shards[k] : rep->index_path;
         struct stat sb;
-        if (!(rc = not_an_input(ix, p, d)) && !(rc = not_a_folder(p, d)) && !o->force && lstat(p, &sb) == 0)
+        if (!(rc = not_an_input(&ins, p, d)) && !(rc = not_a_folder(p, d)) && !o->force && lstat(p, &sb) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, p, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
+    inputs_free(&ins);
     if (!rc)
         rc = tc_dst_mkdirs(dir, d);
     for (size_t k = 0; k < nshards && !rc; k++) {
@@ -603,6 +675,7 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
     free(S.u);
     free(dir);
     tc_keymap_free(&S.km);
+    tc_engines_free(&S.eng);
     return rc;
 }
 

@@ -33,12 +33,6 @@ static void xfer_progress(void *ctx, uint64_t in_done)
     x->p->o->progress(x->p->o->progress_ctx, x->base + in_done, x->p->total);
 }
 
-static tc_pool *pool_of(tc_plan *p)
-{
-    if (!p->pool)
-        p->pool = tc_pool_new(0); /* NULL (out of memory) runs on this thread */
-    return p->pool;
-}
 
 /* A plain range through the parallel transfer. */
 static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
@@ -51,7 +45,7 @@ static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t i
         .from = from, .to = to, .want_crc = crc != NULL,
         .progress = p->o && p->o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
     };
-    int rc = tc_xfer_run(pool_of(p), &x, d);
+    int rc = tc_xfer_run(tc_plan_pool(p), &x, d);
     if (rc)
         return rc;
     if (crc)
@@ -435,4 +429,25 @@ done:
     free(g.tag);
     free(g.age);
     return rc;
+}
+
+uint64_t tc_expand_limit(uint64_t storage_bytes, uint64_t max_expand)
+{
+    uint64_t limit;
+    if (__builtin_mul_overflow(storage_bytes, max_expand ? max_expand : TC_DEFAULT_MAX_EXPAND, &limit))
+        limit = UINT64_MAX;
+    return limit < TC_EXPAND_FLOOR ? TC_EXPAND_FLOOR : limit;
+}
+
+int tc_expand_check(const tc_ckpt *c, const tc_tensor *t, tc_dtype as, uint64_t max_expand, tc_diag *d)
+{
+    if (t->storage < 0)
+        return 0;
+    uint64_t sbytes = tc_ckpt_storage(c, (size_t)t->storage)->nbytes, want = tc_tensor_bytes_as(t, as);
+    if (want <= tc_expand_limit(sbytes, max_expand))
+        return 0;
+    return tc_fail(d, TC_ERR_LIMIT,
+                   "tensor '%s' is a view of %" PRIu64 " bytes of storage that reads out as %" PRIu64
+                   " bytes (stride 0 or overlapping strides); raise with --max-expand",
+                   t->name, sbytes, want);
 }

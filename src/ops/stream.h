@@ -38,4 +38,13 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
 /* Bytes a tensor takes as a contiguous tensor of dtype dt. */
 static inline uint64_t tc_tensor_bytes_as(const tc_tensor *t, tc_dtype dt) { return t->numel * tc_dtype_size(dt); }
 
+/* A view read out whole (written to safetensors, hashed) may take max_expand
+ * times its storage's bytes, or TC_EXPAND_FLOOR bytes, whichever is more: a
+ * stride-0 view of one element can stand for terabytes. 0: the default. */
+#define TC_DEFAULT_MAX_EXPAND 16
+#define TC_EXPAND_FLOOR (64u << 20)
+uint64_t tc_expand_limit(uint64_t storage_bytes, uint64_t max_expand);
+/* 0, or TC_ERR_LIMIT naming tensor t and --max-expand when its elements pass that limit. */
+int tc_expand_check(const tc_ckpt *c, const tc_tensor *t, tc_dtype as, uint64_t max_expand, tc_diag *d);
+
 #endif

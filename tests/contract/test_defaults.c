@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "set.h"
+#include "stream.h"
 
 static int fails;
 
