@@ -88,9 +88,15 @@ Test(pickle_read, proto_and_stop)
     cr_assert_eq(pk_read(G, PK("K\x07.garbage"), &o, &r, &used, &d), 0);
     cr_assert_eq(used, 3);
     is_int(r, 7);
-    bad(PK("."), TC_ERR_FORMAT, "STOP with 0 objects");
-    bad(PK("NN."), TC_ERR_FORMAT, "STOP with 2 objects");
-    bad(PK("(N."), TC_ERR_FORMAT, "1 marks");
+    /* STOP returns the top of the stack; CPython ignores what is below it
+     * and any MARK left open (pickle.loads(b'NK\x07.') == 7) */
+    bad(PK("."), TC_ERR_FORMAT, "stack underflow");
+    is_int(ok(PK("NK\x07.")), 7);
+    cr_assert_eq(ok(PK("(N."))->kind, PK_NONE);
+    cr_assert_eq(ok(PK("N(N."))->kind, PK_NONE);
+    /* ...but not past the top MARK: "unexpected MARK found" */
+    bad(PK("(."), TC_ERR_FORMAT, "unexpected MARK found");
+    bad(PK("N(."), TC_ERR_FORMAT, "unexpected MARK found");
     bad(PK(""), TC_ERR_FORMAT, "truncated");
 }
 
@@ -102,6 +108,26 @@ Test(pickle_read, frame)
                  "0\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x06.")),
            6);
     bad(PK("\x80\x04\x95\x03\x00\x00"), TC_ERR_FORMAT, "truncated");
+    /* CPython reads the whole frame before going on: one longer than the rest fails */
+    bad(PK("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00N."), TC_ERR_FORMAT, "truncated");
+}
+
+/* torch.load unpickles from a file object: a read that does not fit in what is
+ * left of a FRAME is served from after the frame, skipping the rest (here the
+ * '-' of "-1", so torch.load stores at memo 1 where pickle.loads raises
+ * "negative PUT argument"). Two readings: refused. */
+Test(pickle_read, read_across_frame_end)
+{
+    bad(PK("\x80\x04K\x01\x95\x02\x00\x00\x00\x00\x00\x00\x00p-1\n."), TC_ERR_UNSUPPORTED,
+        "crosses the end of a FRAME");
+    bad(PK("\x80\x04\x95\x02\x00\x00\x00\x00\x00\x00\x00J\x01\x00\x00\x00."), TC_ERR_UNSUPPORTED,
+        "crosses the end of a FRAME");
+    /* a read that starts where the frame ends comes from the file: one reading */
+    is_int(ok(PK("\x80\x04\x95\x01\x00\x00\x00\x00\x00\x00\x00J\x01\x00\x00\x00.")), 1);
+    /* frames inside a frame are read from the outer one's buffer */
+    is_int(ok(PK("\x80\x04\x95\x0c\x00\x00\x00\x00\x00\x00\x00\x95\x01\x00\x00\x00\x00\x00\x00\x00K\x05.")), 5);
+    /* a frame too short for its opcodes is harmless when reads end at its end */
+    is_int(ok(PK("\x80\x04\x95\x02\x00\x00\x00\x00\x00\x00\x00K\x05\x95\x01\x00\x00\x00\x00\x00\x00\x00.")), 5);
 }
 
 Test(pickle_read, mark_tuple)
@@ -123,7 +149,7 @@ Test(pickle_read, pop)
     is_int(ok(PK("K\x01K\x02" "0.")), 1);
     /* POP with a MARK on top removes the MARK, as CPython does */
     is_int(ok(PK("K\x01(0.")), 1);
-    bad(PK("0."), TC_ERR_FORMAT, "POP on an empty stack");
+    bad(PK("0."), TC_ERR_FORMAT, "stack underflow");
 }
 
 Test(pickle_read, pop_mark)
@@ -157,8 +183,8 @@ Test(pickle_read, float_text)
     canon_is(ok(PK("Fnan\n.")), "f:7ff8000000000000");
     canon_is(ok(PK("F5e-324\n.")), "f:0000000000000001");
     canon_is(ok(PK("F1e308\n.")), "f:7fe1ccf385ebc8a0");
-    bad(PK("F1.5x\n."), TC_ERR_FORMAT, "bad FLOAT");
-    bad(PK("F\n."), TC_ERR_FORMAT, "bad FLOAT");
+    bad(PK("F1.5x\n."), TC_ERR_FORMAT, "bad FLOAT text '1.5x'");
+    bad(PK("F\n."), TC_ERR_FORMAT, "empty text argument");
     bad(PK("F1.5"), TC_ERR_FORMAT, "newline");
 }
 
@@ -188,8 +214,8 @@ Test(pickle_read, int_text)
     cr_assert_eq(o->i, 1);
     canon_is(ok(PK("I99999999999999999999\n.")), "i:0x56bc75e2d630fffff");
     canon_is(ok(PK("I-9223372036854775809\n.")), "i:-0x8000000000000001");
-    bad(PK("I4x2\n."), TC_ERR_FORMAT, "bad decimal");
-    bad(PK("I\n."), TC_ERR_FORMAT, "empty number");
+    bad(PK("I4x2\n."), TC_ERR_FORMAT, "invalid literal for int()");
+    bad(PK("I\n."), TC_ERR_FORMAT, "empty text argument");
     bad(PK("I42"), TC_ERR_FORMAT, "newline");
 }
 
@@ -215,14 +241,14 @@ Test(pickle_read, long_text)
     canon_is(ok(PK("L-123456789012345678901234567890L\n.")), "i:-0x18ee90ff6c373e0ee4e3f0ad2");
     canon_is(ok(PK("L-1180591620717411303424L\n.")), "i:-0x400000000000000000");
     canon_is(ok(PK("L18446744073709551616L\n.")), "i:0x10000000000000000");
-    bad(PK("L12a4L\n."), TC_ERR_FORMAT, "bad decimal");
-    /* absurdly long numbers are refused, not computed */
+    bad(PK("L12a4L\n."), TC_ERR_FORMAT, "invalid literal for int()");
+    /* Python 3.11 converts at most 4300 decimal digits (int_max_str_digits) */
     bbuf b = {0};
     bb_u8(&b, 'L');
-    for (int i = 0; i < 5000; i++)
+    for (int i = 0; i < 4301; i++)
         bb_u8(&b, '7');
     BB(&b, "\n.");
-    bad(b.p, b.n, TC_ERR_LIMIT, "decimal number of 5000 digits");
+    bad(b.p, b.n, TC_ERR_FORMAT, "more than 4300 decimal digits");
     bb_free(&b);
 }
 
@@ -246,7 +272,10 @@ Test(pickle_read, long1_long4)
     canon_is(ok(PK("\x8b\x09\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe.")), "i:-0x10000000000000001");
     is_int(ok(PK("\x8b\x01\x00\x00\x00\xfe.")), -2);
     bad(PK("\x8a\x05\x01\x02."), TC_ERR_FORMAT, "past the end");
-    bad(PK("\x8b\xff\xff\xff\xff\x01."), TC_ERR_FORMAT, "past the end");
+    bad(PK("\x8b\xff\xff\xff\xff\x01."), TC_ERR_FORMAT, "negative byte count");
+    /* redundant sign bytes: the value decides the kind, not the length */
+    is_int(ok(PK("\x8a\x09\x01\x00\x00\x00\x00\x00\x00\x00\x00.")), 1);
+    is_int(ok(PK("\x8b\x0a\x00\x00\x00\xfe\xff\xff\xff\xff\xff\xff\xff\xff\xff.")), -2);
     bad(PK("\x8b\x01\x00"), TC_ERR_FORMAT, "truncated");
 }
 
@@ -264,11 +293,11 @@ Test(pickle_read, none_true_false)
 
 Test(pickle_read, string_text)
 {
-    is_str(ok(PK("S'abc'\n.")), PK_BYTES, "abc", 3);
-    is_str(ok(PK("S\"abc\"\n.")), PK_BYTES, "abc", 3);
-    is_str(ok(PK("S''\n.")), PK_BYTES, "", 0);
-    is_str(ok(PK("S'a\\nb\\t\\x41\\\\\\'z'\n.")), PK_BYTES, "a\nb\tA\\'z", 8);
-    is_str(ok(PK("S'\\x00\\xff'\n.")), PK_BYTES, "\x00\xff", 2);
+    is_str(ok(PK("S'abc'\n.")), PK_STR, "abc", 3);
+    is_str(ok(PK("S\"abc\"\n.")), PK_STR, "abc", 3);
+    is_str(ok(PK("S''\n.")), PK_STR, "", 0);
+    is_str(ok(PK("S'a\\nb\\t\\x41\\\\\\'z'\n.")), PK_STR, "a\nb\tA\\'z", 8);
+    is_str(ok(PK("S'\\xc3\\xa9'\n.")), PK_STR, "\xc3\xa9", 2);
     bad(PK("Sabc\n."), TC_ERR_FORMAT, "not quoted");
     bad(PK("S'abc\"\n."), TC_ERR_FORMAT, "not quoted");
     bad(PK("S'\n."), TC_ERR_FORMAT, "not quoted");
@@ -276,10 +305,11 @@ Test(pickle_read, string_text)
 
 Test(pickle_read, binstring)
 {
-    is_str(ok(PK("T\x03\x00\x00\x00" "abc.")), PK_BYTES, "abc", 3);
-    is_str(ok(PK("U\x03" "a\x00" "c.")), PK_BYTES, "a\0c", 3);
-    is_str(ok(PK("U\x00.")), PK_BYTES, "", 0);
-    bad(PK("T\xff\xff\xff\xff."), TC_ERR_FORMAT, "negative BINSTRING");
+    is_str(ok(PK("T\x03\x00\x00\x00" "abc.")), PK_STR, "abc", 3);
+    is_str(ok(PK("U\x03" "a\x00" "c.")), PK_STR, "a\0c", 3);
+    is_str(ok(PK("U\x00.")), PK_STR, "", 0);
+    /* the length is unsigned (calc_binsize) */
+    bad(PK("T\xff\xff\xff\xff."), TC_ERR_FORMAT, "remain in the pickle");
     bad(PK("U\x05" "abc"), TC_ERR_FORMAT, "only 3 remain");
 }
 
@@ -292,8 +322,8 @@ Test(pickle_read, unicode_raw_escape)
     is_str(ok(PK("V\xe9\\x\n.")), PK_STR, "\xc3\xa9\\x", 4);
     /* as CPython writes a backslash and a newline */
     is_str(ok(PK("Va\\u005cb\\u000a\n.")), PK_STR, "a\\b\n", 4);
-    /* a short escape stays literal */
-    is_str(ok(PK("V\\u12\n.")), PK_STR, "\\u12", 4);
+    /* a short escape is an error (UnicodeDecodeError: truncated \uXXXX escape) */
+    bad(PK("V\\u12\n."), TC_ERR_FORMAT, "truncated \\uXXXX escape");
     is_str(ok(PK("V\n.")), PK_STR, "", 0);
 }
 
@@ -340,11 +370,11 @@ Test(pickle_read, list_append)
     canon_is(ok(PK("(K\x01K\x02l.")), "#1=[i:0x1,i:0x2]");
     canon_is(ok(PK("(l.")), "#1=[]");
     canon_is(ok(PK("]K\x01" "a(K\x02K\x03" "eK\x04" "a.")), "#1=[i:0x1,i:0x2,i:0x3,i:0x4]");
-    bad(PK(")K\x01" "a."), TC_ERR_FORMAT, "APPEND on an object that is not a list");
-    bad(PK("}(K\x01" "e."), TC_ERR_FORMAT, "not a list");
+    bad(PK(")K\x01" "a."), TC_ERR_FORMAT, "'tuple' object has no attribute 'extend'");
+    bad(PK("}(K\x01" "e."), TC_ERR_FORMAT, "'dict' object has no attribute 'extend'");
     bad(PK("K\x01" "a."), TC_ERR_FORMAT, "stack underflow");
-    bad(PK("(K\x01" "e."), TC_ERR_FORMAT, "no target object below the MARK");
-    bad(PK("](K\x01(K\x02" "e."), TC_ERR_FORMAT, "not a list");
+    bad(PK("(K\x01" "e."), TC_ERR_FORMAT, "stack underflow");
+    bad(PK("](K\x01(K\x02" "e."), TC_ERR_FORMAT, "'int' object has no attribute 'extend'");
 }
 
 Test(pickle_read, append_to_call_result)
@@ -354,7 +384,7 @@ Test(pickle_read, append_to_call_result)
     cr_assert_eq(o->items_kind, PK_ITEMS_LIST);
     cr_assert_eq(o->n, 3);
     is_int(o->items[2], 3);
-    bad(PK("cmod\nX\n)R(K\x01K\x02u(K\x03" "e."), TC_ERR_FORMAT, "both list and dict items");
+    bad(PK("cmod\nX\n)R(K\x01K\x02u(K\x03" "e."), TC_ERR_UNSUPPORTED, "both list and dict items");
 }
 
 Test(pickle_read, dict_setitem)
@@ -364,9 +394,10 @@ Test(pickle_read, dict_setitem)
     canon_is(ok(PK("(K\x01K\x02" "d.")), "#1={i:0x1:i:0x2}");
     canon_is(ok(PK("(d.")), "#1={}");
     canon_is(ok(PK("}.")), "#1={}");
-    bad(PK("(K\x01" "d."), TC_ERR_FORMAT, "DICT with an odd number");
-    bad(PK("}(K\x01u."), TC_ERR_FORMAT, "SETITEMS with an odd number");
-    bad(PK("]K\x01K\x02s."), TC_ERR_FORMAT, "SETITEM on an object that is not a dict");
+    bad(PK("(K\x01" "d."), TC_ERR_FORMAT, "odd number of items for DICT");
+    bad(PK("}(K\x01u."), TC_ERR_FORMAT, "odd number of items for SETITEMS");
+    bad(PK("]K\x01K\x02s."), TC_ERR_FORMAT, "list assignment index out of range");
+    bad(PK(")K\x01K\x02s."), TC_ERR_FORMAT, "'tuple' object does not support item assignment");
     bad(PK("}K\x01s."), TC_ERR_FORMAT, "stack underflow");
 }
 
@@ -405,7 +436,7 @@ Test(pickle_read, sets)
     cr_assert_eq(o->kind, PK_FROZENSET);
     canon_is(o, "fset[i:0x1,i:0x2]");
     canon_is(ok(PK("(\x91.")), "fset[]");
-    bad(PK("(K\x01\x90."), TC_ERR_FORMAT, "no target object");
+    bad(PK("(K\x01\x90."), TC_ERR_FORMAT, "stack underflow");
     bad(PK("K\x01\x91."), TC_ERR_FORMAT, "no MARK");
 }
 
@@ -416,11 +447,13 @@ Test(pickle_read, put_get_text)
     is_int(ok(PK("K\x07p0\n0g0\n.")), 7);
     pk_obj *t = ok(PK("]p12\ng12\n\x86."));
     cr_assert_eq(t->items[0], t->items[1]);
-    bad(PK("K\x07p-1\n."), TC_ERR_FORMAT, "bad memo index");
-    bad(PK("K\x07px\n."), TC_ERR_FORMAT, "bad decimal");
-    bad(PK("K\x07p99999999999999999999999\n."), TC_ERR_FORMAT, "bad memo index");
+    bad(PK("K\x07p-1\n."), TC_ERR_FORMAT, "negative PUT argument");
+    bad(PK("K\x07px\n."), TC_ERR_FORMAT, "bad memo index 'x'");
+    bad(PK("K\x07p99999999999999999999999\n."), TC_ERR_FORMAT, "does not fit a Py_ssize_t");
     bad(PK("g3\n."), TC_ERR_FORMAT, "never set");
-    bad(PK("g-3\n."), TC_ERR_FORMAT, "bad memo index");
+    bad(PK("g-3\n."), TC_ERR_FORMAT, "memo slot -3 read but never set");
+    /* int(text, 10): spaces, a sign, underscores and leading zeros pass */
+    is_int(ok(PK("K\x07p 1_0 \ng+010\n.")), 7);
     bad(PK("p0\n."), TC_ERR_FORMAT, "stack underflow");
 }
 
@@ -481,13 +514,15 @@ Test(pickle_read, global)
     o = ok(PK("c__builtin__\nset\n."));
     cr_assert(pk_is_global(o, "builtins", "set"));
     bad(PK("cos\nsys"), TC_ERR_FORMAT, "newline");
-    bad(PK("cos\x00x\nsystem\n."), TC_ERR_FORMAT, "NUL");
+    bad(PK("cos\x00x\nsystem\n."), TC_ERR_UNSUPPORTED, "NUL");
+    /* long names are names (CPython has no limit) */
     bbuf b = {0};
     bb_u8(&b, 'c');
     for (int i = 0; i < 600; i++)
         bb_u8(&b, 'm');
     BB(&b, "\nx\n.");
-    bad(b.p, b.n, TC_ERR_FORMAT, "longer than 511");
+    o = ok(b.p, b.n);
+    cr_assert_eq(strlen(o->s), 600);
     bb_free(&b);
 }
 
@@ -495,9 +530,9 @@ Test(pickle_read, stack_global)
 {
     pk_obj *o = ok(PK("\x80\x04\x8c\x05torch\x94\x8c\x04Size\x94\x93."));
     cr_assert(pk_is_global(o, "torch", "Size"));
-    bad(PK("\x8c\x05torchK\x01\x93."), TC_ERR_FORMAT, "two strings");
+    bad(PK("\x8c\x05torchK\x01\x93."), TC_ERR_FORMAT, "STACK_GLOBAL requires str");
     bad(PK("\x8c\x05torch\x93."), TC_ERR_FORMAT, "stack underflow");
-    bad(PK("\x8c\x03" "a\x00" "b\x8c\x01" "c\x93."), TC_ERR_FORMAT, "NUL");
+    bad(PK("\x8c\x03" "a\x00" "b\x8c\x01" "c\x93."), TC_ERR_UNSUPPORTED, "NUL");
 }
 
 Test(pickle_read, reduce)
@@ -519,7 +554,7 @@ Test(pickle_read, build)
     cr_assert_eq(o->newobj, 1);
     cr_assert_not_null(o->state);
     canon_is(o, "#1=C1(G:mod.C;();#2={s:61:i:0x1};)");
-    bad(PK("]}b."), TC_ERR_UNSUPPORTED, "BUILD on an object that no call created");
+    bad(PK("]}b."), TC_ERR_FORMAT, "'list' object has no attribute '__dict__'");
     bad(PK("cmod\nC\n)\x81}b}b."), TC_ERR_UNSUPPORTED, "BUILD applied twice");
     bad(PK("}b."), TC_ERR_FORMAT, "stack underflow");
 }
@@ -551,11 +586,16 @@ Test(pickle_read, inst_obj)
     bad(PK("imod\ncls\n."), TC_ERR_FORMAT, "no MARK");
 }
 
+/* copyreg's extension registry is empty in a fresh interpreter: CPython
+ * raises "unregistered extension code" for every code (and "EXT specifies
+ * code <= 0" for 0 and, with EXT4, negative ones). */
 Test(pickle_read, ext)
 {
-    cr_assert(pk_is_global(ok(PK("\x82\x05.")), "copyreg", "extension_5"));
-    cr_assert(pk_is_global(ok(PK("\x83\x05\x01.")), "copyreg", "extension_261"));
-    cr_assert(pk_is_global(ok(PK("\x84\x01\x00\x00\x80.")), "copyreg", "extension_2147483649"));
+    bad(PK("\x82\x05."), TC_ERR_UNSUPPORTED, "EXT1 code 5: the extension registry is empty");
+    bad(PK("\x83\x05\x01."), TC_ERR_UNSUPPORTED, "EXT2 code 261");
+    bad(PK("\x84\x01\x00\x00\x00."), TC_ERR_UNSUPPORTED, "EXT4 code 1");
+    bad(PK("\x82\x00."), TC_ERR_FORMAT, "code <= 0");
+    bad(PK("\x84\x01\x00\x00\x80."), TC_ERR_FORMAT, "code <= 0");
     bad(PK("\x84\x01\x00"), TC_ERR_FORMAT, "truncated");
 }
 
@@ -608,7 +648,12 @@ Test(pickle_read, persid)
 Test(pickle_read, out_of_band_buffers_rejected)
 {
     bad(PK("\x80\x05\x97."), TC_ERR_UNSUPPORTED, "out-of-band");
-    bad(PK("\x80\x05\x96\x01\x00\x00\x00\x00\x00\x00\x00x\x98."), TC_ERR_UNSUPPORTED, "out-of-band");
+    /* READONLY_BUFFER: memoryview(bytes) is the bytes themselves; a bytearray
+     * would become a memoryview, which the graph has no kind for */
+    bad(PK("\x80\x05\x96\x01\x00\x00\x00\x00\x00\x00\x00x\x98."), TC_ERR_UNSUPPORTED,
+        "READONLY_BUFFER on a bytearray");
+    is_str(ok(PK("\x80\x05\x43\x01x\x98.")), PK_BYTES, "x", 1);
+    bad(PK("\x80\x05K\x01\x98."), TC_ERR_FORMAT, "a bytes-like object is required");
 }
 
 Test(pickle_read, unknown_opcodes)

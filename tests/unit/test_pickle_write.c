@@ -577,7 +577,7 @@ Test(pickle_write, text_and_protocol4_forms_normalised)
 {
     /* protocol 0-5 opcodes outside the allowlist all come out as allowed ones */
     roundtrip(PK("(S'abc'\nVh\\u00e9\nF1.5\nI01\nI00\nL99999999999999999999L\nI-5\n"
-                 "(K\x01K\x02l(K\x01K\x02" "dp0\n0g0\n\x82\x05t."),
+                 "(K\x01K\x02l(K\x01K\x02" "dp0\n0g0\nt."),
               0, "protocol 0");
     roundtrip(PK("\x80\x04\x95\x30\x00\x00\x00\x00\x00\x00\x00(\x8c\x02hi\x94\x8d\x02\x00\x00\x00\x00\x00\x00\x00ok"
                  "C\x02\x00\xffT\x01\x00\x00\x00zU\x01y\x8c\x05torch\x8c\x04Size\x93K\x02\x85R2t."),
