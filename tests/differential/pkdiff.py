@@ -72,14 +72,18 @@ def unlimit():
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
 
-def run_pkdump(pkdump, pickles, write):
+# pkdump's --py2 for each encoding CPython's Unpickler is given
+PY2_MODES = {'utf-8': 'utf8', 'bytes': 'bytes', 'ASCII': 'ascii', 'latin1': 'latin1'}
+
+
+def run_pkdump(pkdump, pickles, write, encoding='utf-8'):
     with tempfile.NamedTemporaryFile(prefix='pkdiff-', suffix='.bin', delete=False) as f:
         for p in pickles:
             f.write(struct.pack('<I', len(p)))
             f.write(p)
         path = f.name
     try:
-        args = [pkdump] + (['--write'] if write else []) + ['--batch', path]
+        args = [pkdump] + (['--write'] if write else []) + ['--py2', PY2_MODES[encoding], '--batch', path]
         res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=unlimit)
     finally:
         os.unlink(path)
@@ -94,13 +98,13 @@ def run_pkdump(pkdump, pickles, write):
     return lines
 
 
-def classify(data, pk_line, stats, fails, what):
+def classify(data, pk_line, stats, fails, what, encoding='utf-8'):
     """Compare one pickle; returns the pickle's written form (bytes) or None."""
     written = None
     wpart = None
     if '\t' in pk_line:
         pk_line, wpart = pk_line.split('\t', 1)
-    cp = pkmodel.model_line(data)
+    cp = pkmodel.model_line(data, encoding)
     if pk_line.startswith('OK ') and cp.startswith('OK '):
         if pk_line == cp:
             stats['agree_accept'] += 1
@@ -146,17 +150,19 @@ def check_rewrite(data, written, stats, fails, what):
         stats['rewrite: same object'] += 1
 
 
-def compare(pkdump, items, write=True, verbose=False):
-    """items: (what, pickle bytes). Returns (stats, fails)."""
+def compare(pkdump, items, write=True, verbose=False, encoding='utf-8'):
+    """items: (what, pickle bytes). Returns (stats, fails). Rewrites are
+    checked with torch's encoding only (utf-8)."""
     import collections
     stats = collections.Counter()
     fails = []
     t0 = time.time()
-    lines = run_pkdump(pkdump, [d for _, d in items], write)
+    write = write and encoding == 'utf-8'
+    lines = run_pkdump(pkdump, [d for _, d in items], write, encoding)
     t1 = time.time()
     rewrites = []
     for (what, data), line in zip(items, lines):
-        w = classify(data, line, stats, fails, what)
+        w = classify(data, line, stats, fails, what, encoding)
         if w is not None:
             rewrites.append((what, data, w))
     for what, data, w in rewrites:
@@ -290,6 +296,17 @@ def main():
             label = 'files'
         t1 = time.time()
         stats, fails = compare(a.pkdump, items, not a.no_write, a.verbose)
+        if a.mode == 'generated':
+            # Python 2 strings read as the other encodings an Unpickler takes
+            for enc in ('bytes', 'ASCII', 'latin1'):
+                sub = [('program, encoding=%s' % enc, d) for w, d in items if w == 'program'][:a.count // 10]
+                s2, f2 = compare(a.pkdump, sub, False, a.verbose, enc)
+                for k in ('checked', 'agree_accept', 'agree_reject'):
+                    stats[k] += s2[k]
+                for k, v in s2.items():
+                    if k.startswith('allowed'):
+                        stats[k] += v
+                fails += f2
         kinds = {}
         for what, _ in items:
             k = what if a.mode == 'generated' else 'input'

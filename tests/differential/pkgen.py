@@ -307,16 +307,24 @@ class Programs:
         if k == 1:
             return b'L' + _u(r.choice(INT_TOKENS)) + r.choice([b'', b'L']) + b'\n'
         if k == 2:
+            if r.random() < 0.3:  # decimal text of any length: both sides round correctly
+                digits = ''.join(r.choice('0123456789') for _ in range(r.randint(1, 40)))
+                dot = r.randint(0, len(digits))
+                txt = digits[:dot] + '.' + digits[dot:] + (('e%d' % r.randint(-330, 310)) if r.random() < 0.5 else '')
+                return b'F' + txt.encode() + b'\n'
             return b'F' + _u(r.choice(FLOAT_TOKENS)) + b'\n'
         if k == 3:
             return b'S' + _u(r.choice(STRING_TOKENS)) + b'\n'
         if k == 4:
             return b'V' + _u(r.choice(UNICODE_TOKENS)) + b'\n'
         if k == 5:
+            if r.random() < 0.3:
+                b = self.utf8_edge()
+                return r.choice([b'\x8c' + bytes([len(b)]) + b, b'X' + struct.pack('<I', len(b)) + b])
             return self.binunicode(r.choice(['a', '', 'k', '\u00e9', '\ud800', 'os', 'system', '\U0001f600']))
         if k == 6:
-            b = r.choice([b'', b'a', b'\xc3\xa9', b'\xff', b'\xed\xa0\x80', b'\xc0\x80', b'\xf4\x90\x80\x80',
-                          b'k', bytes(r.getrandbits(8) for _ in range(r.randint(0, 6)))])
+            b = r.choice([b'', b'a', b'\xc3\xa9', b'k', bytes(r.getrandbits(8) for _ in range(r.randint(0, 6))),
+                          self.utf8_edge(), self.utf8_edge()])
             return self.py2str(b)
         if k == 7:
             b = bytes(r.getrandbits(8) for _ in range(r.randint(0, 5)))
@@ -357,9 +365,45 @@ class Programs:
     def stack_global(self, m, n):
         return self.binunicode(m) + self.binunicode(n) + b'\x93'
 
+    def number(self):
+        """An integral value written as an int or a float, any opcode: equal
+        ones are one dict key whatever their type (2**53 + 1 is no float)."""
+        r = self.r
+        v = r.choice([0, 1, 2, 1000, 2**31, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**64, 10**20, 2**1000, 12345678])
+        v *= r.choice([1, -1])
+        k = r.randrange(7)
+        if k == 0:
+            return b'L%d\n' % v
+        if k == 1:
+            return b'I%d\n' % v
+        if k == 2:
+            n = (v.bit_length() + 8) // 8
+            return b'\x8a' + bytes([n]) + v.to_bytes(n, 'little', signed=True)
+        if k == 3 and -2**31 <= v < 2**31:
+            return b'J' + struct.pack('<i', v)
+        if abs(v) > 1.7e308:
+            return b'L%d\n' % v
+        f = float(v)
+        if k == 4:
+            return b'F' + repr(f).encode() + b'\n'
+        if k == 5:
+            return b'F%d.0\n' % v
+        return b'G' + struct.pack('>d', f)
+
+    def utf8_edge(self):
+        """Byte sequences at the edges of UTF-8 (overlong, surrogate, past U+10FFFF, cut short)."""
+        return self.r.choice([b'\xe0\x80\x80', b'\xe0\x9f\xbf', b'\xe0\xa0\x80', b'\xed\x9f\xbf', b'\xed\xa0\x80',
+                              b'\xed\xbf\xbf', b'\xee\x80\x80', b'\xef\xbf\xbf', b'\xf0\x8f\xbf\xbf',
+                              b'\xf0\x90\x80\x80', b'\xf4\x8f\xbf\xbf', b'\xf4\x90\x80\x80', b'\xf5\x80\x80\x80',
+                              b'\xc0\x80', b'\xc1\xbf', b'\xc2\x80', b'\xdf\xbf', b'\x80', b'\xbf', b'\xe1\x80',
+                              b'\xf0\x90\x80', b'\xc2', b'\xed\xa0\xbd\xed\xb8\x80', b'\xf8\x88\x80\x80\x80', b'\xff',
+                              b'a\xc3\xa9z', b'\x00'])
+
     def key_atom(self):
         """Objects CPython's dict takes as equal or not: 1 == 1.0 == True..."""
         r = self.r
+        if r.random() < 0.4:
+            return self.number()
         return r.choice([b'K\x01', b'I1\n', b'I01\n', b'L1\n', b'J\x01\x00\x00\x00', b'\x8a\x01\x01',
                          b'\x8a\x09\x01' + b'\x00' * 8, b'G?\xf0\x00\x00\x00\x00\x00\x00', b'F1.0\n', b'\x88',
                          b'K\x00', b'\x89', b'G\x80\x00\x00\x00\x00\x00\x00\x00', b'F-0.0\n', b'I00\n',
@@ -498,6 +542,9 @@ class Programs:
             return self.py2str(r.choice([b'', b'a', b'\xc3\xa9', b'key']))
         if k == 6:
             return self.key_atom()
+        if k == 7 and r.random() < 0.2:
+            b = self.utf8_edge()
+            return b'\x8c' + bytes([len(b)]) + b
         if k == 7:
             return self.binunicode(r.choice(['a', '', 'k', '\u00e9', '\ud800', '\U0001f600']))
         return self.atom() if r.random() < 0.5 else r.choice([b'N', b'K\x01', b'\x88', b')', b']', b'}', b'\x8f'])

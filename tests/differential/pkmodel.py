@@ -104,8 +104,8 @@ REAL4_NAMES = {id(v): k for k, v in REAL4.items()}
 
 
 class ModelUnpickler(pickle.Unpickler):
-    def __init__(self, data, real4=False):
-        super().__init__(io.BytesIO(data), encoding='utf-8')
+    def __init__(self, data, real4=False, encoding='utf-8'):
+        super().__init__(io.BytesIO(data), encoding=encoding)
         self._real4 = real4
         self._globals = {}
 
@@ -148,10 +148,10 @@ class ModelUnpickler(pickle.Unpickler):
         return StandinMeta('P', (StandinBase,), {'_k': 'P', '_pid': pid})
 
 
-def load(data, real4=False):
+def load(data, real4=False, encoding='utf-8'):
     """('OK', object) or ('ERR', 'ExceptionType: message')."""
     try:
-        return 'OK', ModelUnpickler(data, real4).load()
+        return 'OK', ModelUnpickler(data, real4, encoding).load()
     except RecursionError:
         raise
     except Exception as e:  # every way CPython refuses a pickle
@@ -367,9 +367,9 @@ def render(root):
     return ''.join(out)
 
 
-def model_line(data):
+def model_line(data, encoding='utf-8'):
     """pkdump's line for what CPython builds: 'OK <text>' or 'ERR <exception>'."""
-    st, v = load(data)
+    st, v = load(data, encoding=encoding)
     if st == 'ERR':
         return 'ERR ' + v
     return 'OK ' + render(v)
