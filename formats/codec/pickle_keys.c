@@ -300,8 +300,18 @@ static int atom(pk_keys *k, const pk_obj *o)
     }
 }
 
+/* Short atoms are cheaper to intern again than to remember per node; long
+ * strings (a memoized key used a million times) and tuples are remembered. */
+static bool worth_caching(const pk_obj *o)
+{
+    return o->kind == PK_TUPLE || o->kind == PK_FROZENSET ||
+           ((o->kind == PK_STR || o->kind == PK_BYTES || o->kind == PK_BIGINT) && o->len > 24);
+}
+
 static int cached(pk_keys *k, const pk_obj *o, uint64_t *vid)
 {
+    if (!worth_caching(o))
+        return 0;
     uint64_t *v = pkmap_get(&k->by_node, (uint64_t)(uintptr_t)o, 0);
     if (!v)
         return 0;
@@ -344,7 +354,8 @@ static int compound(pk_keys *k, const pk_obj *root, uint64_t *vid, const char **
             if (!cached(k, c, &v)) {
                 k->nbuf = 0;
                 int rc = atom(k, c);
-                if (rc || intern(k, &v) || pkmap_put(&k->by_node, (uint64_t)(uintptr_t)c, 0, v))
+                if (rc || intern(k, &v) ||
+                    (worth_caching(c) && pkmap_put(&k->by_node, (uint64_t)(uintptr_t)c, 0, v)))
                     return -1;
             }
             k->sort[i] = v;
@@ -381,7 +392,7 @@ int pkk_vid(pk_keys *k, const pk_obj *o, uint64_t *vid, const char **kind)
         *kind = "object";
         return 1;
     }
-    if (rc || intern(k, vid) || pkmap_put(&k->by_node, (uint64_t)(uintptr_t)o, 0, *vid))
+    if (rc || intern(k, vid) || (worth_caching(o) && pkmap_put(&k->by_node, (uint64_t)(uintptr_t)o, 0, *vid)))
         return -1;
     return 0;
 }

@@ -4,6 +4,8 @@
  *
  *   pkdump [--write] [--py2 utf8|bytes|ascii|latin1] FILE...
  *   pkdump [--write] --batch FILE     FILE holds pickles as u32-LE length + bytes
+ *   pkdump --bench [--max-depth N] [--max-objects N] FILE...
+ *                                     time pk_read alone: "OK <seconds>" per pickle
  *
  * Each line is "OK <object>" or "ERR <code> <message>"; with --write, pk_write
  * rewrites every accepted graph and the line goes on with a tab and
@@ -30,6 +32,7 @@
  * Sets are written in the order of a key that ignores identity (ties keep
  * the reader's order). */
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -410,8 +413,9 @@ static void obj(dumper *d, pk_obj *o)
 /* ---- driving ------------------------------------------------------------------------------- */
 
 typedef struct opts {
-    bool write;
+    bool write, bench;
     uint8_t py2;
+    pk_limits lim;
 } opts;
 
 static void one_line(sb *s, const char *msg)
@@ -423,12 +427,22 @@ static void one_line(sb *s, const char *msg)
 static void dump_one(const opts *op, const uint8_t *p, size_t n, FILE *out)
 {
     pk_graph *g = pk_graph_new();
-    pk_read_opts ro = {.limits = PK_LIMITS_DEFAULT, .what = "pickle", .py2_strings = op->py2};
+    pk_read_opts ro = {.limits = op->lim, .what = "pickle", .py2_strings = op->py2};
     tc_diag d = {0};
     pk_obj *root = NULL;
     size_t used = 0;
     dumper dm = {0};
-    if (pk_read(g, p, n, &ro, &root, &used, &d)) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = pk_read(g, p, n, &ro, &root, &used, &d);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (op->bench) { /* the read alone, timed */
+        fprintf(out, "%s %.6f %s\n", rc ? "ERR" : "OK",
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, rc ? d.msg : "");
+        pk_graph_free(g);
+        return;
+    }
+    if (rc) {
         { char t[32]; snprintf(t, sizeof t, "ERR %d ", d.code); puts_(&dm.out, t); }
         one_line(&dm.out, d.msg);
     } else {
@@ -482,12 +496,18 @@ static uint8_t *slurp(const char *path, size_t *n)
 
 int main(int argc, char **argv)
 {
-    opts op = {0};
+    opts op = {.lim = PK_LIMITS_DEFAULT};
     const char *batch = NULL;
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
         if (!strcmp(argv[i], "--write"))
             op.write = true;
+        else if (!strcmp(argv[i], "--bench"))
+            op.bench = true;
+        else if (!strcmp(argv[i], "--max-depth") && i + 1 < argc)
+            op.lim.max_depth = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--max-objects") && i + 1 < argc)
+            op.lim.max_objects = op.lim.max_memo = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = argv[++i];
         else if (!strcmp(argv[i], "--py2") && i + 1 < argc) {
@@ -497,7 +517,8 @@ int main(int argc, char **argv)
                      : !strcmp(v, "latin1") ? PK_PY2STR_LATIN1
                                             : PK_PY2STR_UTF8;
         } else {
-            fprintf(stderr, "usage: pkdump [--write] [--py2 utf8|bytes|ascii|latin1] (--batch FILE | FILE...)\n");
+            fprintf(stderr, "usage: pkdump [--write] [--bench] [--max-depth N] [--max-objects N] "
+                            "[--py2 utf8|bytes|ascii|latin1] (--batch FILE | FILE...)\n");
             return 2;
         }
     }
