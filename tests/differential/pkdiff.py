@@ -219,9 +219,11 @@ def legacy_pickles(data):
 
 
 def corpus_items(corpus, inputs):
-    items = []
+    """[(group, [(name, pickle)])]: the reference checkpoints first."""
+    groups = []
     if not os.path.isdir(corpus):
         sys.exit('FAIL: the reference corpus %s is missing' % corpus)
+    items = []
     for dirpath, _, files in sorted(os.walk(corpus)):
         for n in sorted(files):
             p = os.path.join(dirpath, n)
@@ -237,27 +239,26 @@ def corpus_items(corpus, inputs):
             else:
                 for i, pk in enumerate(legacy_pickles(data)):
                     items.append(('%s:pickle%d' % (rel, i), pk))
-    ncorpus = len(items)
-    if not ncorpus:
+    if not items:
         sys.exit('FAIL: no pickle in the reference corpus %s' % corpus)
+    groups.append(('reference checkpoints', items))
     for d in inputs:
         if not os.path.isdir(d):
             sys.exit('FAIL: input folder %s is missing' % d)
+        items = []
         for n in sorted(os.listdir(d)):
             p = os.path.join(d, n)
-            if n.startswith(('README', '.')) or not os.path.isfile(p):
+            if n.startswith(('README', '.')) or n.endswith('.canon') or not os.path.isfile(p):
                 continue
-            data = open(p, 'rb').read()
             if zipfile.is_zipfile(p):
                 with zipfile.ZipFile(p) as z:
                     for m in z.namelist():
                         if m.endswith('.pkl'):
                             items.append(('%s:%s' % (n, m), z.read(m)))
                 continue
-            if n.endswith('.canon'):
-                continue
-            items.append((n, data))
-    return items, ncorpus
+            items.append((n, open(p, 'rb').read()))
+        groups.append((os.path.relpath(d, os.path.join(os.path.dirname(__file__), '..', '..')), items))
+    return groups
 
 
 def main():
@@ -276,7 +277,10 @@ def main():
     f.add_argument('paths', nargs='+')
     a = ap.parse_args()
     warnings.simplefilter('ignore')  # invalid escapes in STRING warn (DeprecationWarning)
-    sys.unraisablehook = lambda u: None  # READONLY_BUFFER's memoryviews complain as they die
+    sys.unraisablehook = lambda u: None
+    # CPython prints this when READONLY_BUFFER's memoryview outlives its bytearray
+    sys.excepthook = lambda t, v, tb: None if t is SystemError and 'exported buffers' in str(v) \
+        else sys.__excepthook__(t, v, tb)
     sys.setrecursionlimit(200000)
     threading.stack_size(512 << 20)
     result = []
@@ -285,9 +289,21 @@ def main():
         limit_memory()
         t0 = time.time()
         if a.mode == 'corpus':
-            items, ncorpus = corpus_items(a.corpus, a.inputs)
-            label = 'corpus (%d pickles from the reference checkpoints)' % ncorpus
-        elif a.mode == 'generated':
+            code = 0
+            total = None
+            for group, items in corpus_items(a.corpus, a.inputs):
+                stats, fails = compare(a.pkdump, items, not a.no_write, a.verbose)
+                code |= report(stats, fails, group)
+                if group == 'reference checkpoints' and stats['agree_accept'] != len(items):
+                    print('FAIL: %d of the %d reference pickles are not read alike by both'
+                          % (len(items) - stats['agree_accept'], len(items)))
+                    code = 1
+                total = stats if total is None else total + stats
+            print('all: %d pickles checked, %d agree (accepted, same object), %d agree (both refuse)'
+                  % (total['checked'], total['agree_accept'], total['agree_reject']))
+            result.append(code)
+            return
+        if a.mode == 'generated':
             import pkgen
             items = pkgen.generate(a.seed, a.count, lambda d: pkmodel.load(d)[0] == 'OK')
             label = 'generated (seed %d)' % a.seed
@@ -301,10 +317,8 @@ def main():
             for enc in ('bytes', 'ASCII', 'latin1'):
                 sub = [('program, encoding=%s' % enc, d) for w, d in items if w == 'program'][:a.count // 10]
                 s2, f2 = compare(a.pkdump, sub, False, a.verbose, enc)
-                for k in ('checked', 'agree_accept', 'agree_reject'):
-                    stats[k] += s2[k]
                 for k, v in s2.items():
-                    if k.startswith('allowed'):
+                    if k in ('checked', 'agree_accept', 'agree_reject') or k.startswith('allowed'):
                         stats[k] += v
                 fails += f2
         kinds = {}
