@@ -168,7 +168,13 @@ void pk_graph_foreach(pk_graph *g, void (*fn)(void *ctx, pk_obj *o), void *ctx);
 
 /* Write root as a protocol-2 pickle using only the opcodes torch's weights_only
  * loader accepts. Shared nodes are written once and fetched from the memo.
- * The output is appended to a growing buffer owned by the caller (free()). */
+ * The output is appended to a growing buffer owned by the caller (free()).
+ * Strings (Python 2 ones too) are written as BINUNICODE, what torch.load made
+ * of them. A global is written as GLOBAL text, which a protocol-2 loader
+ * passes through fix_imports: one read below protocol 3 goes out as it was
+ * read; one the mapping would turn into another name (dbm.open read from a
+ * protocol-3 pickle), a PK_F_DOTTED one, or one that is not UTF-8 text is
+ * refused with TC_ERR_UNSUPPORTED naming it. */
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d);
 
 #endif
