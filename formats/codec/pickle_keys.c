@@ -18,10 +18,12 @@ static uint64_t mix(uint64_t x)
     return x;
 }
 
+/* Seeds from addresses: unknown to whoever wrote the pickle (ASLR), and no
+ * shared state between threads reading pickles. */
 static uint64_t seed_for(const void *p)
 {
-    static uint64_t counter;
-    return mix((uint64_t)(uintptr_t)p ^ mix((uint64_t)(uintptr_t)&counter + ++counter));
+    char local;
+    return mix((uint64_t)(uintptr_t)p ^ mix((uint64_t)(uintptr_t)&local));
 }
 
 static size_t slot_of(const pkmap *m, uint64_t a, uint64_t b)
