@@ -407,6 +407,12 @@ static void clear_memo(void *ctx, pk_obj *o)
     o->memo = 0;
 }
 
+static void clear_shared(void *ctx, pk_obj *o)
+{
+    (void)ctx;
+    o->mark &= (uint8_t)~SHARED_PERSID;
+}
+
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d)
 {
     char top;
@@ -414,13 +420,16 @@ int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_
     size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
     wr w = {.max_depth = max_depth, .g = g, .d = d, .stack_top = &top, .max_stack = stack / 2};
     pk_graph_clear_marks(g);
-    if (mark_shared_persids(&w, root))
+    if (mark_shared_persids(&w, root)) {
+        pk_graph_clear_marks(g);
         return w.err;
+    }
     pk_graph_foreach(g, clear_memo, NULL);
     uint8_t proto[2] = {0x80, 2};
     put(&w, proto, 2);
     save(&w, root, 0);
     op(&w, '.');
+    pk_graph_foreach(g, clear_shared, NULL); /* marks as callers knew them: all clear */
     if (w.err) {
         free(w.buf);
         return w.err;
