@@ -24,8 +24,8 @@ typedef enum pk_kind {
     PK_INT,      /* fits int64: i */
     PK_BIGINT,   /* two's complement little-endian bytes in s/len */
     PK_FLOAT,
-    PK_STR,      /* UTF-8 text in s/len */
-    PK_BYTES,    /* raw bytes in s/len (bytes, or a protocol-0 STRING) */
+    PK_STR,      /* text in s/len: UTF-8, or with PK_F_SURROGATE UTF-8 plus lone surrogates */
+    PK_BYTES,    /* raw bytes in s/len (bytes; py2 strings too when read as bytes) */
     PK_BYTEARRAY,
     PK_TUPLE,
     PK_LIST,
@@ -40,6 +40,23 @@ typedef enum pk_kind {
 /* What items of a PK_CALL are, when SETITEMS or APPENDS targeted it. */
 enum { PK_ITEMS_NONE, PK_ITEMS_LIST, PK_ITEMS_DICT };
 
+/* pk_obj.flags: how the reader made a node, where the kind alone does not say. */
+enum {
+    /* PK_STR/PK_BYTES from STRING, BINSTRING or SHORT_BINSTRING (a Python 2 str),
+     * decoded as pk_read_opts.py2_strings says */
+    PK_F_PY2STR = 1u << 0,
+    /* PK_STR holding lone surrogates (BINUNICODE with 'surrogatepass', UNICODE
+     * \ud800), each as its 3-byte UTF-8 form: s is then not valid UTF-8 */
+    PK_F_SURROGATE = 1u << 1,
+    /* PK_GLOBAL whose name fix_imports changed (protocol < 3): raw_module and
+     * raw_name hold the text as written, s and name what CPython imports */
+    PK_F_REMAPPED = 1u << 2,
+    /* PK_GLOBAL read under protocol >= 4 with a '.' in its name: CPython imports
+     * module s, then walks the attributes of name one dot at a time
+     * (name "a.b" is getattr(getattr(module, "a"), "b")) */
+    PK_F_DOTTED = 1u << 3,
+};
+
 typedef struct pk_obj pk_obj;
 struct pk_obj {
     uint8_t kind;
@@ -49,6 +66,7 @@ struct pk_obj {
     uint32_t depth;      /* nesting depth below this node, as read */
     uint32_t memo;       /* writer's memo slot + 1; 0 when not yet written */
     uint32_t tag;        /* the graph user's own (the torch reader: tensor index + 1); never set here */
+    uint32_t flags;      /* PK_F_* */
     int64_t i;
     double f;
     char *s;
@@ -57,6 +75,9 @@ struct pk_obj {
     pk_obj *func, *args, *state, *kwargs;
     pk_obj **items;
     size_t n, cap;
+    /* PK_GLOBAL with PK_F_REMAPPED: module and name as the pickle wrote them
+     * (s and name are always the resolved names); NULL otherwise */
+    const char *raw_module, *raw_name;
 };
 
 typedef struct pk_limits {
@@ -83,10 +104,39 @@ typedef struct pk_read_opts {
     pk_persid_fn on_persid;
     void *ctx;
     bool *hit_end;         /* if set, becomes true when the input ended mid-pickle */
+    /* What Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) become. The
+     * default (0) is torch.load's encoding='utf-8': str, strict UTF-8, so
+     * invalid UTF-8 fails the read as it fails torch.load. */
+    uint8_t py2_strings;   /* enum pk_py2str */
+    /* true: names are imported as written even below protocol 3 (CPython's
+     * fix_imports=False); torch.load keeps fix_imports on */
+    bool no_fix_imports;
 } pk_read_opts;
 
-/* Read one pickle from buf[0..n). On success *out is the root object and
- * *used the bytes consumed up to and including STOP. */
+enum pk_py2str {
+    PK_PY2STR_UTF8,   /* str, strict UTF-8 (torch.load) */
+    PK_PY2STR_BYTES,  /* bytes (encoding='bytes') */
+    PK_PY2STR_ASCII,  /* str, strict ASCII (pickle.load's default) */
+    PK_PY2STR_LATIN1, /* str, every byte a code point (encoding='latin1', numpy's advice) */
+};
+
+/* Read one pickle from buf[0..n) as CPython 3.11's C unpickler reads it (the
+ * one torch.load uses): the same objects, shared the same way; where CPython
+ * raises, pk_read fails. On success *out is the object STOP returns (the top
+ * of the stack; CPython ignores anything below it) and *used the bytes
+ * consumed up to and including STOP.
+ *
+ * Where CPython would call into the program (a global, a call, a persistent
+ * id), the graph records the request: a PK_GLOBAL, a PK_CALL, a PK_PERSID.
+ * Such nodes stand for objects the reader cannot know, and pk_read treats
+ * them as CPython treats objects that take every call: callable, a class for
+ * NEWOBJ, hashable by identity; a call result takes APPENDS (list items) or
+ * SETITEMS (dict items), then one BUILD. What such a node cannot record it
+ * refuses with TC_ERR_UNSUPPORTED: a second BUILD, items after BUILD, list and
+ * dict items on one object, ADDITEMS, BUILD or items on a global or a
+ * persistent id. Names that no import can resolve (empty, NUL or newline
+ * inside) are refused too. Dicts, sets and frozensets hold each key once, as
+ * CPython's do (first key object, last value; 1 == 1.0 == True). */
 int pk_read(pk_graph *g, const uint8_t *buf, size_t n, const pk_read_opts *opts, pk_obj **out,
             size_t *used, tc_diag *d);
 
@@ -104,8 +154,14 @@ bool pk_is_global(const pk_obj *o, const char *module, const char *name);
 /* For a PK_CALL whose func is a GLOBAL: that global, else NULL. */
 const pk_obj *pk_call_global(const pk_obj *o);
 bool pk_is_str(const pk_obj *o, const char *s);
-/* Map Python 2 names as unpickling does ("__builtin__" -> "builtins"). */
+/* Graphs from pk_read already hold the names CPython imports (fix_imports
+ * applied only below protocol 3), so this returns module unchanged; kept for
+ * callers written when the reader stored names as written. */
 const char *pk_module_py3(const char *module);
+/* CPython's fix_imports for protocols 0-2 (_compat_pickle.NAME_MAPPING, then
+ * IMPORT_MAPPING): true when (module, name) is imported as another name, put
+ * in *mod_out and *name_out (static strings). */
+bool pk_compat_map(const char *module, const char *name, const char **mod_out, const char **name_out);
 /* Reset every node's mark and writer memo. */
 void pk_graph_clear_marks(pk_graph *g);
 /* Call fn for every node of the graph. */
@@ -113,7 +169,13 @@ void pk_graph_foreach(pk_graph *g, void (*fn)(void *ctx, pk_obj *o), void *ctx);
 
 /* Write root as a protocol-2 pickle using only the opcodes torch's weights_only
  * loader accepts. Shared nodes are written once and fetched from the memo.
- * The output is appended to a growing buffer owned by the caller (free()). */
+ * The output is appended to a growing buffer owned by the caller (free()).
+ * Strings (Python 2 ones too) are written as BINUNICODE, what torch.load made
+ * of them. A global is written as GLOBAL text, which a protocol-2 loader
+ * passes through fix_imports: one read below protocol 3 goes out as it was
+ * read; one the mapping would turn into another name (dbm.open read from a
+ * protocol-3 pickle), a PK_F_DOTTED one, or one that is not UTF-8 text is
+ * refused with TC_ERR_UNSUPPORTED naming it. */
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d);
 
 #endif

@@ -1,6 +1,7 @@
 /* Node storage for pickle graphs: nodes come from fixed blocks, strings from
  * a byte arena; item arrays are heap blocks freed with the graph. */
 #include "pickle.h"
+#include "pickle_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,8 @@ static char *arena_str(pk_graph *g, const char *s, size_t len)
     return p;
 }
 
+char *pk_arena_str(pk_graph *g, const char *s, size_t len) { return arena_str(g, s, len); }
+
 pk_obj *pk_new_int(pk_graph *g, int64_t v)
 {
     pk_obj *o = pk_new(g, PK_INT);
@@ -138,8 +141,6 @@ pk_obj *pk_new_str(pk_graph *g, const char *s, size_t len)
     return o;
 }
 
-/* Exposed to the reader through pickle_internal.h-like use: bytes nodes. */
-pk_obj *pk_new_bytes_kind(pk_graph *g, pk_kind kind, const void *s, size_t len);
 pk_obj *pk_new_bytes_kind(pk_graph *g, pk_kind kind, const void *s, size_t len)
 {
     pk_obj *o = pk_new(g, kind);
@@ -147,6 +148,31 @@ pk_obj *pk_new_bytes_kind(pk_graph *g, pk_kind kind, const void *s, size_t len)
         return NULL;
     o->len = len;
     return o;
+}
+
+/* A bytearray grows in place while there is room; otherwise its bytes move to
+ * a copy twice as large (o->cap is the room, the old copy stays in the arena:
+ * at most as much again). */
+int pk_bytes_append(pk_graph *g, pk_obj *o, const void *s, size_t len)
+{
+    if (!len)
+        return 0;
+    if (o->cap < o->len + len) {
+        size_t cap = o->cap > o->len ? o->cap : o->len;
+        cap = cap < 64 ? 64 : cap;
+        while (cap < o->len + len)
+            cap *= 2;
+        char *p = arena_bytes(g, cap + 1);
+        if (!p)
+            return -1;
+        memcpy(p, o->s, o->len);
+        o->s = p;
+        o->cap = cap;
+    }
+    memcpy(o->s + o->len, s, len);
+    o->len += len;
+    o->s[o->len] = 0;
+    return 0;
 }
 
 pk_obj *pk_new_global(pk_graph *g, const char *module, const char *name)
@@ -205,15 +231,4 @@ bool pk_is_str(const pk_obj *o, const char *s)
     return o && o->kind == PK_STR && o->len == strlen(s) && !memcmp(o->s, s, o->len);
 }
 
-const char *pk_module_py3(const char *m)
-{
-    static const char *const map[][2] = {
-        {"__builtin__", "builtins"}, {"copy_reg", "copyreg"},     {"cPickle", "pickle"},
-        {"exceptions", "builtins"},  {"UserDict", "collections"}, {"cStringIO", "io"},
-        {"StringIO", "io"},          {"Queue", "queue"},          {"commands", "subprocess"},
-    };
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (!strcmp(m, map[i][0]))
-            return map[i][1];
-    return m;
-}
+const char *pk_module_py3(const char *m) { return m; }

@@ -2,6 +2,7 @@
  * accepts. Memoizes as CPython's pickler does (every string, container, global
  * and call result), so a node reachable twice is written once. */
 #include "pickle.h"
+#include "pickle_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,92 @@ static void put_global(wr *w, const char *module, const char *name)
     op(w, '\n');
 }
 
+/* A global of the graph, written as GLOBAL text in a protocol-2 pickle: the
+ * loader must import exactly the object the graph names. Refused when it
+ * would not: a name that is not strict UTF-8 (surrogates), one that
+ * fix_imports remaps at protocol 2 (dbm.open loads as dbm.ndbm.open), one
+ * only an attribute walk resolves (protocol 4 dotted names), or an empty one. */
+static void save_global(wr *w, const pk_obj *o)
+{
+    const char *m = o->s, *n = o->name, *tm, *tn;
+    bool sur;
+    size_t bad;
+    const char *why = NULL;
+    if (!*m || !*n)
+        why = "has an empty part";
+    else if ((o->flags & PK_F_SURROGATE) || pkt_utf8_check((const uint8_t *)m, strlen(m), false, &sur, &bad) ||
+             pkt_utf8_check((const uint8_t *)n, strlen(n), false, &sur, &bad))
+        why = "is not UTF-8 text, which GLOBAL needs";
+    else if (o->flags & PK_F_DOTTED)
+        why = "is resolved by an attribute walk (protocol 4), which protocol 2 does not do";
+    if (why) {
+        if (!w->err)
+            w->err = tc_fail(w->d, TC_ERR_UNSUPPORTED, "global '%.80s.%.80s' %s: cannot be written with protocol 2",
+                             m, n, why);
+        return;
+    }
+    if ((o->flags & PK_F_REMAPPED) && o->raw_module && o->raw_name && pk_compat_map(o->raw_module, o->raw_name, &tm, &tn) &&
+        !strcmp(tm, m) && !strcmp(tn, n)) {
+        put_global(w, o->raw_module, o->raw_name); /* as the input wrote it: protocol 2 maps it the same way */
+        return;
+    }
+    if (pk_compat_map(m, n, &tm, &tn) && (strcmp(tm, m) || strcmp(tn, n))) {
+        if (!w->err)
+            w->err = tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                             "global '%.80s.%.80s' would load as '%.80s.%.80s' from a protocol-2 pickle "
+                             "(fix_imports): cannot be written",
+                             m, n, tm, tn);
+        return;
+    }
+    put_global(w, m, n);
+}
+
 static int save(wr *w, pk_obj *o, uint32_t depth);
+
+/* pk_obj.mark bits while writing */
+enum { BUSY = 1, SHARED_PERSID = 2 };
+
+/* torch.save never memoizes a persistent id (and the output stays byte for
+ * byte torch's), but one the input shared through the memo must stay one
+ * object: find the persistent ids reachable twice. */
+static int mark_shared_persids(wr *w, pk_obj *root)
+{
+    size_t cap = 256, sp = 0;
+    pk_obj **st = malloc(cap * sizeof *st);
+    if (!st)
+        return w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
+    st[sp++] = root;
+    while (sp) {
+        pk_obj *o = st[--sp];
+        if (!o)
+            continue;
+        if (o->memo) { /* seen: memo counts visits here, and is reset before writing */
+            if (o->kind == PK_PERSID)
+                o->mark |= SHARED_PERSID;
+            continue;
+        }
+        o->memo = 1;
+        size_t need = sp + o->n + 4;
+        if (need > cap) {
+            while (cap < need)
+                cap *= 2;
+            pk_obj **ns = realloc(st, cap * sizeof *st);
+            if (!ns) {
+                free(st);
+                return w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
+            }
+            st = ns;
+        }
+        st[sp++] = o->func;
+        st[sp++] = o->args;
+        st[sp++] = o->state;
+        st[sp++] = o->kwargs;
+        for (size_t i = 0; i < o->n; i++)
+            st[sp++] = o->items[i];
+    }
+    free(st);
+    return 0;
+}
 
 static int save_items(wr *w, pk_obj **items, size_t n, bool dict, uint32_t depth)
 {
@@ -192,7 +278,7 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
                                 "objects nested too deeply (%u) to write with this stack (ulimit -s)", depth);
     if (memo_get(w, o))
         return w->err;
-    if (o->mark)
+    if (o->mark & BUSY)
         return w->err = tc_fail(w->d, TC_ERR_UNSUPPORTED,
                                 "a tuple or call contains itself; such cycles cannot be rewritten");
     depth++;
@@ -228,7 +314,7 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
     case PK_BYTEARRAY:
         put_global(w, "__builtin__", "bytearray");
         w->next_memo++;
-        o->mark = 1;
+        o->mark |= BUSY;
         {
             pk_obj tmp = *o;
             tmp.kind = PK_BYTES;
@@ -238,7 +324,7 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
             op(w, 't');
         }
         op(w, 'R');
-        o->mark = 0;
+        o->mark &= (uint8_t)~BUSY;
         memo_put(w, o);
         break;
     case PK_TUPLE:
@@ -246,13 +332,13 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
             op(w, ')');
             break;
         }
-        o->mark = 1;
+        o->mark |= BUSY;
         if (o->n > 3)
             op(w, '(');
         for (size_t i = 0; i < o->n; i++)
             save(w, o->items[i], depth);
         op(w, o->n == 1 ? 0x85 : o->n == 2 ? 0x86 : o->n == 3 ? 0x87 : 't');
-        o->mark = 0;
+        o->mark &= (uint8_t)~BUSY;
         memo_put(w, o);
         break;
     case PK_LIST:
@@ -269,18 +355,18 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
     case PK_FROZENSET: {
         put_global(w, "__builtin__", o->kind == PK_SET ? "set" : "frozenset");
         w->next_memo++;
-        o->mark = 1;
+        o->mark |= BUSY;
         op(w, ']');
         w->next_memo++;
         save_items(w, o->items, o->n, false, depth);
         op(w, 0x85);
         op(w, 'R');
-        o->mark = 0;
+        o->mark &= (uint8_t)~BUSY;
         memo_put(w, o);
         break;
     }
     case PK_GLOBAL:
-        put_global(w, o->s, o->name);
+        save_global(w, o);
         memo_put(w, o);
         break;
     case PK_CALL:
@@ -288,11 +374,11 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
             return w->err = tc_fail(w->d, TC_ERR_UNSUPPORTED,
                                     "object created with keyword arguments (NEWOBJ_EX) cannot be "
                                     "written with protocol 2");
-        o->mark = 1;
+        o->mark |= BUSY;
         save(w, o->func, depth);
         save(w, o->args, depth);
         op(w, o->newobj ? 0x81 : 'R');
-        o->mark = 0;
+        o->mark &= (uint8_t)~BUSY;
         memo_put(w, o);
         if (o->items_kind)
             save_items(w, o->items, o->n, o->items_kind == PK_ITEMS_DICT, depth);
@@ -302,15 +388,29 @@ static int save(wr *w, pk_obj *o, uint32_t depth)
         }
         break;
     case PK_PERSID:
-        o->mark = 1;
+        o->mark |= BUSY;
         save(w, o->args, depth);
         op(w, 'Q');
-        o->mark = 0;
+        o->mark &= (uint8_t)~BUSY;
+        if (o->mark & SHARED_PERSID) /* what persistent_load returned once stays one object */
+            memo_put(w, o);
         break;
     default:
         return w->err = tc_fail(w->d, TC_ERR_FORMAT, "unknown node kind %d", o->kind);
     }
     return w->err;
+}
+
+static void clear_memo(void *ctx, pk_obj *o)
+{
+    (void)ctx;
+    o->memo = 0;
+}
+
+static void clear_shared(void *ctx, pk_obj *o)
+{
+    (void)ctx;
+    o->mark &= (uint8_t)~SHARED_PERSID;
 }
 
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d)
@@ -320,10 +420,16 @@ int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_
     size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
     wr w = {.max_depth = max_depth, .g = g, .d = d, .stack_top = &top, .max_stack = stack / 2};
     pk_graph_clear_marks(g);
+    if (mark_shared_persids(&w, root)) {
+        pk_graph_clear_marks(g);
+        return w.err;
+    }
+    pk_graph_foreach(g, clear_memo, NULL);
     uint8_t proto[2] = {0x80, 2};
     put(&w, proto, 2);
     save(&w, root, 0);
     op(&w, '.');
+    pk_graph_foreach(g, clear_shared, NULL); /* marks as callers knew them: all clear */
     if (w.err) {
         free(w.buf);
         return w.err;

@@ -577,7 +577,7 @@ Test(pickle_write, text_and_protocol4_forms_normalised)
 {
     /* protocol 0-5 opcodes outside the allowlist all come out as allowed ones */
     roundtrip(PK("(S'abc'\nVh\\u00e9\nF1.5\nI01\nI00\nL99999999999999999999L\nI-5\n"
-                 "(K\x01K\x02l(K\x01K\x02" "dp0\n0g0\n\x82\x05t."),
+                 "(K\x01K\x02l(K\x01K\x02" "dp0\n0g0\nt."),
               0, "protocol 0");
     roundtrip(PK("\x80\x04\x95\x30\x00\x00\x00\x00\x00\x00\x00(\x8c\x02hi\x94\x8d\x02\x00\x00\x00\x00\x00\x00\x00ok"
                  "C\x02\x00\xffT\x01\x00\x00\x00zU\x01y\x8c\x05torch\x8c\x04Size\x93K\x02\x85R2t."),
@@ -656,4 +656,112 @@ Test(pickle_write, inst_obj_with_args_keep_call_semantics)
         free(s);
         pk_graph_free(g);
     }
+}
+
+/* ---- what a protocol-2 loader would make of the rewrite ------------------------------- */
+
+static void write_refused(const uint8_t *p, size_t n, const char *frag)
+{
+    pk_graph *g = pk_graph_new();
+    pk_obj *r = reread(g, p, n);
+    tc_diag d = {0};
+    uint8_t *out = NULL;
+    size_t len;
+    cr_assert_neq(pk_write(g, r, 1000, &out, &len, &d), 0, "written (expected '%s')", frag);
+    cr_assert_eq(d.code, TC_ERR_UNSUPPORTED, "%s", d.msg);
+    cr_assert(strstr(d.msg, frag), "message '%s' lacks '%s'", d.msg, frag);
+    cr_assert_null(out);
+    pk_graph_free(g);
+}
+
+/* fix_imports maps names of protocol-2 pickles: a global read from a
+ * protocol-3+ pickle that the mapping would change cannot be written */
+Test(pickle_write, globals_a_protocol2_loader_would_remap_refused)
+{
+    write_refused(PK("\x80\x03" "cdbm\nopen\n."), "'dbm.open' would load as 'dbm.ndbm.open'");
+    write_refused(PK("\x80\x03" "c__builtin__\nset\n."), "'__builtin__.set' would load as 'builtins.set'");
+    write_refused(PK("\x80\x04\x8c\x09itertools\x8c\x04izip\x93."), "would load as 'builtins.zip'");
+    /* names only an attribute walk (protocol 4) resolves, or that are not UTF-8 */
+    write_refused(PK("\x80\x04\x8c\x05torch\x8c\x19_utils._rebuild_tensor_v2\x93."), "attribute walk");
+    write_refused(PK("\x80\x04\x8c\x02os\x8c\x03\xed\xa0\x80\x93."), "not UTF-8");
+    /* the same names from a protocol-2 pickle are written as read: they load the same */
+    pk_graph *g = pk_graph_new();
+    pk_obj *r = reread(g, PK("\x80\x02" "cUserDict\nIterableUserDict\n."));
+    cr_assert(pk_is_global(r, "collections", "UserDict"));
+    size_t n;
+    opstat *s = calloc(1, sizeof *s);
+    uint8_t *out = write_ok(g, r, &n, s);
+    cr_assert(has(out, n, "cUserDict\nIterableUserDict\n"));
+    pk_graph *g2 = pk_graph_new();
+    cr_assert(pk_is_global(reread(g2, out, n), "collections", "UserDict"));
+    free(out);
+    free(s);
+    pk_graph_free(g);
+    pk_graph_free(g2);
+    /* and dotted names from protocol 3 mean one getattr: written as they are */
+    roundtrip(PK("\x80\x03\x8c\x05torch\x8c\x0b" "a.b.c.d.e.f\x93."), 0, "protocol 3 dotted name");
+}
+
+/* Python 2 strings are str to torch.load: written as BINUNICODE */
+Test(pickle_write, python2_strings_written_as_text)
+{
+    pk_graph *g = pk_graph_new();
+    pk_obj *r = reread(g, PK("(S'\\xc3\\xa9'\nU\x01" "aT\x01\x00\x00\x00" "bt."));
+    size_t n;
+    opstat *s = calloc(1, sizeof *s);
+    uint8_t *out = write_ok(g, r, &n, s);
+    cr_assert_eq(s->count['X'], 3);
+    cr_assert_eq(s->count['S'] + s->count['T'] + s->count['U'], 0);
+    pk_graph *g2 = pk_graph_new();
+    pk_obj *r2 = reread(g2, out, n);
+    cr_assert(pk_is_str(r2->items[0], "\xc3\xa9"));
+    cr_assert_eq(r2->items[0]->flags & PK_F_PY2STR, 0);
+    free(out);
+    free(s);
+    pk_graph_free(g);
+    pk_graph_free(g2);
+    roundtrip(PK("(S'\\xc3\\xa9'\nU\x01" "aT\x01\x00\x00\x00" "b\x8c\x03\xed\xa0\x80t."), 0, "py2 strings, surrogates");
+}
+
+/* torch.save never memoizes a persistent id; one shared through the memo
+ * stays shared (persistent_load runs once) */
+Test(pickle_write, shared_persistent_ids_memoized)
+{
+    pk_graph *g = pk_graph_new();
+    pk_obj *r = reread(g, PK("K\x01Qq\x00h\x00\x86."));
+    cr_assert_eq(r->items[0], r->items[1]);
+    size_t n;
+    opstat *s = calloc(1, sizeof *s);
+    uint8_t *out = write_ok(g, r, &n, s);
+    cr_assert_eq(s->count['Q'], 1);
+    pk_graph *g2 = pk_graph_new();
+    pk_obj *r2 = reread(g2, out, n);
+    cr_assert_eq(r2->items[0], r2->items[1]);
+    free(out);
+    pk_graph_free(g2);
+    r = reread(g, PK("K\x01QK\x01Q\x86."));
+    out = write_ok(g, r, &n, s);
+    cr_assert_eq(s->count['Q'], 2);
+    cr_assert(!has(out, n, "Qq"), "an unshared persistent id was memoized");
+    free(out);
+    free(s);
+    pk_graph_free(g);
+}
+
+/* duplicate keys were merged by the reader: the rewrite has each once */
+Test(pickle_write, merged_keys_stay_merged)
+{
+    roundtrip(PK("}(K\x01K\x02G?\xf0\x00\x00\x00\x00\x00\x00K\x03\x88K\x04u."), 0, "1, 1.0, True");
+    pk_graph *g = pk_graph_new();
+    pk_obj *r = reread(g, PK("}(K\x01K\x02\x88K\x04u."));
+    size_t n;
+    opstat *s = calloc(1, sizeof *s);
+    uint8_t *out = write_ok(g, r, &n, s);
+    pk_graph *g2 = pk_graph_new();
+    pk_obj *r2 = reread(g2, out, n);
+    cr_assert_eq(r2->n, 2);
+    free(out);
+    free(s);
+    pk_graph_free(g);
+    pk_graph_free(g2);
 }
