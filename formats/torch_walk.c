@@ -411,10 +411,58 @@ static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np
     return 0;
 }
 
+/* The pairs of OrderedDict([[k, v], ...]) or dict(((k, v), ...)), as Python 2's pickles built
+ * them (a REDUCE on one list of pairs), or NULL. */
+static pk_obj *pairs_arg(const pk_obj *f, const pk_obj *args)
+{
+    if (!f || !args || args->kind != PK_TUPLE || args->n != 1 ||
+        !(pk_is_global(f, "collections", "OrderedDict") || pk_is_global(f, "builtins", "dict")))
+        return NULL;
+    pk_obj *l = args->items[0];
+    if (l->kind != PK_LIST && l->kind != PK_TUPLE)
+        return NULL;
+    for (size_t i = 0; i < l->n; i++)
+        if ((l->items[i]->kind != PK_LIST && l->items[i]->kind != PK_TUPLE) || l->items[i]->n != 2)
+            return NULL;
+    return l;
+}
+
+static int walk_pairs(walker *w, const pk_obj *l)
+{
+    char kb[256];
+    for (size_t i = 0; i < l->n; i++) {
+        pk_obj *const *kv = l->items[i]->items;
+        size_t sv;
+        if (path_push(w, key_text(kv[0], kb, sizeof kb), &sv))
+            return w->d->code;
+        int rc = walk(w, kv[1]);
+        path_pop(w, sv);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Parameter(data[, requires_grad]) as torch before 1.0 pickled it (a REDUCE on the class; 0.3 then
+ * BUILDs a (requires_grad, volatile, hooks) state on it): the tensor data is, requires_grad as given,
+ * True by default. */
+static int walk_old_parameter(walker *w, pk_obj *o)
+{
+    pk_obj *args = o->args, *inner = args->items[0];
+    const pk_obj *fi = pk_call_global(inner);
+    if (!fi || !inner->args || inner->args->kind != PK_TUPLE)
+        return walk(w, inner);
+    bool rg = args->n < 2 || (args->items[1]->kind == PK_BOOL && args->items[1]->i);
+    return add_tensor(w, inner, o, fi, inner->args, true, rg);
+}
+
 static int walk_call(walker *w, pk_obj *o)
 {
     const pk_obj *f = pk_call_global(o);
     pk_obj *args = o->args;
+    if (f && args && args->kind == PK_TUPLE && (args->n == 1 || args->n == 2) &&
+        pk_is_global(f, "torch.nn.parameter", "Parameter"))
+        return walk_old_parameter(w, o);
     if (f && args && args->kind == PK_TUPLE && !strcmp(f->s, "torch._utils")) {
         if (!strcmp(f->name, "_rebuild_parameter") || !strcmp(f->name, "_rebuild_parameter_with_state")) {
             if (args->n < 2)
@@ -461,6 +509,9 @@ static int walk_call(walker *w, pk_obj *o)
         }
     }
     int rc = 0;
+    const pk_obj *pairs = pairs_arg(f, args);
+    if (pairs && (rc = walk_pairs(w, pairs)))
+        return rc;
     if (o->items_kind == PK_ITEMS_DICT)
         rc = walk_dict(w, o->items, o->n);
     else if (o->items_kind == PK_ITEMS_LIST)

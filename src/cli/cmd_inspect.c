@@ -153,6 +153,23 @@ static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
     return hex;
 }
 
+/* Terminal columns of UTF-8 text (one per code point; control bytes are escaped before this). */
+static size_t columns(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* s, then spaces to w columns. */
+static void put_padded(const char *s, size_t w)
+{
+    size_t n = columns(s);
+    fputs(s, stdout);
+    printf("%*s", (int)(n < w ? w - n : 0), "");
+}
+
 static void print_text(const tc_ckpt *c)
 {
     char e1[1024], e2[1024];
@@ -163,12 +180,13 @@ static void print_text(const tc_ckpt *c)
         printf(", %s %s", esc(tc_ckpt_fact(c, i)->key, e1, sizeof e1), esc(tc_ckpt_fact(c, i)->value, e2, sizeof e2));
     printf("\n\n");
     size_t w = 4;
-    for (size_t i = 0; i < nt; i++)
-        if (strlen(tc_ckpt_tensor(c, i)->name) > w)
-            w = strlen(tc_ckpt_tensor(c, i)->name);
+    for (size_t i = 0; i < nt && w < 60; i++)
+        if (columns(esc(tc_ckpt_tensor(c, i)->name, e1, sizeof e1)) > w)
+            w = columns(e1);
     if (w > 60)
         w = 60;
-    printf("%-*s  %-9s %-18s %-8s %10s  %s\n", (int)w, "name", "dtype", "shape", "device", "bytes", "notes");
+    put_padded("name", w);
+    printf("  %-9s %-18s %-8s %10s  %s\n", "dtype", "shape", "device", "bytes", "notes");
     agg dev[64], dt[64];
     size_t ndev = 0, ndt = 0, nparam = 0;
     uint64_t pnumel = 0;
@@ -201,8 +219,8 @@ static void print_text(const tc_ckpt *c)
             snprintf(notes + nl, sizeof notes - nl, "in %s ", esc(shard_of(c, t), e2, sizeof e2));
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
-        printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, esc(t->name, e1, sizeof e1),
-               tc_dtype_name(t->dtype), shape, esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
+        put_padded(esc(t->name, e1, sizeof e1), w);
+        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
