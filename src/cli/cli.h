@@ -25,6 +25,7 @@ enum {
     TC_EXIT_USAGE = 2,    /* bad command line, or a request that cannot be met */
     TC_EXIT_BADFILE = 3,  /* input malformed, unsupported or over a limit */
     TC_EXIT_UNSAFE = 4,   /* loading the file is not safe (globals outside the allowlist, a second reading) */
+    TC_EXIT_DIFF_FAIL = 5, /* diff only: its 1 means "different" (as cmp's), so its failures take 5 */
 };
 
 typedef struct tc_exit_info {
@@ -41,12 +42,16 @@ typedef struct tc_opt {
     int id;
     char shrt;           /* 0 when none */
     const char *lng;     /* without "--" */
-    const char *arg;     /* NULL for flags */
+    const char *arg;     /* NULL for flags; "[=ARG]" for an optional value (tc_opt_optional) */
     const char *help;    /* one line for --help */
     bool repeat;
     const char *def;     /* the default, as --help and the man page show it; NULL when none */
     const char *man;     /* the man page's paragraph (roff); NULL: the help line as a sentence */
 } tc_opt;
+
+/* An option whose value is optional, written "[=ARG]" in its row: given
+ * only as --name=VALUE; --name alone sets it with the value NULL. */
+static inline bool tc_opt_optional(const tc_opt *o) { return o->arg && o->arg[0] == '['; }
 
 typedef struct tc_cmd {
     const char *name;
@@ -64,7 +69,8 @@ enum {
     OPT_HELP = 1, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_OUTPUT, OPT_FORCE, OPT_IN_PLACE, OPT_DEVICE,
     OPT_MAP, OPT_DTYPE, OPT_KEEP, OPT_ONLY, OPT_ALLOW_UNSAFE, OPT_ENGINE, OPT_MAX_PICKLE, OPT_MAX_DEPTH,
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
-    OPT_MAX_HEADER, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_COUNT_
+    OPT_MAX_HEADER, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_ATOL, OPT_RTOL, OPT_EQUAL_NAN, OPT_STATS,
+    OPT_STRICT, OPT_STRIP_PREFIX, OPT_THREADS, OPT_COUNT_
 };
 
 /* Rows shared by several commands (opts.c). */

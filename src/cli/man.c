@@ -43,18 +43,25 @@ static void synopsis(FILE *out)
 static void option(FILE *out, const tc_opt *o)
 {
     fprintf(out, ".TP\n");
-    if (o->arg && o->shrt)
-        fprintf(out, ".BI \\-%c \", \" \\-\\-", o->shrt);
-    else if (o->arg)
-        fprintf(out, ".BI \\-\\-");
-    else if (o->shrt)
-        fprintf(out, ".BR \\-%c \", \" \\-\\-", o->shrt);
-    else
-        fprintf(out, ".B \\-\\-");
-    roff_dashes(out, o->lng);
-    if (o->arg)
-        fprintf(out, " \" %s\"", o->arg);
-    fputc('\n', out);
+    if (tc_opt_optional(o)) { /* --name[=ARG] */
+        size_t n = strlen(o->arg);
+        fprintf(out, ".BR \\-\\-");
+        roff_dashes(out, o->lng);
+        fprintf(out, " [=\\fI%.*s\\fR]\n", (int)(n > 3 ? n - 3 : 0), o->arg + 2);
+    } else {
+        if (o->arg && o->shrt)
+            fprintf(out, ".BI \\-%c \", \" \\-\\-", o->shrt);
+        else if (o->arg)
+            fprintf(out, ".BI \\-\\-");
+        else if (o->shrt)
+            fprintf(out, ".BR \\-%c \", \" \\-\\-", o->shrt);
+        else
+            fprintf(out, ".B \\-\\-");
+        roff_dashes(out, o->lng);
+        if (o->arg)
+            fprintf(out, " \" %s\"", o->arg);
+        fputc('\n', out);
+    }
     if (o->man) {
         fprintf(out, "%s\n", o->man);
     } else { /* the help line as a sentence */

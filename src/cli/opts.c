@@ -9,10 +9,12 @@
 #include "verdict.h"
 
 const tc_exit_info tc_exits[] = {
-    {TC_EXIT_OK, "ok", "Success."},
-    {TC_EXIT_FAIL, "failure",
+    {TC_EXIT_OK, "ok", "Success; for diff, the inputs are equal."},
+    {TC_EXIT_FAIL, "failure (diff: different)",
      "Failure: an I/O error (a full disk, an unreadable file, an unwritable folder),\n"
-     "memory, or a CUDA error; or, for devices, CUDA not usable."},
+     "memory, or a CUDA error; or, for devices, CUDA not usable. For diff: the\n"
+     "inputs differ (as for\n.BR cmp (1)\nand\n.BR diff (1));\n"
+     "diff's own failures exit 5."},
     {TC_EXIT_USAGE, "usage",
      "Usage: a bad command line, or a request that cannot be met (an existing\n"
      "output without \\-\\-force, a \\-\\-keep that would split a shared storage)."},
@@ -24,6 +26,11 @@ const tc_exit_info tc_exits[] = {
      "which imports and calls globals outside torch's allowlist (or its bytes have a\n"
      "second reading that does). inspect reports them; the rewriting commands refuse\n"
      "such files unless given \\-\\-safe\\-globals for the globals or \\-\\-allow\\-unsafe."},
+    {TC_EXIT_DIFF_FAIL, "diff failure",
+     "diff only: an I/O error or out of memory, what makes the other commands exit 1\n"
+     "(diff's 1 means the inputs differ). Its other errors keep their statuses: 2\n"
+     "usage, 3 bad input, 4 a file that is not a checkpoint and would run code\n"
+     "when loaded."},
     {0, NULL, NULL},
 };
 
@@ -131,7 +138,9 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
             tc_err(NULL, "%s: unknown option '%s' (see 'tensorctl %s --help')", cmd->name, s, cmd->name);
             return -1;
         }
-        if (o->arg && !val) {
+        if (!val && tc_opt_optional(o)) {
+            /* --name alone: no value (a following argument is not taken) */
+        } else if (o->arg && !val) {
             if (i + 1 >= argc) {
                 tc_err(NULL, "%s: option --%s needs a value (%s)", cmd->name, o->lng, o->arg);
                 return -1;
@@ -180,10 +189,11 @@ void tc_print_cmd_help(const tc_cmd *cmd)
     for (const tc_opt *const *p = cmd->opts; *p; p++) {
         const tc_opt *o = *p;
         char left[64];
+        const char *sep = o->arg && !tc_opt_optional(o) ? " " : "";
         if (o->shrt)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", o->shrt, o->lng, o->arg ? " " : "", o->arg ? o->arg : "");
+            snprintf(left, sizeof left, "-%c, --%s%s%s", o->shrt, o->lng, sep, o->arg ? o->arg : "");
         else
-            snprintf(left, sizeof left, "    --%s%s%s", o->lng, o->arg ? " " : "", o->arg ? o->arg : "");
+            snprintf(left, sizeof left, "    --%s%s%s", o->lng, sep, o->arg ? o->arg : "");
         printf("  %-30s %s", left, o->help);
         if (o->def)
             printf(" (default %s)", o->def);

@@ -126,7 +126,7 @@ expect 3 "a set with a missing shard" "$T" to-cpu "$W/bin/pytorch_model.bin.inde
 [ ! -e "$W/cpu2/pytorch_model-00001-of-00002.bin" ] && ok "no shard left after a failed set" || bad "no shard left after a failed set"
 
 # --help and the man page name the same options
-for cmd in inspect to-cpu to-cuda convert devices; do
+for cmd in inspect to-cpu to-cuda convert diff devices; do
     "$T" "$cmd" --help >"$W/help" 2>/dev/null || { "$T" --help | grep -q " $cmd " || continue; }
     for opt in $(grep -o -- '--[a-z][a-z0-9-]*' "$W/help" | sort -u); do
         if grep -q -- "$(printf '%s' "$opt" | sed 's/-/\\\\-/g')" "$MAN" || grep -q -- "$opt" "$MAN"; then
@@ -137,7 +137,7 @@ for cmd in inspect to-cpu to-cuda convert devices; do
     done
     grep -q "^\.SS $cmd" "$MAN" && ok "man page has a section for $cmd" || bad "man page has no section for $cmd"
 done
-for st in 0 1 2 3 4; do
+for st in 0 1 2 3 4 5; do
     grep -q "^\.B $st\$\|^\.IP $st\b\|^$st " "$MAN" && ok "man page lists exit status $st" || bad "man page lacks exit status $st"
 done
 
