@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Write a GPT-2-medium-shaped float32 state_dict (~1.4 GB) tagged cuda:0, for bench/bench.sh.
 
-usage: make_bench_ckpt.py OUT [--layers N]   (24 layers, d=1024, vocab 50257, ctx 1024)
+usage: make_bench_ckpt.py OUT [--layers N] [--change-one]   (24 layers, d=1024, vocab 50257, ctx 1024)
+
+--change-one writes the same checkpoint with one element changed: the last of ln_f.weight, the
+last storage but one in the file (bench/bench_diff.sh diffs the two; a byte comparison such as cmp
+then reads nearly all of both files before it meets a difference).
 
 lm_head.weight is tied to wte.weight (one storage, two names), as in GPT-2. Tensors are filled
 from a fixed seed. Storages are tagged cuda:0 by swapping torch.serialization.location_tag
@@ -51,9 +55,12 @@ def main():
     ap.add_argument("--d", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--change-one", action="store_true")
     a = ap.parse_args()
     t0 = time.time()
     sd = gpt2_state_dict(a.layers, a.d, a.vocab, a.ctx)
+    if a.change_one:
+        sd["ln_f.weight"][-1] += 0.5
     t1 = time.time()
     orig = torch.serialization.location_tag
     torch.serialization.location_tag = lambda storage: "cuda:0"

@@ -18,9 +18,11 @@ static const tc_opt o_atol = {OPT_ATOL, 0, "atol", "X", "absolute tolerance: |a-
                               ".B |a \\- b| <= atol + rtol * |b|\n"
                               "(torch.allclose's rule), or when their bytes are identical."};
 static const tc_opt o_rtol = {OPT_RTOL, 0, "rtol", "Y", "relative tolerance (see --atol)", false, "0",
-                              "Relative tolerance (see \\-\\-atol). A float32 tensor and its bfloat16 cast are\n"
-                              "equal under \\fB\\-\\-rtol 0.0039\\fR (2^\\-8, the largest relative error of\n"
-                              "rounding a normal value to bfloat16); float16 needs 0.00049 (2^\\-11)."};
+                              "Relative tolerance (see \\-\\-atol). Rounding a normal value to bfloat16 moves\n"
+                              "it by at most 2^\\-8 = 0.00390625 of the result, to float16 by 2^\\-11, so a\n"
+                              "float32 tensor and its bfloat16 cast are equal under \\fB\\-\\-rtol 0.004\\fR\n"
+                              "(float16: 0.0005), and differ at the default 0 wherever the cast rounded;\n"
+                              "subnormal results need an \\-\\-atol as well."};
 static const tc_opt o_equal_nan = {OPT_EQUAL_NAN, 0, "equal-nan", NULL, "NaN equals NaN (as torch's equal_nan=True)",
                                    false, NULL,
                                    "NaN equals NaN whatever its payload, as torch's\n.BR equal_nan=True .\n"
@@ -311,14 +313,21 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
 
-/* A float as a JSON number, or "inf", "-inf", "nan" (JSON has no such numbers). */
+/* A float as a JSON number with the fewest digits that read back exactly (cJSON may round
+ * the last digit), or "inf", "-inf", "nan" (JSON has no such numbers). */
 static cJSON *jnum(double x)
 {
     if (isnan(x))
         return cJSON_CreateString("nan");
     if (isinf(x))
         return cJSON_CreateString(x < 0 ? "-inf" : "inf");
-    return cJSON_CreateNumber(x);
+    char t[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(t, sizeof t, "%.*g", digits, x);
+        if (strtod(t, NULL) == x)
+            break;
+    }
+    return cJSON_CreateRaw(t);
 }
 
 /* A whole number printed exactly (cJSON would go through a double). */
@@ -455,7 +464,7 @@ static cJSON *jentry(const tc_diff_report *r, const tc_diff_entry *e, bool stats
     cJSON_AddItemToArray(inf, juint(v->inf_a));
     cJSON_AddItemToArray(inf, juint(v->inf_b));
     if (stats)
-        cJSON_AddItemToObject(o, "cosine", isnan(e->cosine) ? cJSON_CreateNull() : cJSON_CreateNumber(e->cosine));
+        cJSON_AddItemToObject(o, "cosine", isnan(e->cosine) ? cJSON_CreateNull() : jnum(e->cosine));
     return o;
 }
 
@@ -477,8 +486,8 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     cJSON_AddItemToObject(j, "b", jside(&r->b));
     cJSON_AddBoolToObject(j, "same_file", r->same_file);
     cJSON *rule = cJSON_AddObjectToObject(j, "rule");
-    cJSON_AddNumberToObject(rule, "atol", o->rule.atol);
-    cJSON_AddNumberToObject(rule, "rtol", o->rule.rtol);
+    cJSON_AddItemToObject(rule, "atol", jnum(o->rule.atol));
+    cJSON_AddItemToObject(rule, "rtol", jnum(o->rule.rtol));
     cJSON_AddBoolToObject(rule, "equal_nan", o->rule.equal_nan);
     cJSON_AddBoolToObject(rule, "strict", o->strict);
     cJSON_AddBoolToObject(j, "equal", r->equal);
@@ -568,7 +577,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     for (int s = 0; s < 2; s++) {
         const tc_diff_side *sd = s ? &rep.b : &rep.a;
         if (sd->unsafe && tc_verbosity > 0)
-            fprintf(stderr, "tensorctl: note: %s: not safe to load (%s); diff only read it, nothing was run\n",
+            fprintf(stderr, "tensorctl: note: %s: not safe to load: %s; diff only read it, nothing was run\n",
                     sd->path, sd->why_unsafe);
     }
     if (a.set[OPT_JSON])

@@ -299,7 +299,7 @@ static int compare_hashes(ctx *x, tc_diff_entry *e, tc_diag *d)
     if (rc)
         return rc;
     e->how = TC_DIFF_SHA256;
-    e->equal = !strcmp(e->sha_a, e->sha_b);
+    e->equal = e->bitwise = !strcmp(e->sha_a, e->sha_b);
     return 0;
 }
 

@@ -55,10 +55,13 @@ int tc_names_strip_prefix(char ***out, char **used, const char *const *names, si
     int rc = 0;
     if (!p || !v)
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    bool any = false;
     for (size_t i = 0; i < n && !rc; i++) {
         const char *s = names[i];
-        if (plen && !strncmp(s, p, plen))
+        if (plen && !strncmp(s, p, plen)) {
             s += plen;
+            any = true;
+        }
         if (!*s)
             rc = tc_fail(d, TC_ERR_USAGE, "'%s' would have no name left without the prefix '%s'", names[i], p);
         else if (!(v[i] = strdup(s)))
@@ -71,6 +74,8 @@ int tc_names_strip_prefix(char ***out, char **used, const char *const *names, si
         free(p);
         return rc;
     }
+    if (!any)
+        p[0] = '\0';
     *out = v;
     *used = p;
     return 0;

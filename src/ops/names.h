@@ -21,7 +21,8 @@
  * they are. prefix NULL: the prefix every name shares, made of whole dotted
  * components and leaving each name at least its last component ("module."
  * for a DataParallel state_dict, "model.encoder." when every name has it;
- * "" when the names share none). *used receives the prefix removed.
+ * "" when the names share none). *used receives the prefix removed ("" when
+ * no name had it).
  * Fails with TC_ERR_USAGE, naming both, when two names become one, and
  * when a name would become empty. */
 int tc_names_strip_prefix(char ***out, char **used, const char *const *names, size_t n, const char *prefix,

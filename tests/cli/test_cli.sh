@@ -125,6 +125,21 @@ rm "$W/bin/pytorch_model-00002-of-00002.bin"
 expect 3 "a set with a missing shard" "$T" to-cpu "$W/bin/pytorch_model.bin.index.json" -o "$W/cpu2"
 [ ! -e "$W/cpu2/pytorch_model-00001-of-00002.bin" ] && ok "no shard left after a failed set" || bad "no shard left after a failed set"
 
+# diff: 0 equal, 1 different, errors 2/3/5 (its 1 is taken)
+expect 0 "diff of a file with its copy" "$T" diff "$S/tiny_mlp_cuda0.pt" "$W/m.pt"
+has "diff says equal" "^equal: 4 tensors, 4 bit for bit" out
+expect 1 "diff of two different files" "$T" diff "$S/tiny_mlp_cuda0.pt" "$S/tied_views_cpu.pt"
+has "diff lists names only in A" "^- fc1.weight" out
+expect 0 "diff of a file and its to-cpu output" "$T" diff -q "$W/m.pt" "$W/m.cpu.pt"
+expect 1 "diff --strict sees the device" "$T" diff -q --strict "$W/m.pt" "$W/m.cpu.pt"
+expect 2 "diff without B" "$T" diff "$W/m.pt"
+one_line "diff without B: one line"
+expect 2 "diff with a bad --atol" "$T" diff --atol nan "$W/m.pt" "$W/m.pt"
+expect 5 "diff of a missing file" "$T" diff "$W/m.pt" "$W/nope.pt"
+one_line "diff of a missing file: one line"
+expect 3 "diff of something that is not a checkpoint" "$T" diff "$W/m.pt" "$W/text.pt"
+expect 3 "diff of a truncated download" "$T" diff "$W/m.pt" "$W/trunc.pt"
+
 # --help and the man page name the same options
 for cmd in inspect to-cpu to-cuda convert diff devices; do
     "$T" "$cmd" --help >"$W/help" 2>/dev/null || { "$T" --help | grep -q " $cmd " || continue; }
