@@ -15,8 +15,8 @@
 #                          for a quick smoke run
 #   BENCH_DROP_CACHES=1    drop the page cache before each run (needs root; skipped otherwise)
 #
-# B is A with the last element of ln_f.weight changed (make_bench_ckpt.py --change-one): the
-# last storage but one, so cmp, which stops at the first differing byte, reads nearly all of both
+# B is A with one element changed, in the record torch writes last (make_bench_ckpt.py --change-one):
+# so cmp, which stops at the first differing byte, reads nearly all of both
 # files. Prints a markdown table on stdout: median wall time, ratio to cmp, torch / tensorctl, peak
 # RSS (/usr/bin/time -f %M) and exit status of each task. Progress goes to stderr.
 set -eu
@@ -49,22 +49,26 @@ b=${BENCH_CKPT_B:-}
 gen=
 cleanup() {
     rm -f "$dir/time.txt" "$dir/err.txt" "$dir/results.txt"
-    [ -n "$gen" ] && rm -f $gen
+    [ -n "$gen" ] && rm -f $gen && rmdir "$dir/a" "$dir/b" 2>/dev/null
     [ -n "$made_dir" ] && rm -rf "$dir"
     return 0
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# torch names the zip's top folder after the file: B keeps A's name, in a folder of its own, so
+# that the two files differ only in the changed element and its record's CRC-32
 if [ -z "$a" ]; then
-    a="$dir/gpt2_medium_cuda0.pt"
+    mkdir -p "$dir/a"
+    a="$dir/a/gpt2_medium_cuda0.pt"
     gen="$gen $a"
     echo "bench: generating $a" >&2
     # shellcheck disable=SC2086
     "$py" "$here/make_bench_ckpt.py" "$a" $gen_args >&2
 fi
 if [ -z "$b" ]; then
-    b="$dir/gpt2_medium_cuda0_changed.pt"
+    mkdir -p "$dir/b"
+    b="$dir/b/$(basename "$a")"
     gen="$gen $b"
     echo "bench: generating $b (one element changed)" >&2
     # shellcheck disable=SC2086
@@ -127,7 +131,7 @@ bench "torch load both + compare" "$py" -c "$torch_diff" "$a" "$b"
 size=$(stat -c %s "$a")
 echo "## tensorctl diff benchmark"
 echo
-echo "- A: $(basename "$a"), $(awk -v b="$size" 'BEGIN{printf "%.2f GB", b/1e9}'); B: the same with the last element of ln_f.weight changed"
+echo "- A: $(basename "$a"), $(awk -v b="$size" 'BEGIN{printf "%.2f GB", b/1e9}'); B: the same with one element changed, in the record written last"
 echo "- $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
 echo "- torch $("$py" -c 'import torch; print(torch.__version__)'), tensorctl: $tool"
 echo "- $n runs each after one untimed run, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo dropped before each run || echo warm)"

@@ -33,10 +33,12 @@ static const tc_opt o_stats = {OPT_STATS, 0, "stats", NULL,
                                NULL,
                                "Also give the cosine similarity of each pair of tensors (as float64 vectors of\n"
                                "their elements, complex ones as their real and imaginary parts), and list\n"
-                               "every tensor. The sums are compensated (Neumaier) in float64, so the result\n"
-                               "is good to about 1e\\-15 relatively, whatever the size; it is left out\n"
-                               "(null) when a tensor is all zeros or holds NaN or infinity. Every element is\n"
-                               "converted, so this is slower."};
+                               "every tensor. The sums are taken in float64, 256 terms at a time, the partial\n"
+                               "sums added with compensation (Neumaier), so the norms are good to about\n"
+                               "1e\\-14 relatively whatever the size of the tensor, and the cosine to about\n"
+                               "1e\\-14 (less where cancellation makes it near 0). It is left out (null,\n"
+                               "\\fBundefined\\fR in the text) when a tensor is all zeros or holds NaN or\n"
+                               "infinity. Every element is converted, so this takes longer."};
 static const tc_opt o_strict = {OPT_STRICT, 0, "strict", NULL,
                                 "dtype, stride, storage offset and device differences make tensors differ", false,
                                 NULL,

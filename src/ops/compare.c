@@ -280,6 +280,39 @@ static void mismatch(tc_cmp_res *r, uint64_t at, tc_cmp_val a, tc_cmp_val b)
     }
 }
 
+/* The block's a·b, a·a and b·b: four partial sums each (so that the adds pipeline), added to
+ * the compensated totals. Error: about 66 ulp of the block's sum of |terms|, then Neumaier. */
+HOT static void block_sums(tc_cmp_res *r, const double *ra, const double *ia, const double *rb, const double *ib,
+                           size_t k)
+{
+    double d[4] = {0}, x[4] = {0}, y[4] = {0};
+    size_t i = 0;
+    for (; i + 4 <= k; i += 4)
+        for (size_t l = 0; l < 4; l++) {
+            d[l] += ra[i + l] * rb[i + l] + ia[i + l] * ib[i + l];
+            x[l] += ra[i + l] * ra[i + l] + ia[i + l] * ia[i + l];
+            y[l] += rb[i + l] * rb[i + l] + ib[i + l] * ib[i + l];
+        }
+    for (; i < k; i++) {
+        d[0] += ra[i] * rb[i] + ia[i] * ib[i];
+        x[0] += ra[i] * ra[i] + ia[i] * ia[i];
+        y[0] += rb[i] * rb[i] + ib[i] * ib[i];
+    }
+    sum_add(&r->dot, (d[0] + d[1]) + (d[2] + d[3]));
+    sum_add(&r->aa, (x[0] + x[1]) + (x[2] + x[3]));
+    sum_add(&r->bb, (y[0] + y[1]) + (y[2] + y[3]));
+}
+
+static void count_same(tc_cmp_res *r, tc_dtype t, const uint8_t *p, size_t n)
+{
+    uint64_t nan = 0, inf = 0;
+    nonfinite(t, p, n, &nan, &inf);
+    r->nan_a += nan;
+    r->nan_b += nan;
+    r->inf_a += inf;
+    r->inf_b += inf;
+}
+
 HOT static void run_float(tc_cmp_res *r, const tc_cmp_rule *rule, tc_dtype da, const uint8_t *a, tc_dtype db,
                           const uint8_t *b, size_t n, uint64_t base)
 {
@@ -289,17 +322,21 @@ HOT static void run_float(tc_cmp_res *r, const tc_cmp_rule *rule, tc_dtype da, c
     for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
         size_t k = n - i0 < BLOCK ? n - i0 : BLOCK;
         const uint8_t *pa = a + i0 * ea, *pb = b + i0 * eb;
-        if (same && !rule->sums && !memcmp(pa, pb, k * ea)) { /* most blocks of a tensor that changed a little */
-            uint64_t nan = 0, inf = 0;
-            nonfinite(da, pa, k, &nan, &inf);
-            r->nan_a += nan;
-            r->nan_b += nan;
-            r->inf_a += inf;
-            r->inf_b += inf;
+        /* most blocks of a tensor that changed a little are the same bytes */
+        bool same_block = same && !memcmp(pa, pb, k * ea);
+        if (same_block && !rule->sums) {
+            count_same(r, da, pa, k);
             continue;
         }
         decode(da, pa, k, ra, ia);
-        decode(db, pb, k, rb, ib);
+        if (!same_block)
+            decode(db, pb, k, rb, ib);
+        if (rule->sums)
+            block_sums(r, ra, ia, same_block ? ra : rb, same_block ? ia : ib, k);
+        if (same_block) {
+            count_same(r, da, pa, k);
+            continue;
+        }
         for (size_t i = 0; i < k; i++) {
             uint64_t at = base + i0 + i;
             bool na = isnan(ra[i]) || isnan(ia[i]), nb = isnan(rb[i]) || isnan(ib[i]);
@@ -307,11 +344,6 @@ HOT static void run_float(tc_cmp_res *r, const tc_cmp_rule *rule, tc_dtype da, c
             r->nan_b += nb;
             r->inf_a += !na && (isinf(ra[i]) || isinf(ia[i]));
             r->inf_b += !nb && (isinf(rb[i]) || isinf(ib[i]));
-            if (rule->sums) {
-                sum_add(&r->dot, ra[i] * rb[i] + ia[i] * ib[i]);
-                sum_add(&r->aa, ra[i] * ra[i] + ia[i] * ia[i]);
-                sum_add(&r->bb, rb[i] * rb[i] + ib[i] * ib[i]);
-            }
             if (same && !memcmp(pa + i * ea, pb + i * eb, ea))
                 continue;
             r->bits_differ += same;

@@ -22,8 +22,9 @@
  * Statistics over the elements where neither side is NaN: the largest
  * |a - b| and |a - b| / |b| (0 where a == b; inf where they differ and b is
  * 0 or infinite), each with the first index where it occurs; NaN and
- * infinity counts per side; with sums, a·b, a·a and b·b as compensated
- * (Neumaier) float64 sums, for the cosine similarity.
+ * infinity counts per side; with sums, a·b, a·a and b·b in float64 (blocks of
+ * 256 terms in four partial sums each, the blocks added with Neumaier's
+ * compensation), for the cosine similarity.
  *
  * A result covers a run of elements and is merged with the result of the
  * run that follows it (tc_cmp_merge), so a tensor's result does not depend

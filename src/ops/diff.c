@@ -1,6 +1,7 @@
 #include "diff.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,49 +259,153 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
 
 /* ---- against a manifest: SHA-256 ----------------------------------------------------------- */
 
-/* The SHA-256 of side s's tensor i: the manifest's, or hashed now; *have false when there is none. */
-static int sha_of(ctx *x, const tc_diff_side *s, long i, char hex[65], bool *have, tc_diag *d)
+/* The checkpoint side when one side is a manifest (NULL when both are), and which side it is. */
+static const tc_diff_side *hashed_side(const tc_diff_report *r, int *which)
 {
-    *have = false;
-    if (s->m) {
-        if ((*have = s->m->e[i].has_sha))
-            memcpy(hex, s->m->e[i].sha256, 65);
-        return 0;
-    }
-    const tc_tensor *t = tc_ckpt_tensor(s->c, (size_t)i);
-    int rc = tc_tensor_sha256(s->c, t, hex, d);
-    if (rc) {
-        tc_diag_subject(d, s->path);
-        return rc;
-    }
-    progress(x, t->nbytes);
-    *have = true;
-    return 0;
+    *which = r->a.c ? 0 : 1;
+    return r->a.c ? &r->a : r->b.c ? &r->b : NULL;
 }
 
-static bool side_has_sha(const tc_diff_side *s, long i) { return s->c || s->m->e[i].has_sha; }
+static void finish_hash(ctx *x, tc_diff_entry *e)
+{
+    e->how = TC_DIFF_SHA256;
+    e->equal = e->bitwise = !strcmp(e->sha_a, e->sha_b);
+    e->done = true;
+    if (x->o->strict && (e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs))
+        e->equal = false;
+}
 
-static int compare_hashes(ctx *x, tc_diff_entry *e, tc_diag *d)
+/* What a manifest allows for a name in both; true when a tensor of the checkpoint remains to be hashed. */
+static bool plan_hashes(ctx *x, tc_diff_entry *e)
 {
     const tc_diff_side *a = &x->rep->a, *b = &x->rep->b;
     if (e->dtype_differs) {
         e->why_not = "dtypes differ, so their SHA-256s cannot agree";
-        return 0;
+        return false;
     }
-    if (!side_has_sha(a, e->ia) || !side_has_sha(b, e->ib)) {
+    if ((a->m && !a->m->e[e->ia].has_sha) || (b->m && !b->m->e[e->ib].has_sha)) {
         e->how = TC_DIFF_METADATA;
         e->equal = true;
-        return 0;
+        return false;
     }
-    bool ha, hb;
-    int rc = sha_of(x, a, e->ia, e->sha_a, &ha, d);
-    if (!rc)
-        rc = sha_of(x, b, e->ib, e->sha_b, &hb, d);
-    if (rc)
-        return rc;
-    e->how = TC_DIFF_SHA256;
-    e->equal = e->bitwise = !strcmp(e->sha_a, e->sha_b);
-    return 0;
+    if (a->m)
+        memcpy(e->sha_a, a->m->e[e->ia].sha256, 65);
+    if (b->m)
+        memcpy(e->sha_b, b->m->e[e->ib].sha256, 65);
+    if (a->m && b->m) { /* two manifests: nothing to read */
+        finish_hash(x, e);
+        return false;
+    }
+    return true;
+}
+
+typedef struct hjob {
+    ctx *x;
+    const tc_diff_side *s;        /* the checkpoint */
+    int which;                    /* its side: 0 A, 1 B */
+    const size_t *todo;           /* entries to hash, in order */
+    size_t n;
+    atomic_size_t next;
+    atomic_bool stop;             /* a failure, or (quick) a difference */
+    atomic_uint_fast64_t bytes;
+    uint64_t base;                /* progress before */
+    pthread_mutex_t mu;           /* one checkpoint's readers are opened and closed one at a time */
+    tc_diag d[TC_POOL_MAX];
+    size_t fail_at[TC_POOL_MAX];
+} hjob;
+
+/* Each thread takes the next tensor, opens it (under the lock), hashes it, closes it. */
+static void hwork(void *arg, unsigned tid)
+{
+    hjob *j = arg;
+    while (!atomic_load(&j->stop)) {
+        size_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->n)
+            return;
+        tc_diff_entry *e = &j->x->rep->e[j->todo[k]];
+        const tc_tensor *t = tc_ckpt_tensor(j->s->c, (size_t)(j->which ? e->ib : e->ia));
+        tc_elems *el = NULL;
+        pthread_mutex_lock(&j->mu);
+        int rc = tc_elems_open(&el, j->s->c, t, &j->d[tid]);
+        pthread_mutex_unlock(&j->mu);
+        if (!rc)
+            rc = tc_elems_sha256(el, j->which ? e->sha_b : e->sha_a, &j->d[tid]);
+        pthread_mutex_lock(&j->mu);
+        tc_elems_close(el);
+        pthread_mutex_unlock(&j->mu);
+        if (rc) {
+            tc_diag_subject(&j->d[tid], j->s->path);
+            j->fail_at[tid] = k;
+            atomic_store(&j->stop, true);
+            return;
+        }
+        finish_hash(j->x, e);
+        uint64_t done = atomic_fetch_add(&j->bytes, t->nbytes) + t->nbytes;
+        if (tid == 0 && j->x->o->progress) /* the caller's thread */
+            j->x->o->progress(j->x->o->progress_ctx, j->base + done, j->x->total);
+        if (j->x->o->quick && !e->equal)
+            atomic_store(&j->stop, true);
+    }
+}
+
+/* Hash the checkpoint's tensors of the planned entries on the pool; a name that is the same
+ * tensor as an earlier planned name of the checkpoint takes that name's hash. */
+static int run_hashes(ctx *x, const bool *todo, tc_diag *d)
+{
+    int which;
+    const tc_diff_side *s = hashed_side(x->rep, &which);
+    size_t nt = tc_ckpt_ntensors(s->c), n = 0;
+    long *entry = malloc((nt + 1) * sizeof *entry); /* the checkpoint's tensor -> its planned entry */
+    size_t *list = malloc((x->rep->n + 1) * sizeof *list);
+    hjob *j = calloc(1, sizeof *j);
+    int rc = 0;
+    if (!entry || !list || !j) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        entry[i] = -1;
+    for (size_t i = 0; i < x->rep->n; i++) {
+        if (!todo[i])
+            continue;
+        const tc_diff_entry *e = &x->rep->e[i];
+        long ti = which ? e->ib : e->ia, alias = tc_ckpt_tensor(s->c, (size_t)ti)->alias_of;
+        entry[ti] = (long)i;
+        if (alias < 0 || entry[alias] < 0)
+            list[n++] = i;
+    }
+    *j = (hjob){.x = x, .s = s, .which = which, .todo = list, .n = n, .base = x->done};
+    for (unsigned t = 0; t < TC_POOL_MAX; t++)
+        j->fail_at[t] = SIZE_MAX;
+    if (pthread_mutex_init(&j->mu, NULL)) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "cannot make a lock");
+        goto done;
+    }
+    tc_pool_run(n > 1 ? x->pool : NULL, hwork, j);
+    pthread_mutex_destroy(&j->mu);
+    x->done = j->base + atomic_load(&j->bytes);
+    unsigned f = 0;
+    for (unsigned t = 1; t < x->nt; t++)
+        if (j->fail_at[t] < j->fail_at[f])
+            f = t;
+    if (j->fail_at[f] != SIZE_MAX) {
+        rc = tc_diag_copy(d, &j->d[f]);
+        goto done;
+    }
+    for (size_t i = 0; i < x->rep->n && !(x->o->quick && atomic_load(&j->stop)); i++) { /* the aliases */
+        tc_diff_entry *e = &x->rep->e[i];
+        long ti = which ? e->ib : e->ia;
+        if (!todo[i] || e->done)
+            continue;
+        const tc_diff_entry *was = &x->rep->e[entry[tc_ckpt_tensor(s->c, (size_t)ti)->alias_of]];
+        memcpy(which ? e->sha_b : e->sha_a, which ? was->sha_b : was->sha_a, 65);
+        finish_hash(x, e);
+    }
+done:
+    free(entry);
+    free(list);
+    free(j);
+    return rc;
 }
 
 /* ---- one name ------------------------------------------------------------------------------ */
@@ -339,9 +444,10 @@ static bool plan_entry(ctx *x, tc_diff_entry *e)
             e->equal = true;
         }
     } else if (x->rep->a.m || x->rep->b.m) {
-        values = true;
-        x->total += (x->rep->a.c ? ma.numel * tc_dtype_size(ma.dtype) : 0) +
-                    (x->rep->b.c ? mb.numel * tc_dtype_size(mb.dtype) : 0);
+        if ((values = plan_hashes(x, e)))
+            x->total += x->rep->a.c ? ma.numel * tc_dtype_size(ma.dtype) : mb.numel * tc_dtype_size(mb.dtype);
+        else if (e->how == TC_DIFF_SHA256)
+            return false; /* done, strict applied */
     } else if (x->rep->same_file) {
         e->how = TC_DIFF_SAME_FILE;
         e->equal = e->bitwise = true;
@@ -359,28 +465,23 @@ static bool plan_entry(ctx *x, tc_diff_entry *e)
     return values;
 }
 
-/* The values of a planned name; the result of an earlier name when both sides hold the same tensor for both. */
+/* The values of a planned name of two checkpoints; the result of an earlier name when both sides hold
+ * the same tensor for both. */
 static int run_entry(ctx *x, tc_diff_entry *e, tc_diag *d)
 {
-    int rc;
-    if (x->rep->a.m || x->rep->b.m) {
-        rc = compare_hashes(x, e, d);
+    const tc_tensor *ta = tc_ckpt_tensor(x->rep->a.c, (size_t)e->ia), *tb = tc_ckpt_tensor(x->rep->b.c, (size_t)e->ib);
+    const tc_diff_entry *was = ta->alias_of >= 0 && tb->alias_of >= 0 ? &x->rep->e[ta->alias_of] : NULL;
+    if (was && was->ib == tb->alias_of && was->done && was->how == TC_DIFF_VALUES) {
+        e->how = was->how;
+        e->res = was->res;
+        e->equal = was->equal;
+        e->bitwise = was->bitwise;
+        e->cosine = was->cosine;
     } else {
-        const tc_tensor *ta = tc_ckpt_tensor(x->rep->a.c, (size_t)e->ia), *tb = tc_ckpt_tensor(x->rep->b.c, (size_t)e->ib);
-        const tc_diff_entry *was = ta->alias_of >= 0 && tb->alias_of >= 0 ? &x->rep->e[ta->alias_of] : NULL;
-        if (was && was->ib == tb->alias_of && was->done && was->how == TC_DIFF_VALUES) {
-            e->how = was->how;
-            e->res = was->res;
-            e->equal = was->equal;
-            e->bitwise = was->bitwise;
-            e->cosine = was->cosine;
-            rc = 0;
-        } else {
-            rc = compare_values(x, e, ta, tb, d);
-        }
+        int rc = compare_values(x, e, ta, tb, d);
+        if (rc)
+            return rc;
     }
-    if (rc)
-        return rc;
     e->done = true;
     if (x->o->strict && layout_differs(e))
         e->equal = false;
@@ -448,11 +549,18 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
         x.pool = tc_pool_new(o->threads);
         x.nt = tc_pool_size(x.pool);
     }
-    for (size_t i = 0; i < rep->n && !stop && !rc; i++)
-        if (todo[i]) {
-            rc = run_entry(&x, &rep->e[i], d);
-            stop = o->quick && differs(&rep->e[i]);
-        }
+    int which;
+    if (stop || !hashed_side(rep, &which)) {
+        /* nothing to read */
+    } else if (rep->a.m || rep->b.m) {
+        rc = run_hashes(&x, todo, d);
+    } else {
+        for (size_t i = 0; i < rep->n && !stop && !rc; i++)
+            if (todo[i]) {
+                rc = run_entry(&x, &rep->e[i], d);
+                stop = o->quick && differs(&rep->e[i]);
+            }
+    }
     if (rc)
         goto done;
     for (size_t i = 0; i < rep->n; i++) {

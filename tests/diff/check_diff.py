@@ -481,6 +481,23 @@ def case_formats(d, sd, a, tool):
                header(a, st, 4, 4, fb="safetensors") + ["equal: 4 tensors, 4 bit for bit"])
     if j:
         check(tensor(j, "w")["device"] == ["cpu", None], ".pt vs .safetensors: JSON devices %s" % tensor(j, "w")["device"])
+    # the same zip with deflated records: read in order, not as plain ranges
+    z = os.path.join(d, "deflated.pt")
+    import zipfile
+    with zipfile.ZipFile(a) as zin, zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename, zin.read(info.filename))
+    expect("a zip with deflated records vs the stored one", [z, a], 0,
+           header(z, a, 4, 4) + ["equal: 4 tensors, 4 bit for bit"])
+    one = save(changed(sd, big=lambda t: t.__setitem__(299999, 1e30)), os.path.join(d, "one_last.pt"))
+    r = ref(sd["big"], torch.load(one)["big"])
+    outs = set()
+    for n in ("1", "2", "8"):
+        rc, out, err = run("--threads", n, z, one)
+        outs.add((rc, out))
+    check(outs == {(1, "\n".join(header(z, one, 4, 4) + ["! big: " + values_text(r, torch.float32, torch.float32),
+                                    "different: 1 differ, 0 only in A, 0 only in B; 3 equal, 3 bit for bit"]) + "\n")},
+          "deflated records vs a changed file, on 1, 2 and 8 threads: %s" % outs)
     legacy = save(sd, os.path.join(d, "legacy.pt"), _use_new_zipfile_serialization=False)
     expect("legacy .pt vs zip .pt", [legacy, a], 0,
            header(legacy, a, 4, 4, fa="torch-legacy") + ["equal: 4 tensors, 4 bit for bit"])
@@ -547,6 +564,34 @@ def case_manifest(d, sd, a, one, tool):
                "! b: dtype float32 vs float16; not compared: dtypes differ, so their SHA-256s cannot agree",
                "+ gone: float32 [30, 40]",
                "different: 1 differ, 0 only in A, 1 only in B; 3 equal, 3 bit for bit"])
+
+
+def case_tied(d, sd, tool):
+    """Tied weights (one tensor under two names) are read once; the result holds for both names."""
+    a = save(collections.OrderedDict([("emb", sd["w"]), ("head", sd["w"]), ("b", sd["b"])]), os.path.join(d, "tied_a.pt"))
+    w2 = sd["w"].clone()
+    w2[1, 2] += 1.0
+    b = save(collections.OrderedDict([("emb", w2), ("head", w2), ("b", sd["b"])]), os.path.join(d, "tied_b.pt"))
+    c = save(collections.OrderedDict([("emb", w2), ("head", w2.clone()), ("b", sd["b"])]), os.path.join(d, "untied.pt"))
+    r = ref(sd["w"], w2)
+    line = values_text(r, torch.float32, torch.float32)
+    want = ["! emb: " + line, "! head: " + line, "different: 2 differ, 0 only in A, 0 only in B; 1 equal, 1 bit for bit"]
+    j = expect("tied weights, both tied", [a, b], 1, header(a, b, 3, 3) + want)
+    if j:
+        check_json_values("tied weights head", tensor(j, "head"), r)
+    expect("tied weights against an untied copy", [a, c], 1, header(a, c, 3, 3) + want)
+    m = os.path.join(d, "tied_b.json")
+    with open(m, "w") as f:
+        subprocess.run([tool, "inspect", "--json", "--hash", b], stdout=f, check=True)
+    expect("tied weights against a manifest", [a, m], 1, header(a, m, 3, 3, fb="manifest") + [
+        "! emb: sha256 differs", "! head: sha256 differs",
+        "different: 2 differ, 0 only in A, 0 only in B; 1 equal, 1 bit for bit"])
+    expect("tied weights against their own manifest", [b, m], 0,
+           header(b, m, 3, 3, fb="manifest") + ["equal: 3 tensors, 3 bit for bit"])
+    expect("a manifest against tied weights", [m, b], 0,
+           header(m, b, 3, 3, fa="manifest") + ["equal: 3 tensors, 3 bit for bit"])
+    outs = set(run("--json", "--threads", n, c, m)[1] for n in ("1", "2", "8"))
+    check(len(outs) == 1, "hashing against a manifest: the same JSON on 1, 2 and 8 threads")
 
 
 def case_ints_complex(d):
@@ -650,6 +695,7 @@ def main():
     case_shapes(d, sd, a)
     case_formats(d, sd, a, TC)
     case_manifest(d, sd, a, one, TC)
+    case_tied(d, sd, TC)
     case_ints_complex(d)
     case_new_dtypes(d)
     case_unsafe(d, corpus)
