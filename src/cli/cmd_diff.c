@@ -266,7 +266,8 @@ static bool noteworthy(const tc_diff_entry *e, bool all)
     if (all || !e->equal)
         return true;
     return e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs ||
-           e->how == TC_DIFF_METADATA || (e->how == TC_DIFF_VALUES && (!e->bitwise || e->res.nan_a || e->res.inf_a));
+           e->how == TC_DIFF_METADATA ||
+           (e->how == TC_DIFF_VALUES && (!e->bitwise || e->res.nan_a || e->res.nan_b || e->res.inf_a || e->res.inf_b));
 }
 
 /* ---- text ------------------------------------------------------------------------------------- */

@@ -455,7 +455,9 @@ static bool plan_entry(ctx *x, tc_diff_entry *e)
         e->why_not = "dtypes that cannot be compared by value";
     } else {
         values = true;
-        x->total += ma.numel * (tc_dtype_size(ma.dtype) + tc_dtype_size(mb.dtype));
+        const tc_tensor *ta = tc_ckpt_tensor(x->rep->a.c, (size_t)e->ia), *tb = tc_ckpt_tensor(x->rep->b.c, (size_t)e->ib);
+        if (ta->alias_of < 0 || tb->alias_of < 0 || x->rep->e[ta->alias_of].ib != tb->alias_of) /* else read once */
+            x->total += ma.numel * (tc_dtype_size(ma.dtype) + tc_dtype_size(mb.dtype));
     }
     if (!values) {
         e->done = true;
