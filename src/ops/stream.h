@@ -43,7 +43,10 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
  * Memory: a strided view holds its storage (up to 32 MiB) or a 32 MiB
  * cache of it; other tensors nothing beyond the caller's buffer.
  * Ownership: the reader keeps its storage open until tc_elems_close, which
- * accepts NULL. Readers of one checkpoint are opened and read on one thread. */
+ * accepts NULL. Threads: readers of one checkpoint are opened and closed one
+ * at a time (drivers keep state across readers, such as an index's open
+ * shard); each reader is read by one thread at a time, and different
+ * readers may be read at once. */
 typedef struct tc_elems tc_elems;
 int tc_elems_open(tc_elems **out, const tc_ckpt *c, const tc_tensor *t, tc_diag *d);
 /* The next whole elements, at most n bytes of them (n at least one element);
