@@ -101,6 +101,8 @@ static int entry(tc_manifest_entry *e, const cJSON *o, size_t i, tc_diag *d)
             return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': \"stride\" or \"storage_offset\" malformed", e->name);
         e->has_stride = true;
     }
+    const cJSON *storage = cJSON_GetObjectItemCaseSensitive(o, "storage"), *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+    e->has_data = !cJSON_IsNull(storage) && !(cJSON_IsString(kind) && !strcmp(kind->valuestring, "meta"));
     bool oom = false;
     e->device = str_or_null(o, "device", &oom);
     if (oom)

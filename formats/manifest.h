@@ -27,6 +27,7 @@ typedef struct tc_manifest_entry {
     bool has_stride;       /* stride and storage_offset were given */
     int64_t offset;
     char *device;          /* NULL when not given */
+    bool has_data;         /* false for a tensor without data ("storage": null, "kind": "meta") */
     bool has_sha;
     char sha256[65];       /* lowercase hex */
     uint64_t numel;

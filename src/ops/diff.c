@@ -37,7 +37,7 @@ static bool side_meta(const tc_diff_side *s, long i, tc_diff_meta *m)
         const tc_manifest_entry *e = &s->m->e[i];
         *m = (tc_diff_meta){.name = e->name, .dtype = e->dtype, .ndim = e->ndim, .shape = e->shape,
                             .stride = e->stride, .has_layout = e->has_stride, .offset = e->offset,
-                            .device = e->device, .has_data = true, .numel = e->numel};
+                            .device = e->device, .has_data = e->has_data, .numel = e->numel};
     }
     if (!known_device(m->device))
         m->device = NULL;
@@ -257,6 +257,11 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
     return 0;
 }
 
+static bool layout_differs(const tc_diff_entry *e)
+{
+    return e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs;
+}
+
 /* ---- against a manifest: SHA-256 ----------------------------------------------------------- */
 
 /* The checkpoint side when one side is a manifest (NULL when both are), and which side it is. */
@@ -271,7 +276,7 @@ static void finish_hash(ctx *x, tc_diff_entry *e)
     e->how = TC_DIFF_SHA256;
     e->equal = e->bitwise = !strcmp(e->sha_a, e->sha_b);
     e->done = true;
-    if (x->o->strict && (e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs))
+    if (x->o->strict && layout_differs(e))
         e->equal = false;
 }
 
@@ -409,11 +414,6 @@ done:
 }
 
 /* ---- one name ------------------------------------------------------------------------------ */
-
-static bool layout_differs(const tc_diff_entry *e)
-{
-    return e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs;
-}
 
 /* What the metadata says; true when the values (or hashes) remain to be compared. */
 static bool plan_entry(ctx *x, tc_diff_entry *e)

@@ -594,6 +594,39 @@ def case_tied(d, sd, tool):
     check(len(outs) == 1, "hashing against a manifest: the same JSON on 1, 2 and 8 threads")
 
 
+def case_special(d, tool):
+    """A quantized tensor compares byte for byte (its int_repr); a meta tensor has no data."""
+    q = torch.quantize_per_tensor(torch.linspace(-1, 1, 8), 0.1, 3, torch.qint8)
+    a = save(collections.OrderedDict([("q", q), ("meta", torch.empty(3, 4, device="meta")), ("x", torch.ones(4))]),
+             os.path.join(d, "special_a.pt"))
+    q2 = torch.quantize_per_tensor(torch.linspace(-1, 1, 8) + torch.tensor([0, 0, 0, 0, 0, 0.5, 0, 0]), 0.1, 3,
+                                   torch.qint8)
+    b = save(collections.OrderedDict([("q", q2), ("meta", torch.empty(3, 4, device="meta")), ("x", torch.ones(4))]),
+             os.path.join(d, "special_b.pt"))
+    ra, rb = q.int_repr().flatten().tolist(), q2.int_repr().flatten().tolist()
+    diff = [i for i in range(8) if ra[i] != rb[i]]
+    check(diff == [5], "reference: the quantized tensors differ at [5] (%s)" % diff)
+    line = "! q: 1 of 8 elements differ; first at [5]: 0x%02x vs 0x%02x" % (ra[5] & 0xff, rb[5] & 0xff)
+    j = expect("a quantized tensor changed, a meta tensor", [a, b], 1, header(a, b, 3, 3) + [
+        line, "different: 1 differ, 0 only in A, 0 only in B; 2 equal, 1 bit for bit"])
+    if j:
+        t = tensor(j, "q")
+        check(t["mismatched"] == 1 and t["max_abs_diff"] is None and t["first_mismatch"]["a"] == "0x%02x" % (ra[5] & 0xff),
+              "quantized: JSON compares bytes, no statistics: %s" % {k: t.get(k) for k in ("mismatched", "max_abs_diff", "first_mismatch")})
+        check(tensor(j, "meta")["compared"] == "no_data", "meta tensor: compared no_data")
+    m = os.path.join(d, "special_a.json")
+    with open(m, "w") as f:
+        subprocess.run([tool, "inspect", "--json", "--hash", a], stdout=f, check=True)
+    expect("quantized and meta tensors against their manifest", [a, m], 0,
+           header(a, m, 3, 3, fb="manifest") + ["equal: 3 tensors, 2 bit for bit"])
+    c = save(collections.OrderedDict([("q", torch.linspace(-1, 1, 8)), ("meta", torch.zeros(3, 4)), ("x", torch.ones(4))]),
+             os.path.join(d, "special_c.pt"))
+    expect("quantized vs float, meta vs data", [a, c], 1, header(a, c, 3, 3) + [
+        "! q: dtype qint8 vs float32; not compared: dtypes that cannot be compared by value",
+        "! meta: device meta vs cpu; not compared: no data in A",
+        "different: 2 differ, 0 only in A, 0 only in B; 1 equal, 1 bit for bit"])
+
+
 def case_ints_complex(d):
     big = 1 << 62
     a = save({"n": torch.tensor([1, big + 1, -5]), "u": torch.tensor([0, 200, 255], dtype=torch.uint8),
@@ -696,6 +729,7 @@ def main():
     case_formats(d, sd, a, TC)
     case_manifest(d, sd, a, one, TC)
     case_tied(d, sd, TC)
+    case_special(d, TC)
     case_ints_complex(d)
     case_new_dtypes(d)
     case_unsafe(d, corpus)
