@@ -29,7 +29,7 @@ static const tc_opt o_equal_nan = {OPT_EQUAL_NAN, 0, "equal-nan", NULL, "NaN equ
                                    "Without it NaN equals nothing, except NaN with identical bytes in\n"
                                    "tensors of one dtype."};
 static const tc_opt o_stats = {OPT_STATS, 0, "stats", NULL,
-                               "also the cosine similarity of every compared tensor (reads every element)", false,
+                               "also the cosine similarity of every tensor (converts every element: slower)", false,
                                NULL,
                                "Also give the cosine similarity of each pair of tensors (as float64 vectors of\n"
                                "their elements, complex ones as their real and imaginary parts), and list\n"
