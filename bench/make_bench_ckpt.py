@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Write a GPT-2-medium-shaped float32 state_dict (~1.4 GB) tagged cuda:0, for bench/bench.sh.
 
-usage: make_bench_ckpt.py OUT [--layers N]   (24 layers, d=1024, vocab 50257, ctx 1024)
+usage: make_bench_ckpt.py OUT [--layers N] [--change-one]   (24 layers, d=1024, vocab 50257, ctx 1024)
+
+--change-one writes the same checkpoint with one element changed: the last element of the tensor
+whose record torch writes last (bench/bench_diff.sh diffs the two; a byte comparison such as cmp,
+which stops at the first difference, then reads nearly all of both files). Which tensor that is
+depends on torch's record order (1.x sorts the record names as strings, 2.x keeps pickling order),
+so the file is saved once, its last record looked up, and saved again with that tensor changed.
 
 lm_head.weight is tied to wte.weight (one storage, two names), as in GPT-2. Tensors are filled
 from a fixed seed. Storages are tagged cuda:0 by swapping torch.serialization.location_tag
@@ -11,6 +17,7 @@ during the save, so the file is what a GPU machine would write.
 import argparse
 import collections
 import time
+import zipfile
 
 import torch
 
@@ -44,6 +51,28 @@ def gpt2_state_dict(layers=24, d=1024, vocab=50257, ctx=1024):
     return sd
 
 
+def save_cuda0(sd, path):
+    orig = torch.serialization.location_tag
+    torch.serialization.location_tag = lambda storage: "cuda:0"
+    try:
+        torch.save(sd, path)
+    finally:
+        torch.serialization.location_tag = orig
+
+
+def last_record_tensor(path, sd):
+    """The name of the tensor whose storage record comes last in the zip at path."""
+    with zipfile.ZipFile(path) as z:
+        keys = [i.filename.rsplit("/data/", 1)[1] for i in z.infolist() if "/data/" in i.filename]
+    # storage keys count the storages in pickling order: the state_dict's, tied ones once
+    first, seen = [], set()
+    for k, v in sd.items():
+        if v.data_ptr() not in seen:
+            seen.add(v.data_ptr())
+            first.append(k)
+    return first[int(keys[-1])]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -51,16 +80,17 @@ def main():
     ap.add_argument("--d", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--change-one", action="store_true")
     a = ap.parse_args()
     t0 = time.time()
     sd = gpt2_state_dict(a.layers, a.d, a.vocab, a.ctx)
     t1 = time.time()
-    orig = torch.serialization.location_tag
-    torch.serialization.location_tag = lambda storage: "cuda:0"
-    try:
-        torch.save(sd, a.out)
-    finally:
-        torch.serialization.location_tag = orig
+    save_cuda0(sd, a.out)
+    if a.change_one:
+        name = last_record_tensor(a.out, sd)
+        sd[name].view(-1)[-1] += 0.5
+        save_cuda0(sd, a.out)
+        print("%s: changed the last element of %s (its record is the file's last)" % (a.out, name))
     t2 = time.time()
     n = sum(t.numel() for k, t in sd.items() if k != "lm_head.weight")
     print("%s: %d parameters (%.2f GB float32), generated in %.1fs, saved in %.1fs"

@@ -205,7 +205,12 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
     free(c2);
     if (!o->tmp)
         return nomem(o, d);
+    /* made and registered as one step: a signal between the two would leave it behind */
+    sigset_t old;
+    block(&old);
     o->fd = mkostemp(o->tmp, O_CLOEXEC);
+    int reg = o->fd >= 0 ? pending_add(o->tmp) : 0;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (o->fd < 0) {
         int e = errno;
         free(o->tmp);
@@ -214,7 +219,7 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
         tc_dst_abort(o);
         return TC_ERR_IO;
     }
-    if (pending_add(o->tmp))
+    if (reg)
         return nomem(o, d);
     if (flags & TC_DST_IN_PLACE) {
         if ((st.st_uid != geteuid() || st.st_gid != getegid()) && fchown(o->fd, st.st_uid, st.st_gid) < 0) {

@@ -25,6 +25,7 @@ enum {
     TC_EXIT_USAGE = 2,    /* bad command line, or a request that cannot be met */
     TC_EXIT_BADFILE = 3,  /* input malformed, unsupported or over a limit */
     TC_EXIT_UNSAFE = 4,   /* loading the file is not safe (globals outside the allowlist, a second reading) */
+    TC_EXIT_DIFF_FAIL = 5, /* diff only: its 1 means "different" (as cmp's), so its failures take 5 */
 };
 
 typedef struct tc_exit_info {
@@ -70,7 +71,7 @@ enum {
     OPT_MAP, OPT_DTYPE, OPT_KEEP, OPT_ONLY, OPT_ALLOW_UNSAFE, OPT_ENGINE, OPT_MAX_PICKLE, OPT_MAX_DEPTH,
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
     OPT_MAX_HEADER, OPT_MAX_INFLATE, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_STRIP_PREFIX, OPT_ADD_PREFIX, OPT_RENAME,
-    OPT_ONLY_KEYS, OPT_COUNT_
+    OPT_ONLY_KEYS, OPT_ATOL, OPT_RTOL, OPT_EQUAL_NAN, OPT_STATS, OPT_STRICT, OPT_THREADS, OPT_COUNT_
 };
 
 /* Rows shared by several commands (opts.c). */

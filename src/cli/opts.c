@@ -10,10 +10,12 @@
 #include "verdict.h"
 
 const tc_exit_info tc_exits[] = {
-    {TC_EXIT_OK, "ok", "Success."},
-    {TC_EXIT_FAIL, "failure",
+    {TC_EXIT_OK, "ok", "Success; for diff, the inputs are equal."},
+    {TC_EXIT_FAIL, "failure (diff: different)",
      "Failure: an I/O error (a full disk, an unreadable file, an unwritable folder),\n"
-     "memory, or a CUDA error; or, for devices, CUDA not usable."},
+     "memory, or a CUDA error; or, for devices, CUDA not usable. For diff: the\n"
+     "inputs differ (as for\n.BR cmp (1)\nand\n.BR diff (1));\n"
+     "diff's own failures exit 5."},
     {TC_EXIT_USAGE, "usage",
      "Usage: a bad command line, or a request that cannot be met (an existing\n"
      "output without \\-\\-force, a \\-\\-keep that would split a shared storage)."},
@@ -25,6 +27,11 @@ const tc_exit_info tc_exits[] = {
      "which imports and calls globals outside torch's allowlist (or its bytes have a\n"
      "second reading that does). inspect reports them; the rewriting commands refuse\n"
      "such files unless given \\-\\-safe\\-globals for the globals or \\-\\-allow\\-unsafe."},
+    {TC_EXIT_DIFF_FAIL, "diff failure",
+     "diff only: an I/O error or out of memory, what makes the other commands exit 1\n"
+     "(diff's 1 means the inputs differ). Its other errors keep their statuses: 2\n"
+     "usage, 3 bad input, 4 a file that is not a checkpoint and would run code\n"
+     "when loaded."},
     {0, NULL, NULL},
 };
 

@@ -4,8 +4,12 @@
 #define TC_HASH_H
 
 #include "ckpt.h"
+#include "stream.h"
 
 /* A view that reads out past tc_expand_limit(max_expand) is not hashed (TC_ERR_LIMIT). */
 int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, char hex[65], tc_diag *d);
+/* The same from a reader opened on the tensor (read to its end here), for
+ * callers that open readers on one thread and hash on others. */
+int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d);
 
 #endif

@@ -173,17 +173,16 @@ int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_ke
         }
         strip = shared;
     }
-    if (strip && !(m->stripped = strdup(strip))) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
+    bool took = false;
     size_t sl = strip ? strlen(strip) : 0, al = o->add_prefix ? strlen(o->add_prefix) : 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const char *s = names[i];
         if ((o->nonly && !tc_glob_any(o->only, o->nonly, s)) || tc_glob_any(o->drop, o->ndrop, s))
             continue;
-        if (strip && !strncmp(s, strip, sl) && s[sl])
+        if (strip && !strncmp(s, strip, sl) && s[sl]) {
             s += sl;
+            took = true;
+        }
         char *cur = strdup(s);
         for (size_t r = 0; cur && r < o->nrename; r++) {
             char *next = substitute(&rx[r], repl[r], cur);
@@ -205,7 +204,7 @@ int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_ke
         }
         m->name[i] = cur;
         if (!*cur) {
-            rc = tc_fail(d, TC_ERR_USAGE, "the key surgery leaves '%s' with an empty name", names[i]);
+            rc = tc_fail(d, TC_ERR_USAGE, "'%s' would have no name left", names[i]);
             break;
         }
         size_t was;
@@ -213,8 +212,10 @@ int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_ke
         if (put < 0)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         else if (put == 0)
-            rc = tc_fail(d, TC_ERR_USAGE, "the key surgery names both '%s' and '%s' '%s'", names[was], names[i], cur);
+            rc = tc_fail(d, TC_ERR_USAGE, "'%s' and '%s' would both be named '%s'", names[was], names[i], cur);
     }
+    if (!rc && took && !(m->stripped = strdup(strip)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
 done:
     for (size_t r = 0; r < ncompiled; r++) {
         regfree(&rx[r]);

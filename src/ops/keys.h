@@ -33,7 +33,7 @@ typedef struct tc_keymap {
     char **name;                    /* per input name: its output name, NULL when left out */
     size_t n;
     size_t ndropped;
-    char *stripped;                 /* the prefix --strip-prefix took off, or NULL */
+    char *stripped;                 /* the prefix --strip-prefix took off some name, or NULL when it took none */
 } tc_keymap;
 
 bool tc_keyops_any(const tc_keyops *o);

@@ -281,91 +281,179 @@ static int fetch(gather *g, uint64_t off, size_t len, uint8_t *dst, tc_diag *d)
     return 0;
 }
 
-typedef struct out_stream {
-    tc_sink_fn sink;
-    void *ctx;
-    tc_dtype from, to;
-    uint8_t *cbuf;          /* cast output */
-    tc_cast_stats *stats;
-} out_stream;
+/* ---- pulling a tensor's elements ---------------------------------------------------------- */
 
-static int emit(out_stream *os, const uint8_t *buf, size_t n, tc_diag *d)
+struct tc_elems {
+    const tc_tensor *t;
+    const tc_storage *s;
+    tc_rd r;
+    bool open;
+    size_t esz;
+    bool contiguous;
+    uint64_t start, pos;    /* contiguous: the tensor's first byte in its storage, bytes returned */
+    bool skipped;           /* a stream: read up to start */
+    gather g;               /* strided */
+    int64_t idx[TC_MAX_DIMS];
+    uint64_t run, r0, done_el;
+    int outer;
+};
+
+void tc_elems_close(tc_elems *e)
 {
-    if (!n)
+    if (!e)
+        return;
+    if (e->open)
+        tc_rd_close(&e->r);
+    free(e->g.win);
+    free(e->g.tag);
+    free(e->g.age);
+    free(e);
+}
+
+int tc_elems_open(tc_elems **out, const tc_ckpt *c, const tc_tensor *t, tc_diag *d)
+{
+    *out = NULL;
+    if (t->numel && t->storage < 0)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name);
+    tc_elems *e = calloc(1, sizeof *e);
+    if (!e)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    e->t = t;
+    e->esz = tc_dtype_size(t->dtype);
+    if (!t->numel) {
+        *out = e;
         return 0;
-    if (os->from == os->to)
-        return os->sink(os->ctx, buf, n, d);
-    size_t cnt = n / tc_dtype_size(os->from);
-    int rc = cast_chunk(NULL, os->to, os->cbuf, os->from, buf, cnt, os->stats, "gathered elements", d);
-    return rc ? rc : os->sink(os->ctx, os->cbuf, cnt * tc_dtype_size(os->to), d);
+    }
+    e->s = tc_ckpt_storage(c, (size_t)t->storage);
+    int rc = tc_storage_open(c, (size_t)t->storage, &e->r, d);
+    if (rc)
+        goto fail;
+    e->open = true;
+    e->contiguous = contiguous(t);
+    e->start = (uint64_t)t->offset * e->esz;
+    if (e->contiguous) {
+        *out = e;
+        return 0;
+    }
+    /* strided: the whole storage in memory when small, else a read window over a plain range */
+    int nd = t->ndim;
+    bool inner = nd > 0 && t->stride[nd - 1] == 1;
+    e->run = inner ? (uint64_t)t->shape[nd - 1] : 1;
+    e->outer = inner ? nd - 1 : nd;
+    e->g.s = e->s;
+    if (e->s->nbytes <= WHOLE_MAX) {
+        size_t got = 0;
+        if (!(e->g.win = malloc(e->s->nbytes ? (size_t)e->s->nbytes : 1))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        if (!(rc = tc_rd_read(&e->r, e->g.win, (size_t)e->s->nbytes, &got, d)) && got != e->s->nbytes)
+            rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", e->s->key);
+        e->g.whole = true;
+    } else if (!e->r.src) {
+        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is compressed and too large to gather a view of",
+                     e->s->key);
+    } else if (!(e->g.win = malloc((size_t)NSETS * WAYS * BLK)) ||
+               !(e->g.tag = calloc(NSETS * WAYS, sizeof *e->g.tag)) ||
+               !(e->g.age = calloc(NSETS * WAYS, sizeof *e->g.age))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    } else {
+        e->g.src = e->r.src;
+        e->g.base = e->r.off;
+    }
+    if (rc)
+        goto fail;
+    *out = e;
+    return 0;
+fail:
+    tc_elems_close(e);
+    return rc;
+}
+
+bool tc_elems_range(const tc_elems *e, const tc_src **src, uint64_t *off)
+{
+    if (!e->open || !e->contiguous || !e->r.src || e->start > e->r.size || e->t->nbytes > e->r.size - e->start)
+        return false;
+    *src = e->r.src;
+    *off = e->r.off + e->start;
+    return true;
 }
 
 /* A contiguous tensor: the storage read in order from the tensor's first byte. */
-static int elements_in_order(tc_rd *r, uint64_t start, uint64_t nbytes, uint8_t *buf, size_t chunk, out_stream *os,
-                             const char *key, tc_diag *d)
+static int read_in_order(tc_elems *e, uint8_t *buf, size_t n, size_t *got, tc_diag *d)
 {
+    tc_rd *r = &e->r;
+    const char *key = e->s->key;
     int rc = 0;
-    if (!r->src) /* a stream: skip to the first byte */
-        for (uint64_t skip = start; skip && !rc;) {
-            size_t got, want = skip < chunk ? (size_t)skip : chunk;
-            if (!(rc = tc_rd_read(r, buf, want, &got, d)) && !got)
+    if (!r->src && !e->skipped) { /* a stream: skip to the first byte */
+        for (uint64_t skip = e->start; skip && !rc;) {
+            size_t g, want = skip < n ? (size_t)skip : n;
+            if (!(rc = tc_rd_read(r, buf, want, &g, d)) && !g)
                 rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
-            skip -= got;
+            skip -= g;
         }
-    for (uint64_t pos = 0; pos < nbytes && !rc;) {
-        size_t got, want = nbytes - pos < chunk ? (size_t)(nbytes - pos) : chunk;
-        if (r->src) {
-            got = want;
-            if (start + pos + want > r->size)
-                rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
-            else
-                rc = tc_src_read(r->src, r->off + start + pos, buf, want, key, d);
-        } else if (!(rc = tc_rd_read(r, buf, want, &got, d)) && got != want) {
+        if (rc)
+            return rc;
+        e->skipped = true;
+    }
+    size_t want = e->t->nbytes - e->pos < n ? (size_t)(e->t->nbytes - e->pos) : n;
+    if (r->src) {
+        if (e->start + e->pos + want > r->size)
+            return tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
+        rc = tc_src_read(r->src, r->off + e->start + e->pos, buf, want, key, d);
+    } else {
+        size_t g;
+        if (!(rc = tc_rd_read(r, buf, want, &g, d)) && g != want)
             rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
-        }
-        if (!rc)
-            rc = emit(os, buf, got, d);
-        pos += got;
+    }
+    if (!rc) {
+        e->pos += want;
+        *got = want;
     }
     return rc;
 }
 
 /* A strided view: runs of the innermost dimension when it is contiguous, else single elements. */
-static int elements_strided(gather *g, const tc_tensor *t, uint8_t *buf, size_t chunk, out_stream *os, tc_diag *d)
+static int read_strided(tc_elems *e, uint8_t *buf, size_t n, size_t *got, tc_diag *d)
 {
-    size_t esz = tc_dtype_size(t->dtype);
-    int nd = t->ndim;
-    int64_t idx[TC_MAX_DIMS] = {0};
-    bool inner = nd > 0 && t->stride[nd - 1] == 1;
-    uint64_t run = inner ? (uint64_t)t->shape[nd - 1] : 1;
-    int outer = inner ? nd - 1 : nd;
-    size_t fill = 0;
-    int rc = 0;
-    for (uint64_t done_el = 0; done_el < t->numel && !rc;) {
+    const tc_tensor *t = e->t;
+    size_t esz = e->esz, fill = 0;
+    while (e->done_el < t->numel && fill + esz <= n) {
         uint64_t el = (uint64_t)t->offset;
-        for (int k = 0; k < outer; k++)
-            el += (uint64_t)idx[k] * (uint64_t)t->stride[k];
-        for (uint64_t r0 = 0; r0 < run && !rc;) {
-            uint64_t n = run - r0, room = (chunk - fill) / esz;
-            if (n > room)
-                n = room;
-            rc = fetch(g, (el + r0) * esz, (size_t)(n * esz), buf + fill, d);
-            fill += (size_t)(n * esz);
-            r0 += n;
-            if (!rc && fill == chunk) {
-                rc = emit(os, buf, fill, d);
-                fill = 0;
-            }
-        }
-        done_el += run;
-        for (int k = outer - 1; k >= 0; k--) {
-            if (++idx[k] < t->shape[k])
+        for (int k = 0; k < e->outer; k++)
+            el += (uint64_t)e->idx[k] * (uint64_t)t->stride[k];
+        uint64_t cnt = e->run - e->r0, room = (n - fill) / esz;
+        if (cnt > room)
+            cnt = room;
+        int rc = fetch(&e->g, (el + e->r0) * esz, (size_t)(cnt * esz), buf + fill, d);
+        if (rc)
+            return rc;
+        fill += (size_t)(cnt * esz);
+        e->r0 += cnt;
+        if (e->r0 < e->run)
+            break; /* the buffer is full */
+        e->r0 = 0;
+        e->done_el += e->run;
+        for (int k = e->outer - 1; k >= 0; k--) {
+            if (++e->idx[k] < t->shape[k])
                 break;
-            idx[k] = 0;
+            e->idx[k] = 0;
         }
     }
-    return rc ? rc : emit(os, buf, fill, d);
+    *got = fill;
+    return 0;
 }
+
+int tc_elems_read(tc_elems *e, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    *got = 0;
+    n = n / e->esz * e->esz;
+    if (!e->t->numel || !n)
+        return 0;
+    return e->contiguous ? read_in_order(e, buf, n, got, d) : read_strided(e, buf, n, got, d);
+}
+
+/* ---- pushing them to a sink ------------------------------------------------------------- */
 
 int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sink_fn sink, void *ctx,
                        tc_cast_stats *stats, tc_diag *d)
@@ -374,60 +462,33 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
         return 0;
     if (t->storage < 0)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name);
-    const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
     size_t esz = tc_dtype_size(t->dtype);
     size_t chunk = GATHER_CHUNK / esz * esz;
-    out_stream os = {sink, ctx, t->dtype, to, NULL, stats};
-    uint8_t *buf = malloc(chunk);
-    gather g = {.s = s};
-    tc_rd r = {0};
-    bool open = false;
+    bool cast = to != t->dtype;
+    if (cast && !tc_cast_supported(to, t->dtype))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': cannot cast %s to %s", t->name, tc_dtype_name(t->dtype),
+                       tc_dtype_name(to));
+    uint8_t *buf = malloc(chunk), *cbuf = cast ? malloc(chunk / esz * tc_dtype_size(to)) : NULL;
+    tc_elems *e = NULL;
     int rc = 0;
-    if (!buf || (to != t->dtype && !(os.cbuf = malloc(chunk / esz * tc_dtype_size(to))))) {
+    if (!buf || (cast && !cbuf))
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    if (to != t->dtype && !tc_cast_supported(to, t->dtype)) {
-        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s': cannot cast %s to %s", t->name, tc_dtype_name(t->dtype),
-                     tc_dtype_name(to));
-        goto done;
-    }
-    if ((rc = tc_storage_open(c, (size_t)t->storage, &r, d)))
-        goto done;
-    open = true;
-    if (contiguous(t)) {
-        rc = elements_in_order(&r, (uint64_t)t->offset * esz, t->nbytes, buf, chunk, &os, s->key, d);
-        goto done;
-    }
-    /* strided: the whole storage in memory when small, else a read window over a plain range */
-    if (s->nbytes <= WHOLE_MAX) {
-        size_t got = 0;
-        if (!(g.win = malloc(s->nbytes ? (size_t)s->nbytes : 1))) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            goto done;
+    else
+        rc = tc_elems_open(&e, c, t, d);
+    for (size_t got; !rc;) {
+        if ((rc = tc_elems_read(e, buf, chunk, &got, d)) || !got)
+            break;
+        if (cast) {
+            size_t cnt = got / esz;
+            if (!(rc = cast_chunk(NULL, to, cbuf, t->dtype, buf, cnt, stats, "gathered elements", d)))
+                rc = sink(ctx, cbuf, cnt * tc_dtype_size(to), d);
+        } else {
+            rc = sink(ctx, buf, got, d);
         }
-        if (!(rc = tc_rd_read(&r, g.win, (size_t)s->nbytes, &got, d)) && got != s->nbytes)
-            rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", s->key);
-        g.whole = true;
-    } else if (!r.src) {
-        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is compressed and too large to gather a view of", s->key);
-    } else if (!(g.win = malloc((size_t)NSETS * WAYS * BLK)) || !(g.tag = calloc(NSETS * WAYS, sizeof *g.tag)) ||
-               !(g.age = calloc(NSETS * WAYS, sizeof *g.age))) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    } else {
-        g.src = r.src;
-        g.base = r.off;
     }
-    if (!rc)
-        rc = elements_strided(&g, t, buf, chunk, &os, d);
-done:
-    if (open)
-        tc_rd_close(&r);
+    tc_elems_close(e);
     free(buf);
-    free(os.cbuf);
-    free(g.win);
-    free(g.tag);
-    free(g.age);
+    free(cbuf);
     return rc;
 }
 

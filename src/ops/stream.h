@@ -10,6 +10,7 @@
 #ifndef TC_STREAM_H
 #define TC_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cast.h"
@@ -34,6 +35,27 @@ typedef int (*tc_sink_fn)(void *ctx, const void *buf, size_t n, tc_diag *d);
 /* The same elements to a sink, in chunks of whole elements. */
 int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sink_fn sink, void *ctx,
                        tc_cast_stats *stats, tc_diag *d);
+
+/* The same elements pulled, uncast: a reader that returns them in order, a
+ * chunk at a time, so that two tensors can be walked in lockstep. A
+ * contiguous tensor stored uncompressed is also a plain range of a file
+ * (tc_elems_range), which callers may read in parallel chunks themselves.
+ * Memory: a strided view holds its storage (up to 32 MiB) or a 32 MiB
+ * cache of it; other tensors nothing beyond the caller's buffer.
+ * Ownership: the reader keeps its storage open until tc_elems_close, which
+ * accepts NULL. Threads: readers of one checkpoint are opened and closed one
+ * at a time (drivers keep state across readers, such as an index's open
+ * shard); each reader is read by one thread at a time, and different
+ * readers may be read at once. */
+typedef struct tc_elems tc_elems;
+int tc_elems_open(tc_elems **out, const tc_ckpt *c, const tc_tensor *t, tc_diag *d);
+/* The next whole elements, at most n bytes of them (n at least one element);
+ * *got is 0 only after the last. */
+int tc_elems_read(tc_elems *e, void *buf, size_t n, size_t *got, tc_diag *d);
+/* True when the tensor's elements are the bytes [*off, *off + nbytes) of
+ * *src, which any thread may read (tc_src_read) until the reader is closed. */
+bool tc_elems_range(const tc_elems *e, const tc_src **src, uint64_t *off);
+void tc_elems_close(tc_elems *e);
 
 /* Bytes a tensor takes as a contiguous tensor of dtype dt. */
 static inline uint64_t tc_tensor_bytes_as(const tc_tensor *t, tc_dtype dt) { return t->numel * tc_dtype_size(dt); }

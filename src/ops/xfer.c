@@ -16,8 +16,6 @@
  * in a core's cache from pread to pwrite. */
 #define CHUNK_BYTES ((size_t)512 << 10)
 
-typedef void (*pool_fn)(void *arg, unsigned tid);
-
 typedef struct helper {
     struct tc_pool *pool;
     unsigned tid;
@@ -29,7 +27,7 @@ struct tc_pool {
     unsigned n;              /* threads in all, the caller's included */
     unsigned gen, busy;
     bool quit;
-    pool_fn fn;
+    tc_pool_fn fn;
     void *arg;
     pthread_t th[TC_POOL_MAX];
     helper h[TC_POOL_MAX];
@@ -48,7 +46,7 @@ static void *helper_main(void *a)
         if (p->quit)
             break;
         seen = p->gen;
-        pool_fn fn = p->fn;
+        tc_pool_fn fn = p->fn;
         void *arg = p->arg;
         pthread_mutex_unlock(&p->mu);
         fn(arg, h->tid);
@@ -129,8 +127,7 @@ void tc_pool_free(tc_pool *p)
     free(p);
 }
 
-/* fn(arg, tid) on every thread of the pool; returns when all are done. */
-static void pool_run(tc_pool *p, pool_fn fn, void *arg)
+void tc_pool_run(tc_pool *p, tc_pool_fn fn, void *arg)
 {
     if (!p || p->n < 2) {
         fn(arg, 0);
@@ -313,7 +310,7 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
         j->end = nchunks - r0 < round ? nchunks : r0 + round;
         j->begin = r0;
         atomic_store(&j->next, r0);
-        pool_run(nt > 1 ? pool : NULL, work, j);
+        tc_pool_run(nt > 1 ? pool : NULL, work, j);
         if (atomic_load(&j->stop)) {
             worker *f = NULL;
             for (unsigned t = 0; t < nt; t++)

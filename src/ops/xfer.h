@@ -32,6 +32,11 @@ tc_pool *tc_pool_new(unsigned n);
 unsigned tc_pool_default_size(void);
 void tc_pool_free(tc_pool *p);
 unsigned tc_pool_size(const tc_pool *p);
+/* fn(arg, tid) on every thread of the pool at once (tid 0 is the caller's,
+ * tids below tc_pool_size); returns when all are done. A NULL pool runs
+ * fn(arg, 0) alone. */
+typedef void (*tc_pool_fn)(void *arg, unsigned tid);
+void tc_pool_run(tc_pool *p, tc_pool_fn fn, void *arg);
 
 typedef struct tc_xfer {
     /* input: in_bytes at in_off of src (a stored record's data) */

@@ -229,7 +229,7 @@ def main(argv):
             ["'module.enc.weight'", "'module.enc.bias'", "'module.enc.p'"])
     refused("collision through strip-prefix", "tied.pt", ["--strip-prefix", "--rename", "embed=lm_head"],
             ["'model.embed.weight'", "'model.lm_head.weight'"])
-    refused("empty name", "dp.pt", ["--rename", ".*="], ["empty name"])
+    refused("empty name", "dp.pt", ["--rename", ".*="], ["would have no name left"])
     refused("regex that does not compile", "dp.pt", ["--rename", "(=x"], ["--rename '(=x'"])
     refused("rename without '='", "dp.pt", ["--rename", "abc"], ["REGEX=REPL"])
     refused("no shared prefix to strip", "dp.safetensors", ["--strip-prefix"], ["share no first component"])

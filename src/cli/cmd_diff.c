@@ -1,0 +1,613 @@
+/* diff: two checkpoints (or a checkpoint and a manifest) compared by name; the report as text or JSON. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "diff.h"
+#include "xfer.h"
+
+static const tc_opt o_atol = {OPT_ATOL, 0, "atol", "X", "absolute tolerance: |a-b| <= atol + rtol*|b| is equal",
+                              0, "0",
+                              "Absolute tolerance. Elements a (of A) and b (of B) are equal when\n"
+                              ".B |a \\- b| <= atol + rtol * |b|\n"
+                              "(torch.allclose's rule), or when their bytes are identical."};
+static const tc_opt o_rtol = {OPT_RTOL, 0, "rtol", "Y", "relative tolerance (see --atol)", 0, "0",
+                              "Relative tolerance (see \\-\\-atol). Rounding a normal value to bfloat16 moves\n"
+                              "it by at most 2^\\-8 = 0.00390625 of the result, to float16 by 2^\\-11, so a\n"
+                              "float32 tensor and its bfloat16 cast are equal under \\fB\\-\\-rtol 0.004\\fR\n"
+                              "(float16: 0.0005), and differ at the default 0 wherever the cast rounded;\n"
+                              "subnormal results need an \\-\\-atol as well."};
+static const tc_opt o_equal_nan = {OPT_EQUAL_NAN, 0, "equal-nan", NULL, "NaN equals NaN (as torch's equal_nan=True)",
+                                   0, NULL,
+                                   "NaN equals NaN whatever its payload, as torch's\n.BR equal_nan=True .\n"
+                                   "Without it NaN equals nothing, except NaN with identical bytes in\n"
+                                   "tensors of one dtype."};
+static const tc_opt o_stats = {OPT_STATS, 0, "stats", NULL,
+                               "also the cosine similarity of every tensor (converts every element: slower)", 0,
+                               NULL,
+                               "Also give the cosine similarity of each pair of tensors (as float64 vectors of\n"
+                               "their elements, complex ones as their real and imaginary parts), and list\n"
+                               "every tensor. The sums are taken in float64, 256 terms at a time, the partial\n"
+                               "sums added with compensation (Neumaier), so the norms are good to about\n"
+                               "1e\\-14 relatively whatever the size of the tensor, and the cosine to about\n"
+                               "1e\\-14 (less where cancellation makes it near 0). It is left out (null,\n"
+                               "\\fBundefined\\fR in the text) when a tensor is all zeros or holds NaN or\n"
+                               "infinity. Every element is converted, so this takes longer."};
+static const tc_opt o_strict = {OPT_STRICT, 0, "strict", NULL,
+                                "dtype, stride, storage offset and device differences make tensors differ", 0,
+                                NULL,
+                                "Count a difference of dtype, stride, storage offset or saved device as a\n"
+                                "difference. Without it they are reported, and tensors are judged by their\n"
+                                "values alone (so a float32 tensor and its exact float64 copy are equal)."};
+static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
+                               "match names without the prefix P, or without the first component all of a side's "
+                               "names share",
+                               TC_OPT_VALUE_OPTIONAL, NULL,
+                               "Match names without a prefix, on each side on its own. With \\fIP\\fR, every name\n"
+                               "that starts with \\fIP\\fR loses it (others stay as they are); without, each\n"
+                               "side loses the first dotted component all its names share (such as\n"
+                               ".B module.\nof DataParallel, or\n.BR _orig_mod. ),\n"
+                               "as the rewriting commands' \\-\\-strip\\-prefix does; a side whose names share\n"
+                               "none keeps them. Two names that would become one are an error naming both."};
+static const tc_opt o_json = {OPT_JSON, 0, "json", NULL, "print the report as one JSON document", 0, NULL,
+                              "Print the report as one JSON document (described above)."};
+static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL,
+                               "print nothing (errors aside); the exit status says equal or not", 0, NULL,
+                               "Print nothing but errors; stop at the first difference. The exit status says\n"
+                               "whether the inputs are equal."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "list every tensor, the equal ones too", 0,
+                                 NULL, "List every tensor, the equal ones too."};
+static const tc_opt o_threads = {OPT_THREADS, 0, "threads", "N", "compare on N threads (default: one per CPU, at most 8)",
+                                 0, NULL,
+                                 "Compare on \\fIN\\fR threads (default: one per CPU, at most 8). The report\n"
+                                 "is the same whatever \\fIN\\fR."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_atol, &o_rtol, &o_equal_nan, &o_strict, &o_strip,
+                                     &o_stats, &o_json, &o_quiet, &o_verbose, &o_threads, &tc_opt_max_expand, &tc_opt_safe_globals,
+                                     TC_LIMIT_OPTS, NULL};
+
+/* A copy of s fit for a terminal: control bytes become \n, \r, \t or \xNN. */
+static const char *esc(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 5 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) {
+            out[k++] = (char)c;
+        } else {
+            const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+            k += (size_t)(e ? snprintf(out + k, n - k, "%s", e) : snprintf(out + k, n - k, "\\x%02x", c));
+        }
+    }
+    out[k] = 0;
+    return out;
+}
+
+/* ---- pieces of the report ---------------------------------------------------------------- */
+
+typedef struct buf {
+    char s[4096];
+    size_t n;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...)
+{
+    if (b->n >= sizeof b->s)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        b->n += (size_t)k;
+    if (b->n >= sizeof b->s)
+        b->n = sizeof b->s - 1;
+}
+
+/* "; " between details */
+static void sep(buf *b)
+{
+    if (b->n)
+        put(b, "; ");
+}
+
+static void dims(buf *b, const int64_t *v, int n)
+{
+    put(b, "[");
+    for (int i = 0; i < n; i++)
+        put(b, "%s%" PRId64, i ? ", " : "", v[i]);
+    put(b, "]");
+}
+
+/* The multi-dimensional index of element flat of a tensor of this shape, into idx. */
+static void unravel(const tc_diff_meta *m, uint64_t flat, int64_t *idx)
+{
+    for (int k = m->ndim - 1; k >= 0; k--) {
+        uint64_t n = m->shape[k] ? (uint64_t)m->shape[k] : 1;
+        idx[k] = (int64_t)(flat % n);
+        flat /= n;
+    }
+}
+
+static void index_text(buf *b, const tc_diff_meta *m, uint64_t flat)
+{
+    int64_t idx[TC_MAX_DIMS];
+    unravel(m, flat, idx);
+    dims(b, idx, m->ndim);
+}
+
+/* A float as %g does, with inf/nan spelled as Python spells them. */
+static void num(buf *b, const char *fmt, double x)
+{
+    if (isnan(x))
+        put(b, "nan");
+    else if (isinf(x))
+        put(b, x < 0 ? "-inf" : "inf");
+    else
+        put(b, fmt, x);
+}
+
+static void value(buf *b, const tc_cmp_val *v, tc_dtype t)
+{
+    const char *fmt = t == TC_DT_F64 || t == TC_DT_C128 ? "%.17g" : "%.9g";
+    switch (v->kind) {
+    case 'i': put(b, "%" PRId64, v->i); break;
+    case 'u': put(b, "%" PRIu64, v->u); break;
+    case 'x': put(b, "0x%0*" PRIx64, (int)(2 * (tc_dtype_size(t) < 8 ? tc_dtype_size(t) : 8)), v->u); break;
+    case 'c':
+        put(b, "(");
+        num(b, fmt, v->re);
+        put(b, v->im < 0 || (v->im == 0 && signbit(v->im)) ? "" : "+");
+        num(b, fmt, v->im);
+        put(b, "j)");
+        break;
+    default: num(b, fmt, v->re);
+    }
+}
+
+static const char *dev(const char *d) { return d ? d : "none"; }
+
+/* The details of an entry present on both sides, "; "-separated. */
+static void details(buf *b, const tc_diff_entry *e, const tc_diff_meta *ma, const tc_diff_meta *mb, bool stats)
+{
+    if (e->shape_differs) {
+        put(b, "shape ");
+        dims(b, ma->shape, ma->ndim);
+        put(b, " vs ");
+        dims(b, mb->shape, mb->ndim);
+    }
+    if (e->dtype_differs) {
+        sep(b);
+        put(b, "dtype %s vs %s", tc_dtype_name(ma->dtype), tc_dtype_name(mb->dtype));
+    }
+    if (e->stride_differs) {
+        sep(b);
+        put(b, "stride ");
+        dims(b, ma->stride, ma->ndim);
+        put(b, " vs ");
+        dims(b, mb->stride, mb->ndim);
+    }
+    if (e->offset_differs) {
+        sep(b);
+        put(b, "storage offset %" PRId64 " vs %" PRId64, ma->offset, mb->offset);
+    }
+    if (e->device_differs) {
+        sep(b);
+        put(b, "device %s vs %s", dev(ma->device), dev(mb->device));
+    }
+    if (e->how == TC_DIFF_NOT_COMPARED && e->why_not && !e->shape_differs) {
+        sep(b);
+        put(b, "not compared: %s", e->why_not);
+    }
+    const tc_cmp_res *r = &e->res;
+    switch (e->how) {
+    case TC_DIFF_VALUES: {
+        bool numeric = tc_cmp_class_of(ma->dtype) != TC_CMP_RAW;
+        sep(b);
+        if (r->mismatched)
+            put(b, "%" PRIu64 " of %" PRIu64 " elements differ", r->mismatched, r->n);
+        else if (e->bitwise)
+            put(b, "equal, bit for bit");
+        else if (!r->changed)
+            put(b, "equal values");
+        else
+            put(b, "equal within tolerance, %" PRIu64 " of %" PRIu64 " elements not identical", r->changed, r->n);
+        if (numeric && r->changed) {
+            put(b, "; max abs diff ");
+            num(b, "%.6g", r->max_abs);
+            if (r->max_abs_at != TC_CMP_NONE) {
+                put(b, " at ");
+                index_text(b, ma, r->max_abs_at);
+            }
+            put(b, "; max rel diff ");
+            num(b, "%.6g", r->max_rel);
+            if (r->max_rel_at != TC_CMP_NONE) {
+                put(b, " at ");
+                index_text(b, ma, r->max_rel_at);
+            }
+        }
+        if (r->first != TC_CMP_NONE) {
+            put(b, "; first at ");
+            index_text(b, ma, r->first);
+            put(b, ": ");
+            value(b, &r->first_a, ma->dtype);
+            put(b, " vs ");
+            value(b, &r->first_b, mb->dtype);
+        }
+        if (r->nan_a || r->nan_b)
+            put(b, "; NaN %" PRIu64 " vs %" PRIu64, r->nan_a, r->nan_b);
+        if (r->inf_a || r->inf_b)
+            put(b, "; inf %" PRIu64 " vs %" PRIu64, r->inf_a, r->inf_b);
+        if (stats) {
+            put(b, "; cosine ");
+            if (isnan(e->cosine))
+                put(b, "undefined");
+            else
+                put(b, "%.9f", e->cosine);
+        }
+        break;
+    }
+    case TC_DIFF_SHA256: sep(b); put(b, e->equal ? "sha256 matches" : "sha256 differs"); break;
+    case TC_DIFF_METADATA: sep(b); put(b, "no sha256 to compare (manifest made without --hash): metadata only"); break;
+    case TC_DIFF_SAME_FILE: sep(b); put(b, "same file"); break;
+    case TC_DIFF_NO_DATA: sep(b); put(b, "no data on either side"); break;
+    default: break;
+    }
+}
+
+/* An equal entry is listed when something about it is worth saying, or when asked. */
+static bool noteworthy(const tc_diff_entry *e, bool all)
+{
+    if (all || !e->equal)
+        return true;
+    return e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs ||
+           e->how == TC_DIFF_METADATA ||
+           (e->how == TC_DIFF_VALUES && (!e->bitwise || e->res.nan_a || e->res.nan_b || e->res.inf_a || e->res.inf_b));
+}
+
+/* ---- text ------------------------------------------------------------------------------------- */
+
+static void side_line(const char *mark, const tc_diff_side *s)
+{
+    char x[1024];
+    printf("%s %s (%s, %zu tensors", mark, esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
+    if (s->prefix && *s->prefix)
+        printf(", prefix '%s' stripped", esc(s->prefix, x, sizeof x));
+    printf(")\n");
+}
+
+static void print_text(const tc_diff_report *r, bool all, bool stats)
+{
+    char x[1024];
+    side_line("---", &r->a);
+    side_line("+++", &r->b);
+    if (r->same_file)
+        printf("same file: every tensor equal, unread\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const tc_diff_entry *e = &r->e[i];
+        tc_diff_meta ma, mb;
+        bool in_a = tc_diff_meta_of(r, e, 0, &ma), in_b = tc_diff_meta_of(r, e, 1, &mb);
+        if (!in_a || !in_b) {
+            const tc_diff_meta *m = in_a ? &ma : &mb;
+            buf b = {.n = 0};
+            put(&b, "%s ", tc_dtype_name(m->dtype));
+            dims(&b, m->shape, m->ndim);
+            printf("%s %s: %s\n", in_a ? "-" : "+", esc(e->name, x, sizeof x), b.s);
+            continue;
+        }
+        if (!e->done || !noteworthy(e, all || stats))
+            continue;
+        buf b = {.n = 0};
+        details(&b, e, &ma, &mb, stats);
+        char y[8192];
+        printf("%s %s: %s\n", e->equal ? "=" : "!", esc(e->name, x, sizeof x), esc(b.s, y, sizeof y));
+    }
+    if (r->equal)
+        printf("equal: %zu tensors, %zu bit for bit\n", r->nequal, r->nbitwise);
+    else
+        printf("different: %zu differ, %zu only in A, %zu only in B; %zu equal, %zu bit for bit%s\n", r->ndiffer,
+               r->nonly_a, r->nonly_b, r->nequal, r->nbitwise, r->partial ? " (stopped at the first difference)" : "");
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------- */
+
+/* A float as a JSON number with the fewest digits that read back exactly (cJSON may round
+ * the last digit), or "inf", "-inf", "nan" (JSON has no such numbers). */
+static cJSON *jnum(double x)
+{
+    if (isnan(x))
+        return cJSON_CreateString("nan");
+    if (isinf(x))
+        return cJSON_CreateString(x < 0 ? "-inf" : "inf");
+    char t[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(t, sizeof t, "%.*g", digits, x);
+        if (strtod(t, NULL) == x)
+            break;
+    }
+    return cJSON_CreateRaw(t);
+}
+
+/* A whole number printed exactly (cJSON would go through a double). */
+static cJSON *jint(int64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRId64, v);
+    return cJSON_CreateRaw(t);
+}
+
+static cJSON *juint(uint64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRIu64, v);
+    return cJSON_CreateRaw(t);
+}
+
+static cJSON *jdims(const int64_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, jint(v[i]));
+    return a;
+}
+
+static cJSON *jindex(const tc_diff_meta *m, uint64_t flat)
+{
+    if (flat == TC_CMP_NONE)
+        return cJSON_CreateNull();
+    int64_t idx[TC_MAX_DIMS];
+    unravel(m, flat, idx);
+    return jdims(idx, m->ndim);
+}
+
+static cJSON *jvalue(const tc_cmp_val *v, tc_dtype t)
+{
+    switch (v->kind) {
+    case 'i': return jint(v->i);
+    case 'u': return juint(v->u);
+    case 'x': {
+        char h[24];
+        snprintf(h, sizeof h, "0x%0*" PRIx64, (int)(2 * (tc_dtype_size(t) < 8 ? tc_dtype_size(t) : 8)), v->u);
+        return cJSON_CreateString(h);
+    }
+    case 'c': {
+        cJSON *a = cJSON_CreateArray();
+        cJSON_AddItemToArray(a, jnum(v->re));
+        cJSON_AddItemToArray(a, jnum(v->im));
+        return a;
+    }
+    default: return jnum(v->re);
+    }
+}
+
+/* [a, b] of the two sides' views, null where a side lacks one. */
+typedef cJSON *(*jpart_fn)(const tc_diff_meta *m);
+static cJSON *jpair(const tc_diff_meta *ma, bool in_a, const tc_diff_meta *mb, bool in_b, jpart_fn f)
+{
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, in_a ? f(ma) : cJSON_CreateNull());
+    cJSON_AddItemToArray(a, in_b ? f(mb) : cJSON_CreateNull());
+    return a;
+}
+static cJSON *j_name(const tc_diff_meta *m) { return cJSON_CreateString(m->name); }
+static cJSON *j_dtype(const tc_diff_meta *m) { return cJSON_CreateString(tc_dtype_name(m->dtype)); }
+static cJSON *j_shape(const tc_diff_meta *m) { return jdims(m->shape, m->ndim); }
+static cJSON *j_stride(const tc_diff_meta *m) { return m->has_layout ? jdims(m->stride, m->ndim) : cJSON_CreateNull(); }
+static cJSON *j_offset(const tc_diff_meta *m) { return m->has_layout ? jint(m->offset) : cJSON_CreateNull(); }
+static cJSON *j_device(const tc_diff_meta *m) { return m->device ? cJSON_CreateString(m->device) : cJSON_CreateNull(); }
+
+static const char *how_name(tc_diff_how h)
+{
+    static const char *const names[] = {NULL, "values", "sha256", "metadata", "same_file", "no_data"};
+    return names[h];
+}
+
+static cJSON *jentry(const tc_diff_report *r, const tc_diff_entry *e, bool stats)
+{
+    tc_diff_meta ma, mb;
+    bool in_a = tc_diff_meta_of(r, e, 0, &ma), in_b = tc_diff_meta_of(r, e, 1, &mb);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", e->name);
+    cJSON_AddStringToObject(o, "status", !in_b ? "only_in_a" : !in_a ? "only_in_b" : !e->done ? "not_compared"
+                                         : e->equal ? "equal" : "different");
+    cJSON_AddItemToObject(o, "names", jpair(&ma, in_a, &mb, in_b, j_name));
+    cJSON_AddItemToObject(o, "dtype", jpair(&ma, in_a, &mb, in_b, j_dtype));
+    cJSON_AddItemToObject(o, "shape", jpair(&ma, in_a, &mb, in_b, j_shape));
+    cJSON_AddItemToObject(o, "stride", jpair(&ma, in_a, &mb, in_b, j_stride));
+    cJSON_AddItemToObject(o, "storage_offset", jpair(&ma, in_a, &mb, in_b, j_offset));
+    cJSON_AddItemToObject(o, "device", jpair(&ma, in_a, &mb, in_b, j_device));
+    if (!in_a || !in_b)
+        return o;
+    cJSON *df = cJSON_AddArrayToObject(o, "differs");
+    static const char *const what[] = {"dtype", "shape", "stride", "storage_offset", "device"};
+    bool flag[] = {e->dtype_differs, e->shape_differs, e->stride_differs, e->offset_differs, e->device_differs};
+    for (size_t k = 0; k < sizeof what / sizeof what[0]; k++)
+        if (flag[k])
+            cJSON_AddItemToArray(df, cJSON_CreateString(what[k]));
+    if (e->how == TC_DIFF_NOT_COMPARED) {
+        cJSON_AddNullToObject(o, "compared");
+        if (e->why_not)
+            cJSON_AddStringToObject(o, "why_not", e->why_not);
+        return o;
+    }
+    cJSON_AddStringToObject(o, "compared", how_name(e->how));
+    cJSON_AddBoolToObject(o, "bit_for_bit", e->bitwise);
+    if (e->how == TC_DIFF_SHA256) {
+        cJSON *h = cJSON_AddArrayToObject(o, "sha256");
+        cJSON_AddItemToArray(h, cJSON_CreateString(e->sha_a));
+        cJSON_AddItemToArray(h, cJSON_CreateString(e->sha_b));
+    }
+    if (e->how != TC_DIFF_VALUES)
+        return o;
+    const tc_cmp_res *v = &e->res;
+    bool numeric = tc_cmp_class_of(ma.dtype) != TC_CMP_RAW;
+    cJSON_AddItemToObject(o, "elements", juint(v->n));
+    cJSON_AddItemToObject(o, "changed", juint(v->changed));
+    cJSON_AddItemToObject(o, "mismatched", juint(v->mismatched));
+    cJSON_AddItemToObject(o, "max_abs_diff", numeric ? jnum(v->max_abs) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "max_abs_diff_at", jindex(&ma, v->max_abs_at));
+    cJSON_AddItemToObject(o, "max_rel_diff", numeric ? jnum(v->max_rel) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "max_rel_diff_at", jindex(&ma, v->max_rel_at));
+    if (v->first != TC_CMP_NONE) {
+        cJSON *f = cJSON_AddObjectToObject(o, "first_mismatch");
+        cJSON_AddItemToObject(f, "index", jindex(&ma, v->first));
+        cJSON_AddItemToObject(f, "a", jvalue(&v->first_a, ma.dtype));
+        cJSON_AddItemToObject(f, "b", jvalue(&v->first_b, mb.dtype));
+    } else {
+        cJSON_AddNullToObject(o, "first_mismatch");
+    }
+    cJSON *nan = cJSON_AddArrayToObject(o, "nan"), *inf = cJSON_AddArrayToObject(o, "inf");
+    cJSON_AddItemToArray(nan, juint(v->nan_a));
+    cJSON_AddItemToArray(nan, juint(v->nan_b));
+    cJSON_AddItemToArray(inf, juint(v->inf_a));
+    cJSON_AddItemToArray(inf, juint(v->inf_b));
+    if (stats)
+        cJSON_AddItemToObject(o, "cosine", isnan(e->cosine) ? cJSON_CreateNull() : jnum(e->cosine));
+    return o;
+}
+
+static cJSON *jside(const tc_diff_side *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", s->path);
+    cJSON_AddStringToObject(o, "format", tc_diff_format(s));
+    cJSON_AddItemToObject(o, "tensors", juint(s->ntensors));
+    cJSON_AddStringToObject(o, "prefix_stripped", s->prefix ? s->prefix : "");
+    cJSON_AddBoolToObject(o, "unsafe", s->unsafe);
+    return o;
+}
+
+static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "a", jside(&r->a));
+    cJSON_AddItemToObject(j, "b", jside(&r->b));
+    cJSON_AddBoolToObject(j, "same_file", r->same_file);
+    cJSON *rule = cJSON_AddObjectToObject(j, "rule");
+    cJSON_AddItemToObject(rule, "atol", jnum(o->rule.atol));
+    cJSON_AddItemToObject(rule, "rtol", jnum(o->rule.rtol));
+    cJSON_AddBoolToObject(rule, "equal_nan", o->rule.equal_nan);
+    cJSON_AddBoolToObject(rule, "strict", o->strict);
+    cJSON_AddBoolToObject(j, "equal", r->equal);
+    cJSON *sm = cJSON_AddObjectToObject(j, "summary");
+    cJSON_AddItemToObject(sm, "compared", juint(r->ncompared));
+    cJSON_AddItemToObject(sm, "equal", juint(r->nequal));
+    cJSON_AddItemToObject(sm, "bit_for_bit", juint(r->nbitwise));
+    cJSON_AddItemToObject(sm, "different", juint(r->ndiffer));
+    cJSON_AddItemToObject(sm, "only_in_a", juint(r->nonly_a));
+    cJSON_AddItemToObject(sm, "only_in_b", juint(r->nonly_b));
+    cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
+    for (size_t i = 0; i < r->n; i++)
+        cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));
+    char *s = cJSON_Print(j);
+    if (s)
+        puts(s);
+    free(s);
+    cJSON_Delete(j);
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+static int tolerance(const tc_args *a, int id, const char *name, double *out)
+{
+    if (!a->set[id])
+        return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(a->val[id], &end);
+    if (errno || end == a->val[id] || *end || !(v >= 0) || isinf(v)) {
+        tc_err(NULL, "diff: --%s '%s' is not a number >= 0", name, a->val[id]);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int run(const tc_cmd *cmd, int argc, char **argv)
+{
+    tc_args a;
+    int pr = tc_parse(cmd, argc, argv, &a);
+    if (pr)
+        return tc_parse_exit(pr);
+    int ex = TC_EXIT_USAGE;
+    char **safe = NULL, *safe_buf = NULL;
+    tc_diff_report rep = {0};
+    tc_diff_opts o = {.rule = {.equal_nan = a.set[OPT_EQUAL_NAN], .sums = a.set[OPT_STATS]},
+                      .strict = a.set[OPT_STRICT], .strip = a.set[OPT_STRIP_PREFIX],
+                      .strip_prefix = a.val[OPT_STRIP_PREFIX], .quick = a.set[OPT_QUIET]};
+    if (a.npos != 2) {
+        tc_err(NULL, "diff: expected A and B, got %d argument(s) (see 'tensorctl diff --help')", a.npos);
+        goto done;
+    }
+    if (a.set[OPT_QUIET] && (a.set[OPT_JSON] || a.set[OPT_VERBOSE] || a.set[OPT_STATS])) {
+        tc_err(NULL, "diff: -q prints nothing; it cannot go with --json, -v or --stats");
+        goto done;
+    }
+    if (o.strip && o.strip_prefix && !*o.strip_prefix) {
+        tc_err(NULL, "diff: --strip-prefix= needs a prefix (or no '=': each side's common prefix)");
+        goto done;
+    }
+    if (tolerance(&a, OPT_ATOL, "atol", &o.rule.atol) || tolerance(&a, OPT_RTOL, "rtol", &o.rule.rtol) ||
+        tc_max_expand_from_args(&a, &o.max_expand))
+        goto done;
+    uint64_t nt = 0;
+    if (a.set[OPT_THREADS] && (tc_parse_count(a.val[OPT_THREADS], &nt) || !nt || nt > TC_POOL_MAX)) {
+        tc_err(NULL, "diff: --threads '%s' is not a whole number from 1 to %d", a.val[OPT_THREADS], TC_POOL_MAX);
+        goto done;
+    }
+    o.threads = (unsigned)nt;
+    if (tc_limits_from_args(&a, &o.lim) || tc_safe_globals_from_args(&a, &safe, &o.nsafe, &safe_buf))
+        goto done;
+    o.safe_globals = (const char *const *)safe;
+    tc_progress prog;
+    tc_progress_init(&prog, "comparing", true);
+    o.progress = tc_progress_cb;
+    o.progress_ctx = &prog;
+    tc_diag d = TC_DIAG_INIT;
+    int rc = tc_diff_files(&rep, a.pos[0], a.pos[1], &o, &d);
+    tc_progress_end(&prog);
+    if (rc) {
+        tc_err_diag(&d);
+        ex = tc_exit_for(rc);
+        if (ex == TC_EXIT_FAIL)
+            ex = TC_EXIT_DIFF_FAIL;
+        goto done;
+    }
+    for (int s = 0; s < 2; s++) {
+        const tc_diff_side *sd = s ? &rep.b : &rep.a;
+        if (sd->unsafe && tc_verbosity > 0)
+            fprintf(stderr, "tensorctl: note: %s: not safe to load: %s; diff only read it, nothing was run\n",
+                    sd->path, sd->why_unsafe);
+    }
+    if (a.set[OPT_JSON])
+        print_json(&rep, &o);
+    else if (tc_verbosity > 0)
+        print_text(&rep, a.set[OPT_VERBOSE], o.rule.sums);
+    if (fflush(stdout) || ferror(stdout)) {
+        tc_err(NULL, "diff: cannot write the report: %s", strerror(errno));
+        ex = TC_EXIT_DIFF_FAIL;
+        goto done;
+    }
+    ex = rep.equal ? TC_EXIT_OK : TC_EXIT_FAIL;
+done:
+    tc_diff_report_free(&rep);
+    free(safe);
+    free(safe_buf);
+    free(a.pos);
+    return ex;
+}
+
+const tc_cmd tc_cmd_diff = {
+    "diff", "diff [options] A B",
+    "Compare two checkpoints tensor by tensor, by name: any two files tensorctl reads (.pt/.bin/.pth/.ckpt,\n"
+    ".safetensors, sharded *.index.json sets, in any mix), or a checkpoint and a manifest written by\n"
+    "'tensorctl inspect --json --hash'. Reports names on one side only, dtype/shape/stride/device\n"
+    "differences and, for equal shapes, how many elements differ and by how much. Exit status: 0 equal,\n"
+    "1 different, 2 usage, 3 bad input, 4 a file that is not a checkpoint and would run code, 5 failure.",
+    opts, run};
