@@ -1,6 +1,12 @@
 /* Pickle reader: CPython 3.11's C unpickler (Modules/_pickle.c) opcode by
  * opcode, building inert pk_obj nodes. Nothing here imports, calls or
- * evaluates; where CPython would, a node records the request (pickle.h). */
+ * evaluates; where CPython would, a node records the request (pickle.h).
+ *
+ * Longer than our other files on purpose: it is one machine, the reader's
+ * state (stack, marks, memo, frame) and the 68 opcodes that act on it, read
+ * top to bottom against _pickle.c's load loop. Text parsing (pickle_text.c),
+ * key equality (pickle_keys.c) and the fix_imports tables (pickle_compat.c)
+ * live apart. */
 #include "pickle.h"
 #include "pickle_internal.h"
 
