@@ -22,41 +22,14 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-tool=${1:-}
-if [ -z "$tool" ]; then
-    if command -v tensorctl >/dev/null 2>&1; then tool=$(command -v tensorctl)
-    elif [ -x "$here/../build/tensorctl" ]; then tool="$here/../build/tensorctl"
-    else echo "bench: no tensorctl given and none found (pass its path)" >&2; exit 2
-    fi
-fi
-n=${BENCH_N:-5}
-py=${BENCH_PYTHON:-/usr/bin/python3}
-gen_args=${BENCH_GEN_ARGS:-}
-
-if [ ! -x /usr/bin/time ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "bench: installing the 'time' package for /usr/bin/time" >&2
-        apt-get install -y time >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y time >/dev/null 2>&1; } || true
-    fi
-    [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
-fi
-"$py" -c 'import torch' 2>/dev/null || { echo "bench: $py cannot import torch" >&2; exit 2; }
-
-made_dir=
-if [ -n "${BENCH_DIR:-}" ]; then
-    dir=$BENCH_DIR
-    mkdir -p "$dir"
-else
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/tensorctl-bench.XXXXXX")
-    made_dir=1
-fi
+. "$here/lib.sh"
+bench_init tensorctl-bench "${1:-}"
 ckpt=${BENCH_CKPT:-}
 gen_ckpt=
 cleanup() {
-    rm -f "$dir/out.pt" "$dir/out.safetensors" "$dir/time.txt" "$dir/err.txt" "$dir/results.txt"
+    rm -f "$dir/out.pt" "$dir/out.safetensors"
     [ -n "$gen_ckpt" ] && rm -f "$gen_ckpt"
-    [ -n "$made_dir" ] && rm -rf "$dir"
-    return 0
+    bench_rm_dir
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -68,41 +41,6 @@ if [ -z "$ckpt" ]; then
     # shellcheck disable=SC2086
     "$py" "$here/make_bench_ckpt.py" "$ckpt" $gen_args >&2
 fi
-
-drop_caches() {
-    if [ "${BENCH_DROP_CACHES:-0}" = 1 ]; then
-        sync
-        if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; fi
-    fi
-}
-
-results="$dir/results.txt"
-: > "$results"
-
-# bench NAME OUTFILE CMD...: N runs; appends "NAME secs... | rss... | outbytes" to $results
-bench() {
-    name=$1; out=$2; shift 2
-    times=; rsss=; i=0
-    while [ $i -lt "$n" ]; do
-        rm -f "$out"
-        drop_caches
-        if ! /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt"; then
-            echo "bench: $name failed: $(tail -n 3 "$dir/err.txt")" >&2
-            rm -f "$dir/err.txt"
-            printf '%s\tFAILED\n' "$name" >> "$results"
-            return 0
-        fi
-        t=$(tail -n 1 "$dir/time.txt" | cut -d' ' -f1)
-        m=$(tail -n 1 "$dir/time.txt" | cut -d' ' -f2)
-        times="$times $t"; rsss="$rsss $m"
-        i=$((i + 1))
-        echo "bench: $name run $i/$n: ${t}s, ${m} KB" >&2
-    done
-    rm -f "$dir/err.txt"
-    size=$(stat -c %s "$out" 2>/dev/null || echo 0)
-    rm -f "$out"
-    printf '%s\t%s\t%s\t%s\n' "$name" "$times" "$rsss" "$size" >> "$results"
-}
 
 torch_cpu='import sys, torch
 torch.save(torch.load(sys.argv[1], map_location="cpu"), sys.argv[2])'
@@ -118,42 +56,29 @@ def cast(v):
     return done[key]
 torch.save({k: cast(v) for k, v in sd.items()}, sys.argv[2])'
 
-bench "cp" "$dir/out.pt" cp "$ckpt" "$dir/out.pt"
+bench_run "cp" "$dir/out.pt" 0 cp "$ckpt" "$dir/out.pt"
 # tensorctl fsyncs its output before renaming it into place; this is cp made as durable
-bench "cp + fsync" "$dir/out.pt" sh -c 'cp "$1" "$2" && sync "$2"' sh "$ckpt" "$dir/out.pt"
-bench "tensorctl to-cpu" "$dir/out.pt" "$tool" to-cpu "$ckpt" -o "$dir/out.pt"
-bench "torch load+save" "$dir/out.pt" "$py" -c "$torch_cpu" "$ckpt" "$dir/out.pt"
-bench "tensorctl to-cpu --dtype bfloat16" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 "$ckpt" -o "$dir/out.pt"
-bench "torch load+bf16+save" "$dir/out.pt" "$py" -c "$torch_cast" "$ckpt" "$dir/out.pt"
+bench_run "cp + fsync" "$dir/out.pt" 0 sh -c 'cp "$1" "$2" && sync "$2"' sh "$ckpt" "$dir/out.pt"
+bench_run "tensorctl to-cpu" "$dir/out.pt" 0 "$tool" to-cpu "$ckpt" -o "$dir/out.pt"
+bench_run "torch load+save" "$dir/out.pt" 0 "$py" -c "$torch_cpu" "$ckpt" "$dir/out.pt"
+bench_run "tensorctl to-cpu --dtype bfloat16" "$dir/out.pt" 0 "$tool" to-cpu --dtype bfloat16 "$ckpt" -o "$dir/out.pt"
+bench_run "torch load+bf16+save" "$dir/out.pt" 0 "$py" -c "$torch_cast" "$ckpt" "$dir/out.pt"
 gpu=
 if "$tool" devices -q; then
     # with a GPU, the default engine (auto) is the GPU: time both explicitly
     gpu=1
-    bench "tensorctl to-cpu --dtype bfloat16 --engine cpu" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 --engine cpu "$ckpt" -o "$dir/out.pt"
-    bench "tensorctl to-cpu --dtype bfloat16 --engine cuda" "$dir/out.pt" "$tool" to-cpu --dtype bfloat16 --engine cuda "$ckpt" -o "$dir/out.pt"
+    bench_run "tensorctl to-cpu --dtype bfloat16 --engine cpu" "$dir/out.pt" 0 "$tool" to-cpu --dtype bfloat16 --engine cpu "$ckpt" -o "$dir/out.pt"
+    bench_run "tensorctl to-cpu --dtype bfloat16 --engine cuda" "$dir/out.pt" 0 "$tool" to-cpu --dtype bfloat16 --engine cuda "$ckpt" -o "$dir/out.pt"
 fi
 if "$tool" convert --help >/dev/null 2>&1; then
-    bench "tensorctl convert safetensors" "$dir/out.safetensors" "$tool" convert "$ckpt" "$dir/out.safetensors"
+    bench_run "tensorctl convert safetensors" "$dir/out.safetensors" 0 "$tool" convert "$ckpt" "$dir/out.safetensors"
 else
     echo "bench: $tool has no 'convert' command; safetensors row skipped" >&2
 fi
 
 ckpt_size=$(stat -c %s "$ckpt")
-echo "## tensorctl benchmark"
-echo
-echo "- checkpoint: $(basename "$ckpt"), $(awk -v b="$ckpt_size" 'BEGIN{printf "%.2f GB", b/1e9}'), storages tagged cuda:0"
-echo "- $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
-echo "- torch $("$py" -c 'import torch; print(torch.__version__)'), tensorctl: $tool"
-echo "- $n runs each, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo dropped before each run || echo warm)"
-echo
-awk -F'\t' '
-function median(s,   a, k, i, j, t) {
-    k = split(s, a, " ")
-    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    if (k == 0) return 0
-    return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
-}
-{ name[NR] = $1; failed[NR] = ($2 == "FAILED"); if (!failed[NR]) { t[NR] = median($2); m[NR] = median($3); sz[NR] = $4 } ; idx[$1] = NR }
+bench_header "tensorctl benchmark" "checkpoint: $(basename "$ckpt"), $(awk -v b="$ckpt_size" 'BEGIN{printf "%.2f GB", b/1e9}'), storages tagged cuda:0"
+awk -F'\t' "$BENCH_AWK"'
 END {
     print "| task | median wall (s) | x cp | x cp + fsync | torch / tensorctl | peak RSS (MB) | output (MB) |"
     print "|---|---:|---:|---:|---:|---:|---:|"

@@ -22,36 +22,15 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-tool=${1:-}
-if [ -z "$tool" ]; then
-    if command -v tensorctl >/dev/null 2>&1; then tool=$(command -v tensorctl)
-    elif [ -x "$here/../build/tensorctl" ]; then tool="$here/../build/tensorctl"
-    else echo "bench: no tensorctl given and none found (pass its path)" >&2; exit 2
-    fi
-fi
-n=${BENCH_N:-5}
-py=${BENCH_PYTHON:-/usr/bin/python3}
-gen_args=${BENCH_GEN_ARGS:-}
-
-[ -x /usr/bin/time ] || { echo "bench: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
-"$py" -c 'import torch' 2>/dev/null || { echo "bench: $py cannot import torch" >&2; exit 2; }
-
-made_dir=
-if [ -n "${BENCH_DIR:-}" ]; then
-    dir=$BENCH_DIR
-    mkdir -p "$dir"
-else
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/tensorctl-bench-diff.XXXXXX")
-    made_dir=1
-fi
+. "$here/lib.sh"
+bench_init tensorctl-bench-diff "${1:-}"
 a=${BENCH_CKPT:-}
 b=${BENCH_CKPT_B:-}
 gen=
 cleanup() {
-    rm -f "$dir/time.txt" "$dir/err.txt" "$dir/results.txt"
+    # shellcheck disable=SC2086
     [ -n "$gen" ] && rm -f $gen && rmdir "$dir/a" "$dir/b" 2>/dev/null
-    [ -n "$made_dir" ] && rm -rf "$dir"
-    return 0
+    bench_rm_dir
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -75,41 +54,6 @@ if [ -z "$b" ]; then
     "$py" "$here/make_bench_ckpt.py" "$b" --change-one $gen_args >&2
 fi
 
-drop_caches() {
-    if [ "${BENCH_DROP_CACHES:-0}" = 1 ]; then
-        sync
-        if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; fi
-    fi
-}
-
-results="$dir/results.txt"
-: > "$results"
-
-# bench NAME CMD...: N runs (exit status 0 or 1 both count: 1 is "different");
-# appends "NAME<TAB>secs...<TAB>rss...<TAB>status" to $results
-bench() {
-    name=$1; shift
-    times=; rsss=; i=0; st=0
-    # a first, untimed run warms the page cache for both files
-    "$@" >/dev/null 2>&1 || true
-    while [ $i -lt "$n" ]; do
-        drop_caches
-        st=0
-        /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt" || st=$?
-        if [ "$st" -gt 1 ]; then
-            echo "bench: $name failed (exit $st): $(tail -n 3 "$dir/err.txt")" >&2
-            printf '%s\tFAILED\n' "$name" >> "$results"
-            return 0
-        fi
-        t=$(tail -n 1 "$dir/time.txt" | cut -d' ' -f1)
-        m=$(tail -n 1 "$dir/time.txt" | cut -d' ' -f2)
-        times="$times $t"; rsss="$rsss $m"
-        i=$((i + 1))
-        echo "bench: $name run $i/$n: ${t}s, ${m} KB, exit $st" >&2
-    done
-    printf '%s\t%s\t%s\t%s\n' "$name" "$times" "$rsss" "$st" >> "$results"
-}
-
 torch_diff='import sys, torch
 a = torch.load(sys.argv[1], map_location="cpu")
 b = torch.load(sys.argv[2], map_location="cpu")
@@ -123,27 +67,14 @@ for k in list(a) + [k for k in b if k not in a]:
         print(k, int((d > 0).sum()), d.max().item())
 sys.exit(1 if differ else 0)'
 
-bench "cmp" cmp "$a" "$b"
-bench "tensorctl diff" "$tool" diff "$a" "$b"
-bench "tensorctl diff --threads 1" "$tool" diff --threads 1 "$a" "$b"
-bench "torch load both + compare" "$py" -c "$torch_diff" "$a" "$b"
+bench_run "cmp" - 1 cmp "$a" "$b"
+bench_run "tensorctl diff" - 1 "$tool" diff "$a" "$b"
+bench_run "tensorctl diff --threads 1" - 1 "$tool" diff --threads 1 "$a" "$b"
+bench_run "torch load both + compare" - 1 "$py" -c "$torch_diff" "$a" "$b"
 
 size=$(stat -c %s "$a")
-echo "## tensorctl diff benchmark"
-echo
-echo "- A: $(basename "$a"), $(awk -v b="$size" 'BEGIN{printf "%.2f GB", b/1e9}'); B: the same with one element changed, in the record written last"
-echo "- $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
-echo "- torch $("$py" -c 'import torch; print(torch.__version__)'), tensorctl: $tool"
-echo "- $n runs each after one untimed run, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo dropped before each run || echo warm)"
-echo
-awk -F'\t' '
-function median(s,   a, k, i, j, t) {
-    k = split(s, a, " ")
-    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    if (k == 0) return 0
-    return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
-}
-{ name[NR] = $1; failed[NR] = ($2 == "FAILED"); if (!failed[NR]) { t[NR] = median($2); m[NR] = median($3); st[NR] = $4 }; idx[$1] = NR }
+bench_header "tensorctl diff benchmark" "A: $(basename "$a"), $(awk -v b="$size" 'BEGIN{printf "%.2f GB", b/1e9}'); B: the same with one element changed, in the record written last"
+awk -F'\t' "$BENCH_AWK"'
 END {
     print "| task | median wall (s) | x cmp | torch / task | peak RSS (MiB) | exit |"
     print "|---|---:|---:|---:|---:|---:|"

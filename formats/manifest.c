@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_file.h"
 #include "shard_index.h"
 
 bool tc_manifest_probe(const char *path)
@@ -125,35 +126,17 @@ static int entry(tc_manifest_entry *e, const cJSON *o, size_t i, tc_diag *d)
 int tc_manifest_open(tc_manifest **out, const char *path, const tc_limits *lim, tc_diag *d)
 {
     *out = NULL;
-    tc_src src = {.fd = -1};
-    int rc = tc_src_open_file(&src, path, d);
-    if (rc)
-        return rc;
     tc_manifest *m = calloc(1, sizeof *m);
-    char *buf = NULL;
     cJSON *j = NULL;
+    int rc = 0;
+    static const tc_json_file_msgs msgs = {
+        "manifest", "--max-header-size", "not a checkpoint, and not a valid JSON manifest: error at byte %zu"};
     if (!m || !(m->path = strdup(path))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if (src.size > lim->max_header) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "manifest is %" PRIu64 " bytes, over the limit of %" PRIu64
-                     " (--max-header-size raises it)", src.size, lim->max_header);
+    if ((rc = tc_json_file_read(path, lim->max_header, &msgs, &j, d)))
         goto done;
-    }
-    if (!(buf = malloc((size_t)src.size + 1))) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    if ((rc = tc_src_read(&src, 0, buf, (size_t)src.size, "manifest", d)))
-        goto done;
-    buf[src.size] = 0;
-    if (!(j = cJSON_ParseWithLength(buf, (size_t)src.size))) {
-        const char *ep = cJSON_GetErrorPtr();
-        rc = tc_fail(d, TC_ERR_FORMAT, "not a checkpoint, and not a valid JSON manifest: error at byte %zu",
-                     ep && ep >= buf ? (size_t)(ep - buf) : 0);
-        goto done;
-    }
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");
     if (!cJSON_IsArray(ts)) {
         rc = tc_fail(d, TC_ERR_FORMAT, "JSON without a \"tensors\" list: not a manifest from 'tensorctl inspect --json'");
@@ -186,8 +169,6 @@ int tc_manifest_open(tc_manifest **out, const char *path, const tc_limits *lim, 
     }
 done:
     cJSON_Delete(j);
-    free(buf);
-    tc_src_close(&src);
     if (rc) {
         tc_diag_subject(d, path);
         tc_manifest_free(m);

@@ -3,6 +3,8 @@
  * bytes are read through the shard that holds it. */
 #include "shard_index.h"
 
+#include "json_file.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -137,34 +139,16 @@ static int read_meta(tc_index *ix, const cJSON *md, tc_diag *d)
 int tc_index_open(tc_index **out, const char *path, const tc_limits *lim, tc_diag *d)
 {
     *out = NULL;
-    tc_src src;
-    int rc = tc_src_open_file(&src, path, d);
-    if (rc)
-        return rc;
     tc_index *ix = calloc(1, sizeof *ix);
-    char *buf = NULL;
     cJSON *j = NULL;
+    int rc = 0;
+    static const tc_json_file_msgs msgs = {"index", NULL, "index is not valid JSON: error at byte %zu"};
     if (!ix || !(ix->path = strdup(path))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if (src.size > MAX_INDEX) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "index is %" PRIu64 " bytes, over the limit of %u", src.size, MAX_INDEX);
+    if ((rc = tc_json_file_read(path, MAX_INDEX, &msgs, &j, d)))
         goto done;
-    }
-    if (!(buf = malloc((size_t)src.size + 1))) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    if ((rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d)))
-        goto done;
-    buf[src.size] = 0;
-    if (!(j = cJSON_ParseWithLength(buf, (size_t)src.size))) {
-        const char *ep = cJSON_GetErrorPtr();
-        rc = tc_fail(d, TC_ERR_FORMAT, "index is not valid JSON: error at byte %zu",
-                     ep && ep >= buf ? (size_t)(ep - buf) : 0);
-        goto done;
-    }
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
     if (!cJSON_IsObject(wm)) {
         rc = tc_fail(d, TC_ERR_FORMAT, "index has no \"weight_map\" object (not a shard index?)");
@@ -210,8 +194,6 @@ int tc_index_open(tc_index **out, const char *path, const tc_limits *lim, tc_dia
     }
 done:
     cJSON_Delete(j);
-    free(buf);
-    tc_src_close(&src);
     if (rc) {
         tc_diag_subject(d, path);
         tc_index_free(ix);

@@ -109,6 +109,9 @@ void tc_print_cmd_help(const tc_cmd *cmd);
 /* tensorctl's own usage: the commands and the exit statuses. */
 void tc_print_usage(FILE *f);
 
+/* A copy of s into buf (n bytes) fit for a terminal: control bytes become \n, \r, \t or \xNN. */
+const char *tc_term_esc(const char *s, char *buf, size_t n);
+
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tc_warn(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

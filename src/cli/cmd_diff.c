@@ -71,22 +71,6 @@ static const tc_opt *const opts[] = {&tc_opt_help, &o_atol, &o_rtol, &o_equal_na
                                      &o_stats, &o_json, &o_quiet, &o_verbose, &o_threads, &tc_opt_max_expand, &tc_opt_safe_globals,
                                      TC_LIMIT_OPTS, NULL};
 
-/* A copy of s fit for a terminal: control bytes become \n, \r, \t or \xNN. */
-static const char *esc(const char *s, char *out, size_t n)
-{
-    size_t k = 0;
-    for (; *s && k + 5 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != 0x7f) {
-            out[k++] = (char)c;
-        } else {
-            const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
-            k += (size_t)(e ? snprintf(out + k, n - k, "%s", e) : snprintf(out + k, n - k, "\\x%02x", c));
-        }
-    }
-    out[k] = 0;
-    return out;
-}
 
 /* ---- pieces of the report ---------------------------------------------------------------- */
 
@@ -276,9 +260,9 @@ static bool noteworthy(const tc_diff_entry *e, bool all)
 static void side_line(const char *mark, const tc_diff_side *s)
 {
     char x[1024];
-    printf("%s %s (%s, %zu tensors", mark, esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
+    printf("%s %s (%s, %zu tensors", mark, tc_term_esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
     if (s->prefix && *s->prefix)
-        printf(", prefix '%s' stripped", esc(s->prefix, x, sizeof x));
+        printf(", prefix '%s' stripped", tc_term_esc(s->prefix, x, sizeof x));
     printf(")\n");
 }
 
@@ -298,7 +282,7 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
             buf b = {.n = 0};
             put(&b, "%s ", tc_dtype_name(m->dtype));
             dims(&b, m->shape, m->ndim);
-            printf("%s %s: %s\n", in_a ? "-" : "+", esc(e->name, x, sizeof x), b.s);
+            printf("%s %s: %s\n", in_a ? "-" : "+", tc_term_esc(e->name, x, sizeof x), b.s);
             continue;
         }
         if (!e->done || !noteworthy(e, all || stats))
@@ -306,7 +290,7 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
         buf b = {.n = 0};
         details(&b, e, &ma, &mb, stats);
         char y[8192];
-        printf("%s %s: %s\n", e->equal ? "=" : "!", esc(e->name, x, sizeof x), esc(b.s, y, sizeof y));
+        printf("%s %s: %s\n", e->equal ? "=" : "!", tc_term_esc(e->name, x, sizeof x), tc_term_esc(b.s, y, sizeof y));
     }
     if (r->equal)
         printf("equal: %zu tensors, %zu bit for bit\n", r->nequal, r->nbitwise);

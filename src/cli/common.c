@@ -13,6 +13,22 @@
 
 int tc_verbosity = 1;
 
+const char *tc_term_esc(const char *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 5 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) {
+            buf[k++] = (char)c;
+        } else {
+            const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+            k += (size_t)(e ? snprintf(buf + k, n - k, "%s", e) : snprintf(buf + k, n - k, "\\x%02x", c));
+        }
+    }
+    buf[k] = 0;
+    return buf;
+}
+
 static void vmsg(const char *kind, const char *file, const char *fmt, va_list ap)
 {
     char buf[2048];

@@ -55,23 +55,10 @@ STOP = b'.'
 MARK = b'('
 MEMOIZE = b'\x94'
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'hostile'))
+import hostile as H  # noqa: E402  (the pickle and container builders every hostile-input test uses)
 
-def op_int(v):
-    if 0 <= v < 256:
-        return b'K' + bytes([v])
-    if -2**31 <= v < 2**31:
-        return b'J' + struct.pack('<i', v)
-    n = (v.bit_length() + 8) // 8
-    return b'\x8a' + bytes([n]) + v.to_bytes(n, 'little', signed=True)
-
-
-def op_str(s):
-    b = s.encode()
-    return b'X' + struct.pack('<I', len(b)) + b
-
-
-def op_global(mod, name):
-    return b'c' + mod.encode() + b'\n' + name.encode() + b'\n'
+op_int, op_str, op_global = H.op_int, H.op_str, H.op_global
 
 
 class Pickle:
@@ -222,31 +209,10 @@ def batched(p, items, setitems=True):
 
 
 def torch_zip(pkl, records=None, archive='archive', method=zipfile.ZIP_STORED, extra=()):
-    b = io.BytesIO()
-    with zipfile.ZipFile(b, 'w', zipfile.ZIP_STORED) as z:
-        z.writestr(zipfile.ZipInfo(archive + '/data.pkl'), pkl, compress_type=method)
-        z.writestr(archive + '/byteorder', 'little')
-        for k, v in (records or {}).items():
-            z.writestr(archive + '/data/' + k, v)
-        for name, v in extra:
-            z.writestr(name, v)
-        z.writestr(archive + '/version', '3\n')
-    return b.getvalue()
+    return H.torch_zip(pkl, records, archive, method, extra, pkl_only=True)
 
 
-LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
-
-
-def legacy(obj_pkl, keys, storages):
-    out = PROTO2 + op_int(LEGACY_MAGIC) + STOP
-    out += PROTO2 + op_int(1001) + STOP
-    out += PROTO2 + b'}(' + op_str('protocol_version') + op_int(1001) + op_str('little_endian') + TRUE + \
-        op_str('type_sizes') + b'}u' + STOP
-    out += obj_pkl
-    out += PROTO2 + b'(' + b''.join(op_str(k) for k in keys) + b'l' + STOP
-    for numel, data in storages:
-        out += struct.pack('<q', numel) + data
-    return out
+legacy = H.legacy
 
 
 def safetensors(tensors, metadata=None):

@@ -55,10 +55,11 @@ def state_dict(body):
 
 # ---- containers ------------------------------------------------------------------
 
-def torch_zip(pkl, records=None, archive='archive', method=zipfile.ZIP_STORED, extra=()):
+def torch_zip(pkl, records=None, archive='archive', method=zipfile.ZIP_STORED, extra=(), pkl_only=False):
+    """torch.save's zip: every record compressed with method, or data.pkl alone with pkl_only."""
     b = io.BytesIO()
-    with zipfile.ZipFile(b, 'w', method) as z:
-        z.writestr(archive + '/data.pkl', pkl)
+    with zipfile.ZipFile(b, 'w', zipfile.ZIP_STORED if pkl_only else method) as z:
+        z.writestr(zipfile.ZipInfo(archive + '/data.pkl'), pkl, compress_type=method)
         z.writestr(archive + '/byteorder', 'little')
         for k, v in (records or {}).items():
             z.writestr(archive + '/data/' + k, v)
