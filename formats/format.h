@@ -92,6 +92,12 @@ typedef struct tc_write_job {
     tc_data_fn data;
     void *ctx;
     uint32_t max_depth;    /* pickle nesting the writer may emit */
+    /* A torch state_dict's values that are not tensors, after the items:
+     * obj_names[k] -> the object graph of obj_values[k], a checkpoint read
+     * as a torch pickle that holds no storage. */
+    const char *const *obj_names;
+    const tc_ckpt *const *obj_values;
+    size_t nobjs;
 } tc_write_job;
 
 typedef struct tc_format {
