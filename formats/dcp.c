@@ -877,6 +877,18 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
             e.is_tensor = !t->bytes;
             e.kind = t->bytes ? kind[g->first] : (char *)"Tensor";
             snprintf(buf, sizeof buf, "%s", t->bytes ? text[g->first] : "tensor");
+        } else if (!g->ntensors) { /* a value of pickled items: shown as the dict they make */
+            size_t at = (size_t)snprintf(buf, sizeof buf, "{");
+            for (long s = g->next; s >= 0 && at < sizeof buf; s = sec[s].next) {
+                const group *h = &sec[s];
+                bool l2 = !h->deeper && h->nitems == 1;
+                at += (size_t)snprintf(buf + at, sizeof buf - at, "%s'%s': %s", s == g->next ? "" : ", ",
+                                       h->name + strlen(g->name) + 1, l2 ? text[h->first] : "{...}");
+            }
+            if (at < sizeof buf)
+                snprintf(buf + at, sizeof buf - at, "}");
+            else
+                memcpy(buf + sizeof buf - 4, "...", 4);
         } else {
             snprintf(buf, sizeof buf, "%c%zu items%c", g->list ? '[' : '{', g->nitems, g->list ? ']' : '}');
         }

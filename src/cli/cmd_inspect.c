@@ -197,7 +197,10 @@ static void print_text(const tc_ckpt *c)
         if (t->kind == TC_TENSOR_OTHER)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
         if (shard_of(c, t))
-            snprintf(notes + nl, sizeof notes - nl, "in %s ", esc(shard_of(c, t), e2, sizeof e2));
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "in %s ", esc(shard_of(c, t), e2, sizeof e2));
+        size_t nch = 0;
+        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch) && nl < sizeof notes)
+            snprintf(notes + nl, sizeof notes - nl, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
         printf("%-*s  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", (int)w, esc(t->name, e1, sizeof e1),
@@ -211,15 +214,22 @@ static void print_text(const tc_ckpt *c)
     }
     free(first);
     uint64_t total = 0;
+    size_t nparts = 0;
     for (size_t i = 0; i < ns; i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
+        if (tc_ckpt_chunk_of(c, i) >= 0) { /* a chunk's bytes: counted in the tensor it builds */
+            nparts++;
+            continue;
+        }
         agg_add(dev, &ndev, 64, s->location, s->nbytes);
         agg_add(dt, &ndt, 64, tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype), s->nbytes);
         total += s->nbytes;
     }
     char h[32];
     tc_human_bytes(total, h, sizeof h);
-    printf("\n%zu tensors on %zu storages, %s of tensor data", nt, ns, h);
+    printf("\n%zu tensors on %zu storages, %s of tensor data", nt, ns - nparts, h);
+    if (nparts)
+        printf(" in %zu chunks", nparts);
     if (nparam)
         printf("; %zu nn.Parameter objects with %" PRIu64 " elements", nparam, pnumel);
     printf("\nbytes per device:");
@@ -239,7 +249,7 @@ static void print_text(const tc_ckpt *c)
             printf("  %-24s %s\n", esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
                    esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
     }
-    if (tc_ckpt_has_objects(c))
+    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c))
         contents(c, NULL);
     bool cuda = false;
     for (size_t i = 0; i < ndev; i++)
@@ -316,6 +326,9 @@ static void print_json(const tc_ckpt *c)
             cJSON_AddStringToObject(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
         if (shard_of(c, t))
             cJSON_AddStringToObject(o, "shard", shard_of(c, t));
+        size_t nch = 0;
+        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
+            cJSON_AddNumberToObject(o, "chunks", (double)nch);
         char hex[65];
         if (want_hash && tensor_hash(c, i, hex))
             cJSON_AddStringToObject(o, "sha256", hex);
@@ -373,7 +386,7 @@ static void print_json(const tc_ckpt *c)
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
             cJSON_AddStringToObject(m, tc_ckpt_meta(c, i)->key, tc_ckpt_meta(c, i)->value);
     }
-    if (tc_ckpt_has_objects(c))
+    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c))
         contents(c, cJSON_AddObjectToObject(j, "contents"));
     char *s = cJSON_Print(j);
     if (s)

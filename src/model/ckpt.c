@@ -460,6 +460,14 @@ const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n)
     return c->ext->sets[i].v;
 }
 
+const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim)
+{
+    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].n)
+        return NULL;
+    *ndim = c->ext->sets[i].ndim;
+    return c->ext->sets[i].shape;
+}
+
 long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i)
 {
     return c->ext && i < c->ext->npart ? c->ext->part_of[i] : -1;

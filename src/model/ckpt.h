@@ -201,6 +201,8 @@ int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, con
                        tc_diag *d);
 /* The chunks of storage i (n 0 and NULL when it is not assembled from chunks). */
 const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n);
+/* The shape of the whole tensor storage i holds (assembled from chunks), or NULL. */
+const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim);
 /* The storage assembled from storage i, or -1 when i is not a chunk's. */
 long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i);
 /* Count one more mention of a global that the format's own reader imports
