@@ -921,6 +921,36 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
 
 /* ---- byte items ----------------------------------------------------------------------- */
 
+/* What keeps an object graph from loading with weights_only=True in every
+ * torch from 1.13 on (its loader reads no floats, bytes or sets, and allows
+ * fewer globals than 2.x), into why ("" when nothing does). */
+typedef struct carry_scan {
+    char *why;
+    size_t n;
+} carry_scan;
+
+static void carry_node(void *ctx, pk_obj *o)
+{
+    carry_scan *cs = ctx;
+    if (cs->why[0])
+        return;
+    static const char *const what[] = {[PK_FLOAT] = "a float", [PK_BYTES] = "bytes", [PK_BYTEARRAY] = "a bytearray",
+                                       [PK_SET] = "a set", [PK_FROZENSET] = "a frozenset"};
+    if (o->kind < sizeof what / sizeof *what && what[o->kind])
+        snprintf(cs->why, cs->n, "holds %s, which torch 1.13's weights_only loader cannot read", what[o->kind]);
+    else if (o->kind == PK_PERSID)
+        snprintf(cs->why, cs->n, "holds tensors inside a pickled object");
+    else if (o->kind == PK_GLOBAL) {
+        char name[600];
+        snprintf(name, sizeof name, "%s.%s", pk_module_py3(o->s), o->name);
+        tc_verdict v = tc_verdict_of(name);
+        if (!v.allowed)
+            snprintf(cs->why, cs->n, "names %.300s, outside torch's weights_only allowlist", name);
+        else if (!strstr(v.torch, "1.13"))
+            snprintf(cs->why, cs->n, "names %.300s, which torch 1.13's weights_only loader refuses", name);
+    }
+}
+
 /* Byte item t at s: described, its globals judged as torch.load(weights_only=False)
  * would import them, and kept as an object of c (with its value when it can
  * be carried into another checkpoint). */
@@ -965,15 +995,12 @@ static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried,
         }
         tc_torch_graph *tg = tc_torch_graph_of(b);
         tc_torch_describe(tg, tg->root, desc, sizeof desc, &k);
-        char unsafe[400] = "";
-        for (size_t g = 0; g < tc_ckpt_nglobals(b) && !unsafe[0]; g++)
-            if (!tc_ckpt_global(b, g)->allowed)
-                snprintf(unsafe, sizeof unsafe, "%s", tc_ckpt_global(b, g)->name);
+        carry_scan cs = {why, sizeof why};
         if (tc_ckpt_nstorages(b))
             snprintf(why, sizeof why, "holds tensors inside a pickled %s", k);
-        else if (unsafe[0])
-            snprintf(why, sizeof why, "names %s, outside torch's weights_only allowlist", unsafe);
-        else if (s->len > CARRY_MAX || *carried + s->len > CARRY_TOTAL)
+        else
+            pk_graph_foreach(tg->g, carry_node, &cs);
+        if (!why[0] && (s->len > CARRY_MAX || *carried + s->len > CARRY_TOTAL))
             snprintf(why, sizeof why, "%" PRIu64 " bytes, too large to carry", s->len);
         tc_ckpt_close(b);
         b = NULL;
