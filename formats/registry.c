@@ -2,7 +2,6 @@
 #include "format.h"
 #include "readings.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +39,8 @@ static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc
         return tc_fail_at(d, TC_ERR_NOMEM, path, TC_NO_OFFSET, "out of memory");
     snprintf(m, l + 12, "%.*s/.metadata", (int)l, path);
     struct stat st;
-    int rc = stat(m, &st) < 0 ? tc_fail_at(d, errno == ENOENT ? TC_ERR_FORMAT : TC_ERR_IO, path, TC_NO_OFFSET,
-                                            "is a folder without a .metadata file (not a distributed checkpoint)")
+    int rc = stat(m, &st) < 0 ? tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
+                                            "is a directory without a .metadata file (not a distributed checkpoint)")
                               : tc_open(out, m, lim, d);
     free(m);
     return rc;
