@@ -957,8 +957,8 @@ static void carry_node(void *ctx, pk_obj *o)
 static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried, char **text, char **kind,
                        tc_diag *d)
 {
-    char what[400], desc[160], why[300] = "";
-    const char *k = "object";
+    char what[400], desc[160], why[300] = "", kbuf[64] = "object";
+    const char *k = kbuf;
     snprintf(what, sizeof what, "item '%s'", t->fqn);
     dfile *f = &R->x->f[s->file];
     tc_ckpt *b = NULL, *value = NULL;
@@ -987,14 +987,16 @@ static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried,
         }
         snprintf(desc, sizeof desc, "<%" PRIu64 " bytes, not a torch.save archive>", s->len);
         snprintf(why, sizeof why, "not a torch.save archive");
-        k = "bytes";
+        snprintf(kbuf, sizeof kbuf, "bytes");
     } else {
         if ((rc = open_item(R, s, what, &b, d)) || (rc = take_globals(R->c, b, d))) {
             tc_ckpt_close(b);
             return rc;
         }
         tc_torch_graph *tg = tc_torch_graph_of(b);
-        tc_torch_describe(tg, tg->root, desc, sizeof desc, &k);
+        const char *gk;
+        tc_torch_describe(tg, tg->root, desc, sizeof desc, &gk);
+        snprintf(kbuf, sizeof kbuf, "%s", gk); /* gk lies in b's graph, closed below */
         carry_scan cs = {why, sizeof why};
         if (tc_ckpt_nstorages(b))
             snprintf(why, sizeof why, "holds tensors inside a pickled %s", k);
