@@ -39,9 +39,12 @@ static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc
         return tc_fail_at(d, TC_ERR_NOMEM, path, TC_NO_OFFSET, "out of memory");
     snprintf(m, l + 12, "%.*s/.metadata", (int)l, path);
     struct stat st;
-    int rc = stat(m, &st) < 0 ? tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
-                                            "is a directory without a .metadata file (not a distributed checkpoint)")
-                              : tc_open(out, m, lim, d);
+    int rc;
+    if (stat(m, &st) < 0 || S_ISDIR(st.st_mode))
+        rc = tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
+                        "is a directory without a .metadata file (not a distributed checkpoint)");
+    else
+        rc = tc_open(out, m, lim, d);
     free(m);
     return rc;
 }

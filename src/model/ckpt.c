@@ -362,7 +362,7 @@ long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d)
 typedef struct chunkset {
     int ndim;
     int64_t *shape;
-    tc_chunk *v;
+    tc_chunk *v;           /* not NULL once set, even with no chunk (a tensor of no elements) */
     size_t n;
 } chunkset;
 
@@ -427,7 +427,7 @@ int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, con
     if (!x || grow_to(&x->sets, &x->nsets, i, sizeof *x->sets, false, d))
         return d->code;
     chunkset *cs = &x->sets[i];
-    if (cs->n)
+    if (cs->v)
         return tc_fail(d, TC_ERR_FORMAT, "storage '%s' is given its chunks twice", c->s[i].key);
     size_t nd = ndim > 0 ? (size_t)ndim : 0;
     if (!(cs->shape = malloc((nd + 1) * sizeof *cs->shape)) || !(cs->v = calloc(n + 1, sizeof *cs->v)))
@@ -452,7 +452,7 @@ int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, con
 
 const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n)
 {
-    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].n) {
+    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].v) {
         *n = 0;
         return NULL;
     }
@@ -462,7 +462,7 @@ const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n)
 
 const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim)
 {
-    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].n)
+    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].v)
         return NULL;
     *ndim = c->ext->sets[i].ndim;
     return c->ext->sets[i].shape;

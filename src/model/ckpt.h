@@ -199,7 +199,8 @@ typedef struct tc_chunk {
  * layer assembles it; its driver does not read it. */
 int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, const tc_chunk *v, size_t n,
                        tc_diag *d);
-/* The chunks of storage i (n 0 and NULL when it is not assembled from chunks). */
+/* The chunks of storage i: NULL when it is not assembled from chunks (not
+ * NULL, n 0, for an assembled tensor of no elements). */
 const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n);
 /* The shape of the whole tensor storage i holds (assembled from chunks), or NULL. */
 const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim);
