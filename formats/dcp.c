@@ -84,8 +84,6 @@ typedef struct dpriv {
     size_t nf, nopen;
     size_t *file_of;       /* per storage: its file (chunk storages only) */
     size_t nfile_of;
-    uint8_t **bufs;        /* bytes of carried objects (their checkpoints read them) */
-    size_t nbufs;
 } dpriv;
 
 static void dpriv_free(void *p)
@@ -100,9 +98,6 @@ static void dpriv_free(void *p)
     }
     free(x->f);
     free(x->file_of);
-    for (size_t i = 0; i < x->nbufs; i++)
-        free(x->bufs[i]);
-    free(x->bufs);
     free(x->dir);
     free(x);
 }
@@ -952,17 +947,17 @@ static void carry_node(void *ctx, pk_obj *o)
 }
 
 /* Byte item t at s: described, its globals judged as torch.load(weights_only=False)
- * would import them, and kept as an object of c (with its value when it can
- * be carried into another checkpoint). */
+ * would import them, and kept as an object of c (with its value, pickled
+ * again by tensorctl's writer, when it can be carried into another checkpoint). */
 static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried, char **text, char **kind,
                        tc_diag *d)
 {
     char what[400], desc[160], why[300] = "", kbuf[64] = "object";
-    const char *k = kbuf;
     snprintf(what, sizeof what, "item '%s'", t->fqn);
     dfile *f = &R->x->f[s->file];
-    tc_ckpt *b = NULL, *value = NULL;
-    uint8_t head[4] = {0};
+    tc_ckpt *b = NULL;
+    uint8_t head[4] = {0}, *pkl = NULL;
+    size_t plen = 0;
     tc_src win;
     int rc = file_open(f, d);
     if (!rc)
@@ -999,41 +994,25 @@ static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried,
         snprintf(kbuf, sizeof kbuf, "%s", gk); /* gk lies in b's graph, closed below */
         carry_scan cs = {why, sizeof why};
         if (tc_ckpt_nstorages(b))
-            snprintf(why, sizeof why, "holds tensors inside a pickled %s", k);
+            snprintf(why, sizeof why, "holds tensors inside a pickled %s", kbuf);
         else
             pk_graph_foreach(tg->g, carry_node, &cs);
         if (!why[0] && (s->len > CARRY_MAX || *carried + s->len > CARRY_TOTAL))
             snprintf(why, sizeof why, "%" PRIu64 " bytes, too large to carry", s->len);
-        tc_ckpt_close(b);
-        b = NULL;
-    }
-    if (!why[0]) {
-        /* carried: read again from its own copy of the bytes, which outlive the file's descriptor */
-        dpriv *x = R->x;
-        uint8_t **bv = realloc(x->bufs, (x->nbufs + 1) * sizeof *bv);
-        uint8_t *buf = bv ? malloc((size_t)s->len) : NULL;
-        if (bv)
-            x->bufs = bv;
-        if (!buf)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        x->bufs[x->nbufs++] = buf;
-        tc_src mem;
-        tc_diag in = TC_DIAG_INIT;
-        if ((rc = tc_src_read(&win, 0, buf, (size_t)s->len, what, d)))
+        if (!why[0] && (rc = pk_write(tg->g, tg->root, tc_ckpt_limits(R->c)->max_depth + 16, &pkl, &plen, d))) {
+            tc_ckpt_close(b);
             return rc;
-        tc_src_init_mem(&mem, buf, (size_t)s->len, f->path);
-        if ((rc = tc_ckpt_new_src(&value, f->path, &mem, tc_ckpt_limits(R->c), &in)) ||
-            (rc = tc_format_named("torch-zip")->open(value, &in))) {
-            tc_ckpt_close(value);
-            return tc_fail_at(d, rc, f->path, s->off, "%s: %s", what, in.msg);
         }
-        *carried += s->len;
+        tc_ckpt_close(b);
+        *carried += why[0] ? 0 : s->len;
     }
-    if (!(*text = strdup(desc)) || !(*kind = strdup(k))) {
-        tc_ckpt_close(value);
+    if (!(*text = strdup(desc)) || !(*kind = strdup(kbuf))) {
+        free(pkl);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    return tc_ckpt_add_object(R->c, t->fqn, desc, k, value, why[0] ? why : NULL, d);
+    rc = tc_ckpt_add_object(R->c, t->fqn, desc, kbuf, pkl, plen, why[0] ? why : NULL, d);
+    free(pkl);
+    return rc;
 }
 
 /* ---- opening ------------------------------------------------------------------------- */

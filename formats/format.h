@@ -93,10 +93,11 @@ typedef struct tc_write_job {
     void *ctx;
     uint32_t max_depth;    /* pickle nesting the writer may emit */
     /* A torch state_dict's values that are not tensors, after the items:
-     * obj_names[k] -> the object graph of obj_values[k], a checkpoint read
-     * as a torch pickle that holds no storage. */
+     * obj_names[k] -> the value pickled in obj_pickles[k] (obj_lens[k]
+     * bytes; no persistent ids). */
     const char *const *obj_names;
-    const tc_ckpt *const *obj_values;
+    const uint8_t *const *obj_pickles;
+    const size_t *obj_lens;
     size_t nobjs;
 } tc_write_job;
 

@@ -244,16 +244,13 @@ int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
     for (size_t k = 0; k < job->nobjs && !rc; k++) {
-        tc_torch_graph *og = tc_torch_graph_of(job->obj_values[k]);
-        if (!og || !og->root || tc_ckpt_nstorages(job->obj_values[k]))
-            rc = tc_fail(d, TC_ERR_UNSUPPORTED, "'%s' is not a value without tensors that a state_dict can carry",
-                         job->obj_names[k]);
-        else {
-            pk_graph_clear_marks(og->g); /* its nodes are written from here, memoized afresh */
-            if (pk_push(b.g, root, chk(&b, pk_new_str(b.g, job->obj_names[k], strlen(job->obj_names[k])))) ||
-                pk_push(b.g, root, og->root) || b.oom)
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        }
+        pk_read_opts ro = {.limits = PK_LIMITS_DEFAULT, .what = job->obj_names[k]};
+        pk_obj *v = NULL;
+        if ((rc = pk_read(b.g, job->obj_pickles[k], job->obj_lens[k], &ro, &v, NULL, d)))
+            break;
+        if (pk_push(b.g, root, chk(&b, pk_new_str(b.g, job->obj_names[k], strlen(job->obj_names[k])))) ||
+            pk_push(b.g, root, v) || b.oom)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
     if (!rc)
         rc = pk_write(b.g, root, job->max_depth ? job->max_depth : 1000, pkl, len, d);

@@ -392,7 +392,7 @@ static void ext_free(struct ckpt_ext *x)
         free(x->obj[i].text);
         free(x->obj[i].kind);
         free(x->obj[i].why_not);
-        tc_ckpt_close(x->obj[i].value);
+        free(x->obj[i].pickle);
     }
     free(x->obj);
     free(x);
@@ -501,21 +501,22 @@ int tc_ckpt_new_src(tc_ckpt **out, const char *name, const tc_src *src, const tc
     return 0;
 }
 
-int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const char *kind, tc_ckpt *value,
-                       const char *why_not, tc_diag *d)
+int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const char *kind, const uint8_t *pickle,
+                       size_t pickle_len, const char *why_not, tc_diag *d)
 {
     struct ckpt_ext *x = ext_of(c, d);
-    tc_object *p = x ? realloc(x->obj, (x->nobj + 1) * sizeof *p) : NULL;
-    if (!p) {
-        tc_ckpt_close(value);
+    tc_object *p = x && !(x->nobj % 64) ? realloc(x->obj, (x->nobj + 64) * sizeof *p) : x ? x->obj : NULL;
+    if (!p)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
     x->obj = p;
     tc_object *o = &p[x->nobj];
-    *o = (tc_object){strdup(name), strdup(text), strdup(kind), value, why_not ? strdup(why_not) : NULL};
+    *o = (tc_object){strdup(name), strdup(text), strdup(kind), pickle ? malloc(pickle_len ? pickle_len : 1) : NULL,
+                     pickle_len, why_not ? strdup(why_not) : NULL};
     x->nobj++;
-    if (!o->name || !o->text || !o->kind || (why_not && !o->why_not))
+    if (!o->name || !o->text || !o->kind || (why_not && !o->why_not) || (pickle && !o->pickle))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (pickle)
+        memcpy(o->pickle, pickle, pickle_len);
     return 0;
 }
 

@@ -218,19 +218,19 @@ int tc_ckpt_new_src(tc_ckpt **out, const char *name, const tc_src *src, const tc
 
 /* A value of a checkpoint stored apart from its tensors (the pickled
  * non-tensor items of a distributed checkpoint): its name, a short
- * description, and either the checkpoint its bytes were read as (an object
- * graph without tensors whose globals torch's weights_only loader accepts,
- * so that it can be carried into another checkpoint) or why it cannot be. */
+ * description, and either its value as a pickle that can be carried into
+ * another checkpoint (no tensors, nothing torch's weights_only loaders
+ * refuse) or why it cannot be. */
 typedef struct tc_object {
     char *name, *text, *kind;
-    tc_ckpt *value;        /* owned by the checkpoint holding the object; NULL when it cannot be carried */
-    char *why_not;         /* when value is NULL */
+    uint8_t *pickle;       /* NULL when it cannot be carried */
+    size_t pickle_len;
+    char *why_not;         /* when pickle is NULL */
 } tc_object;
 
-/* Add an object (strings copied; value, which may be NULL, owned by c from
- * now on and closed with it, even on failure). */
-int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const char *kind, tc_ckpt *value,
-                       const char *why_not, tc_diag *d);
+/* Add an object (strings and the pickle, which may be NULL, copied). */
+int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const char *kind, const uint8_t *pickle,
+                       size_t pickle_len, const char *why_not, tc_diag *d);
 size_t tc_ckpt_nobjects(const tc_ckpt *c);
 const tc_object *tc_ckpt_object(const tc_ckpt *c, size_t i);
 

@@ -79,9 +79,10 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     tc_wblock *blocks = calloc(nt + 1, sizeof *blocks);
     size_t *blk = calloc(nt + 1, sizeof *blk);
     const char **on = calloc(no + 1, sizeof *on);
-    const tc_ckpt **ov = calloc(no + 1, sizeof *ov);
+    const uint8_t **ov = calloc(no + 1, sizeof *ov);
+    size_t *ol = calloc(no + 1, sizeof *ol);
     int rc = 0;
-    if (!names || !src || !items || !blocks || !blk || !on || !ov) {
+    if (!names || !src || !items || !blocks || !blk || !on || !ov || !ol) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -118,9 +119,10 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
         }
         if (src[k] < 0) {
             const tc_object *ob = tc_ckpt_object(c, (size_t)(-1 - src[k]));
-            if (ob->value) {
+            if (ob->pickle) {
                 on[nobj] = name;
-                ov[nobj++] = ob->value;
+                ol[nobj] = ob->pickle_len;
+                ov[nobj++] = ob->pickle;
             } else {
                 rc = tc_convert_drop(sum, d, "%s (%s: %s)", names[k], ob->kind, ob->why_not);
             }
@@ -145,7 +147,7 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     rep->ncarried = nobj;
     pt_data pd = {&p, c, blk};
     tc_write_job job = {.items = items, .nitems = nb, .blocks = blocks, .nblocks = nb, .data = pt_data_fn,
-                        .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_values = ov, .nobjs = nobj};
+                        .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
     rc = tc_format_named("torch-zip")->write(&job, dst, d);
     if (!rc)
         tc_plan_totals(&p, &sum->overflow, &sum->underflow);
@@ -159,6 +161,7 @@ done:
     free(blk);
     free(on);
     free(ov);
+    free(ol);
     return rc;
 }
 
