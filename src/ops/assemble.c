@@ -396,6 +396,8 @@ static int run_all(asm_ *A, size_t i)
     A->slab = malloc(A->slab_cap);
     if (!A->slab || (A->from != A->to && !(A->cbuf = malloc(A->slab_cap / A->ein * A->eout))))
         return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+    if (A->dst) /* the whole tensor is written: its space at once, where the file system gives it ahead */
+        tc_dst_reserve(A->dst, A->off, A->numel * A->eout);
     while (A->nheap && !rc) {
         part *t = &A->pt[heap_pop(A)];
         if (t->pos != A->pos) {
