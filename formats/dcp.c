@@ -132,6 +132,15 @@ static void file_close(dfile *f)
     f->owner->nopen--;
 }
 
+/* Before opening another file: past MAX_OPEN_FILES, close those nothing reads
+ * (a checkpoint of thousands of ranks must not run out of descriptors). */
+static void trim(dpriv *x)
+{
+    for (size_t i = 0; i < x->nf && x->nopen >= MAX_OPEN_FILES; i++)
+        if (!x->f[i].readers)
+            file_close(&x->f[i]);
+}
+
 static bool probe(const tc_probe *p)
 {
     const char *slash = p->path ? strrchr(p->path, '/') : NULL, *base = slash ? slash + 1 : p->path;
@@ -494,6 +503,8 @@ static int open_item(rd *R, const sitem *s, const char *what, tc_ckpt **out, tc_
     tc_diag in = TC_DIAG_INIT;
     tc_ckpt *b = NULL;
     uint8_t head[4] = {0};
+    if (f->src.fd < 0)
+        trim(R->x);
     int rc = file_open(f, d);
     if (rc)
         return rc;
@@ -959,6 +970,8 @@ static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried,
     uint8_t head[4] = {0}, *pkl = NULL;
     size_t plen = 0;
     tc_src win;
+    if (f->src.fd < 0)
+        trim(R->x);
     int rc = file_open(f, d);
     if (!rc)
         rc = tc_src_window(&win, &f->src, s->off, s->len, d);
@@ -1298,6 +1311,8 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is assembled from %zu chunks; it is read through them",
                        s->key, n);
     dfile *f = &x->f[x->file_of[i]];
+    if (f->src.fd < 0)
+        trim(x);
     int rc = file_open(f, d);
     if (rc)
         return rc;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -99,6 +100,16 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
     fprintf(stderr, "\n");
 }
 
+/* A tensor split over thousands of ranks is read from as many files at once. */
+static void more_files(void)
+{
+    struct rlimit r;
+    if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
@@ -174,6 +185,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     so->nsafe = r.nsafe;
     so->lim = r.lim;
     tc_dst_cleanup_on_signals();
+    more_files();
     tc_progress prog;
     tc_progress_init(&prog, "consolidating", true);
     so->co.ro.progress = tc_progress_cb;

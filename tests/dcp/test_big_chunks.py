@@ -9,7 +9,8 @@ one run of 2 MiB: the parallel transfer, copied in the kernel, the chunks' own C
 chunks, and 'tail' whose rows are split unevenly. Consolidated to .safetensors, .pt and .pt with
 --dtype float16, each tensor's bytes must be the whole tensor's in C order (float16: Python's own
 IEEE rounding of values it represents exactly), and every zip record's CRC-32 must be right
-(zipfile's testzip). Fails when any check fails or nothing was checked.
+(zipfile's testzip). Then 300 .distcp files of one chunk each, read under a limit of 48 open files.
+Fails when any check fails or nothing was checked.
 """
 import json
 import os
@@ -124,6 +125,37 @@ def main():
                     elif z.read(recs[str(k)]) != ref[name]:
                         problems.append('%s: record data/%d differs from the whole tensor' % (name, k))
         check('%s: every tensor assembled, every CRC-32 right' % what, problems)
+    # 300 files of one row chunk each, under a limit of 48 open files
+    many = os.path.join(out, 'many')
+    os.makedirs(many)
+    n, sdm, storage = 300, [], []
+    chunks = [((i, 0), (1, 8)) for i in range(n)]
+    sdm.append((hostile.op_str('w'), hostile.tensor_md((n, 8), chunks)))
+    for (off, sz) in chunks:
+        b = blob('w', off, sz)
+        name = '__%d_0.distcp' % off[0]
+        with open(os.path.join(many, name), 'wb') as f:
+            f.write(b)
+        storage.append((hostile.meta_index('w', off), hostile.storage_info(name, 0, len(b))))
+    with open(os.path.join(many, '.metadata'), 'wb') as f:
+        f.write(hostile.PROTO + hostile.newobj(hostile.DCPM, 'Metadata', hostile.dict_of([
+            ('state_dict_metadata', hostile.dict_raw(sdm)), ('planner_data', b'N'),
+            ('storage_data', hostile.dict_raw(storage)), ('version', hostile.op_str('1.0.0'))])) + hostile.STOP)
+
+    def few_files():
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+    st = os.path.join(out, 'many.safetensors')
+    r = subprocess.run([tool, 'consolidate', '-q', many, '-o', st], capture_output=True, text=True,
+                       preexec_fn=few_files)
+    problems = ['exit %d: %s' % (r.returncode, r.stderr.strip())] if r.returncode else []
+    if not problems:
+        raw = open(st, 'rb').read()
+        k = struct.unpack('<Q', raw[:8])[0]
+        body = raw[8 + k:]
+        if body != struct.pack('<%df' % (n * 8), *[value('w', i, j) for i in range(n) for j in range(8)]):
+            problems.append('w: bytes differ')
+    check('300 .distcp files read with at most 48 files open', problems)
     print('%d passed, %d failed' % (passed, failed))
     return 1 if failed or not passed else 0
 
