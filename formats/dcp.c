@@ -239,7 +239,6 @@ typedef struct sitem {
     uint64_t off, len;
     const char *fqn;       /* the item's name, for messages */
     char *key;
-    bool used;
 } sitem;
 
 typedef struct tchunk {
@@ -1061,7 +1060,7 @@ static void first_bad(void *ctx, pk_obj *o)
 }
 
 /* Tensor item t: its storage (the whole tensor, assembled) and its chunks. */
-static int read_tensor(rd *R, titem *t, const sitem *si, const tc_strmap *keys, sitem *used, tc_diag *d)
+static int read_tensor(rd *R, titem *t, const sitem *si, const tc_strmap *keys, tc_diag *d)
 {
     tc_ckpt *c = R->c;
     size_t n = t->chunks->n, nd = (size_t)t->ndim;
@@ -1104,7 +1103,6 @@ static int read_tensor(rd *R, titem *t, const sitem *si, const tc_strmap *keys, 
                          t->fqn, dims);
             break;
         }
-        used[at].used = true;
         rc = read_chunk(R, t, &ch[k], &si[at], &out[k], pool + 2 * n * nd + k * nd, d);
     }
     if (!rc)
@@ -1240,7 +1238,7 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
     for (size_t i = 0; i < nit && !rc; i++) {
         titem *t = &it[i];
         if (!t->bytes) {
-            rc = read_tensor(&R, t, si, &keys, si, d);
+            rc = read_tensor(&R, t, si, &keys, d);
             continue;
         }
         char *key = item_key(t->fqn, NULL, -1);
@@ -1255,7 +1253,6 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
             rc = tc_fail(d, TC_ERR_FORMAT, "item '%s' has no entry in storage_data (its bytes are missing)", t->fqn);
             break;
         }
-        si[at].used = true;
         rc = read_object(&R, t, &si[at], &carried, &text[i], &kind[i], d);
     }
     if (!rc)
