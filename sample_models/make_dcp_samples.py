@@ -173,8 +173,9 @@ def expect_of(path, ref):
 def main():
     out_root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "dcp")
     os.makedirs(out_root, exist_ok=True)
+    os.chdir(out_root)  # DCP records the folder as given (StorageMeta.checkpoint_id): a relative name, no machine path
     for name, (world, _) in SAMPLES.items():
-        out = os.path.join(out_root, name)
+        out = name
         shutil.rmtree(out, ignore_errors=True)
         mp.spawn(worker, args=(world, name, out, free_port()), nprocs=world, join=True)
         with tempfile.TemporaryDirectory() as tmp:
