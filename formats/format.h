@@ -92,6 +92,13 @@ typedef struct tc_write_job {
     tc_data_fn data;
     void *ctx;
     uint32_t max_depth;    /* pickle nesting the writer may emit */
+    /* A torch state_dict's values that are not tensors, after the items:
+     * obj_names[k] -> the value pickled in obj_pickles[k] (obj_lens[k]
+     * bytes; no persistent ids). */
+    const char *const *obj_names;
+    const uint8_t *const *obj_pickles;
+    const size_t *obj_lens;
+    size_t nobjs;
 } tc_write_job;
 
 typedef struct tc_format {

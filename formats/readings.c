@@ -126,6 +126,8 @@ int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
     const char *fmt = tc_ckpt_format(c);
     if (!strcmp(fmt, "safetensors-index") || !strcmp(fmt, "torch-index"))
         return 0; /* a JSON index: torch.load is not what reads it */
+    if (!strcmp(fmt, "dcp"))
+        return 0; /* .metadata is read by pickle.load from byte 0: the reading its driver judged */
     bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4);
     int rc = 0;
     if (!zip) {

@@ -3,10 +3,12 @@
 #include "readings.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
-    tc_format_safetensors_index, tc_format_torch_index;
+    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp;
 
 const tc_format *const tc_formats[] = {
     &tc_format_torch_zip,
@@ -14,6 +16,7 @@ const tc_format *const tc_formats[] = {
     &tc_format_safetensors,
     &tc_format_safetensors_index,
     &tc_format_torch_index,
+    &tc_format_dcp,
     NULL,
 };
 
@@ -25,9 +28,33 @@ const tc_format *tc_format_named(const char *name)
     return NULL;
 }
 
+/* A folder is read through the file that describes it: a distributed checkpoint's .metadata. */
+static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
+{
+    size_t l = strlen(path);
+    while (l > 1 && path[l - 1] == '/')
+        l--;
+    char *m = malloc(l + 12);
+    if (!m)
+        return tc_fail_at(d, TC_ERR_NOMEM, path, TC_NO_OFFSET, "out of memory");
+    snprintf(m, l + 12, "%.*s/.metadata", (int)l, path);
+    struct stat st;
+    int rc;
+    if (stat(m, &st) < 0 || S_ISDIR(st.st_mode))
+        rc = tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
+                        "is a directory without a .metadata file (not a distributed checkpoint)");
+    else
+        rc = tc_open(out, m, lim, d);
+    free(m);
+    return rc;
+}
+
 int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
 {
     *out = NULL;
+    struct stat dst;
+    if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode))
+        return open_folder(out, path, lim, d);
     tc_ckpt *c;
     int rc = tc_ckpt_new(&c, path, lim, d);
     if (rc)

@@ -315,6 +315,14 @@ static const char *kind_text(const pk_obj *o)
     }
 }
 
+void tc_torch_describe(const tc_torch_graph *tg, const pk_obj *o, char *text, size_t n, const char **kind)
+{
+    sbuf s = {.n = 0};
+    describe(tg, o, &s, 0);
+    snprintf(text, n, "%s", s.b);
+    *kind = kind_text(o);
+}
+
 /* The key/value items of a dict, a dict-like object or an object's state
  * dict (then *attr), or NULL. */
 static pk_obj *const *kv_items(const pk_obj *o, size_t *n, bool *attr)

@@ -53,6 +53,10 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what);
  * saying so. Returns the resulting code. */
 int tc_torch_read_failed(tc_torch_graph *tg, int rc, const char *what, tc_diag *d);
 
+/* A short description of o as inspect shows contents ("7", "[0.1, 'a']")
+ * into text, and its kind ("int", "list") into *kind. */
+void tc_torch_describe(const tc_torch_graph *tg, const pk_obj *o, char *text, size_t n, const char **kind);
+
 /* After the pickle is read: tensors, globals and contents of c from tg->root. */
 int tc_torch_index(tc_torch_graph *tg, tc_diag *d);
 /* The tensors alone (torch_walk.c), for tc_torch_index. */

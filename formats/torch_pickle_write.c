@@ -243,6 +243,15 @@ int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_
             pk_push(b.g, root, node) || b.oom)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
+    for (size_t k = 0; k < job->nobjs && !rc; k++) {
+        pk_read_opts ro = {.limits = PK_LIMITS_DEFAULT, .what = job->obj_names[k]};
+        pk_obj *v = NULL;
+        if ((rc = pk_read(b.g, job->obj_pickles[k], job->obj_lens[k], &ro, &v, NULL, d)))
+            break;
+        if (pk_push(b.g, root, chk(&b, pk_new_str(b.g, job->obj_names[k], strlen(job->obj_names[k])))) ||
+            pk_push(b.g, root, v) || b.oom)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
     if (!rc)
         rc = pk_write(b.g, root, job->max_depth ? job->max_depth : 1000, pkl, len, d);
 done:

@@ -25,6 +25,8 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
     out->size = (uint64_t)st.st_size;
     out->mem = NULL;
     out->what = path;
+    out->base = 0;
+    out->window = false;
     return 0;
 }
 
@@ -34,14 +36,35 @@ void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)
     out->size = n;
     out->mem = buf;
     out->what = what;
+    out->base = 0;
+    out->window = false;
+}
+
+int tc_src_window(tc_src *out, const tc_src *parent, uint64_t off, uint64_t size, tc_diag *d)
+{
+    if (off > parent->size || size > parent->size - off)
+        return tc_fail_at(d, TC_ERR_FORMAT, parent->what, parent->base + parent->size,
+                          "bytes [%llu, %llu) lie past the end of the file at %llu (truncated?)",
+                          (unsigned long long)(parent->base + off), (unsigned long long)(parent->base + off + size),
+                          (unsigned long long)(parent->base + parent->size));
+    *out = *parent;
+    out->size = size;
+    out->window = true;
+    if (parent->mem)
+        out->mem = parent->mem + off;
+    else
+        out->base = parent->base + off;
+    return 0;
 }
 
 int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *ctx, tc_diag *d)
 {
     if (off > s->size || n > s->size - off)
-        return tc_fail_at(d, TC_ERR_FORMAT, s->what, s->size,
-                       "%s: needs bytes up to offset %llu but the file ends at %llu (truncated?)", ctx,
-                       (unsigned long long)off + n, (unsigned long long)s->size);
+        return tc_fail_at(d, TC_ERR_FORMAT, s->what, s->base + s->size,
+                       "%s: needs bytes up to offset %llu but the %s ends at %llu (truncated?)", ctx,
+                       (unsigned long long)(s->base + off + n), s->window ? "item" : "file",
+                       (unsigned long long)(s->base + s->size));
+    off += s->base;
     if (s->mem) {
         memcpy(buf, s->mem + off, n);
         return 0;
@@ -67,7 +90,7 @@ int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *
 
 void tc_src_close(tc_src *s)
 {
-    if (s && s->what && !s->mem && s->fd >= 0) {
+    if (s && s->what && !s->mem && !s->window && s->fd >= 0) {
         close(s->fd);
         s->fd = -1;
     }

@@ -1,12 +1,16 @@
 /* Byte sources: a file read with pread, or a memory buffer (tests, fuzzers).
  *
- * A tc_src owns its file descriptor; tc_src_close accepts a zeroed or closed
- * source. Every read is bounds-checked against the size taken at open time. */
+ * A tc_src owns its file descriptor, except a window (tc_src_window), which
+ * reads a range of another source through that source's descriptor; offsets
+ * and sizes are the window's own, messages name the whole file's offsets.
+ * tc_src_close accepts a zeroed, closed or window source. Every read is
+ * bounds-checked against the size taken at open time. */
 #ifndef TC_IO_H
 #define TC_IO_H
 
-#include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "diag.h"
 
@@ -15,10 +19,15 @@ typedef struct tc_src {
     uint64_t size;
     const uint8_t *mem;  /* memory sources only; not owned */
     const char *what;    /* name used in messages; not owned */
+    uint64_t base;       /* a window: where its byte 0 lies in the file */
+    bool window;         /* borrows the descriptor of the source it was made from */
 } tc_src;
 
 int tc_src_open_file(tc_src *out, const char *path, tc_diag *d);
 void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what);
+/* The range [off, off + size) of parent as a source of its own (parent must
+ * outlive it); the range must lie inside parent. */
+int tc_src_window(tc_src *out, const tc_src *parent, uint64_t off, uint64_t size, tc_diag *d);
 /* Read exactly n bytes at off. Reading past the end is a format error naming
  * `ctx` (e.g. "data/3"), since it means the file is truncated or lies. */
 int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *ctx, tc_diag *d);

@@ -31,7 +31,7 @@ static const tc_opt o_max_shard = {
     "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_force,
+                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -103,6 +103,12 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
     int rc = tc_open(&c, in, &r->lim, &d);
     if (rc)
         return tc_err_diag(&d);
+    if (!strcmp(tc_ckpt_format(c), "dcp")) {
+        tc_err(in, "a distributed checkpoint (torch.distributed.checkpoint): 'tensorctl consolidate' writes it as one "
+               "file or a set");
+        tc_ckpt_close(c);
+        return TC_EXIT_USAGE;
+    }
     tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
     /* a .pt output of a .pt input keeps its object graph; anything else keeps only tensors */
     tc_keeps keeps = fmt == FMT_PT && tc_ckpt_has_objects(c) ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS;
@@ -159,7 +165,7 @@ fail:
 }
 
 static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
-                         const tc_convert_opts *o, uint64_t max_shard);
+                         const tc_convert_opts *o, uint64_t max_shard, const tc_args *a);
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
@@ -223,7 +229,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     tc_dst_cleanup_on_signals();
     if (tc_index_path(in)) {
-        ex = convert_index(in, out, fmt, a.set[OPT_FORCE], &r, &o, max_shard);
+        ex = convert_index(in, out, fmt, a.set[OPT_FORCE], &r, &o, max_shard, &a);
+        goto done;
+    }
+    if (a.set[OPT_PART]) {
+        tc_err(NULL, "--part splits the writing of a sharded set among processes; '%s' is not an index", in);
         goto done;
     }
     if (tc_index_path(out)) {
@@ -243,11 +253,13 @@ done:
 
 /* A shard set through its index: planned and written by tc_set_run; this prints. */
 static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
-                         const tc_convert_opts *o, uint64_t max_shard)
+                         const tc_convert_opts *o, uint64_t max_shard, const tc_args *a)
 {
     tc_set_opts so = {.mode = fmt == FMT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
                       .force = force, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
+    if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
+        return TC_EXIT_USAGE;
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
     int rc = tc_set_run(in, out, &so, &rep, &d);

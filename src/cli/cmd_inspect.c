@@ -200,7 +200,10 @@ static void print_text(const tc_ckpt *c)
         if (t->kind == TC_TENSOR_OTHER)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
         if (shard_of(c, t))
-            snprintf(notes + nl, sizeof notes - nl, "in %s ", tc_term_esc(shard_of(c, t), e2, sizeof e2));
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "in %s ", tc_term_esc(shard_of(c, t), e2, sizeof e2));
+        size_t nch = 0;
+        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch) && nl < sizeof notes)
+            snprintf(notes + nl, sizeof notes - nl, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
         put_padded(tc_term_esc(t->name, e1, sizeof e1), w);
@@ -214,15 +217,22 @@ static void print_text(const tc_ckpt *c)
     }
     free(first);
     uint64_t total = 0;
+    size_t nparts = 0;
     for (size_t i = 0; i < ns; i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
+        if (tc_ckpt_chunk_of(c, i) >= 0) { /* a chunk's bytes: counted in the tensor it builds */
+            nparts++;
+            continue;
+        }
         agg_add(dev, &ndev, 64, s->location, s->nbytes);
         agg_add(dt, &ndt, 64, tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype), s->nbytes);
         total += s->nbytes;
     }
     char h[32];
     tc_human_bytes(total, h, sizeof h);
-    printf("\n%zu tensors on %zu storages, %s of tensor data", nt, ns, h);
+    printf("\n%zu tensors on %zu storages, %s of tensor data", nt, ns - nparts, h);
+    if (nparts)
+        printf(" in %zu chunks", nparts);
     if (nparam)
         printf("; %zu nn.Parameter objects with %" PRIu64 " elements", nparam, pnumel);
     printf("\nbytes per device:");
@@ -242,7 +252,7 @@ static void print_text(const tc_ckpt *c)
             printf("  %-24s %s\n", tc_term_esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
                    tc_term_esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
     }
-    if (tc_ckpt_has_objects(c))
+    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c))
         contents(c, NULL);
     bool cuda = false;
     for (size_t i = 0; i < ndev; i++)
@@ -334,6 +344,9 @@ static cJSON *tensor_json(const tc_ckpt *c, size_t i)
         cJSON_AddStringToObject(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
     if (shard_of(c, t))
         cJSON_AddStringToObject(o, "shard", shard_of(c, t));
+    size_t nch = 0;
+    if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
+        cJSON_AddNumberToObject(o, "chunks", (double)nch);
     char hex[65];
     if (want_hash && tensor_hash(c, i, hex))
         cJSON_AddStringToObject(o, "sha256", hex);
@@ -446,7 +459,7 @@ static void print_json(const tc_ckpt *c)
         jnext(&first, "metadata", "  ");
         jput(m);
     }
-    if (tc_ckpt_has_objects(c)) {
+    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c)) {
         cJSON *m = cJSON_CreateObject();
         contents(c, m);
         jnext(&first, "contents", "  ");

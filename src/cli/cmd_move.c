@@ -46,7 +46,8 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
 
 #define MOVE_OPTS                                                                                         \
     &tc_opt_help, &o_output, &tc_opt_force, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
-        &o_engine, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc, &tc_opt_quiet, &o_verbose,     \
+        &o_engine, &tc_opt_part, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc, &tc_opt_quiet,   \
+        &o_verbose, \
         TC_LIMIT_OPTS
 
 static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
@@ -230,8 +231,8 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
         return tc_err_diag(&d);
     }
     if (!tc_ckpt_has_objects(c)) {
-        tc_err(in, "%s files hold no device tags; use 'tensorctl convert' to turn them into .pt files",
-               tc_ckpt_format(c));
+        tc_err(in, "%s files hold no device tags; use 'tensorctl %s' to turn them into .pt files", tc_ckpt_format(c),
+               strcmp(tc_ckpt_format(c), "dcp") ? "convert" : "consolidate");
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }
@@ -299,10 +300,12 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
 
 /* A sharded set: each shard rewritten under its own name, the index copied;
  * all of it or nothing. */
-static int move_index(const char *in, const char *out, bool force, tc_move_req *r)
+static int move_index(const char *in, const char *out, bool force, tc_move_req *r, const tc_args *a)
 {
     tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o}, .force = force, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
+    if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
+        return TC_EXIT_USAGE;
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
     int rc = tc_set_run(in, out, &so, &rep, &d);
@@ -371,7 +374,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             goto done;
         }
         tc_dst_cleanup_on_signals();
-        ex = move_index(in, a.val[OPT_OUTPUT], a.set[OPT_FORCE], &r);
+        ex = move_index(in, a.val[OPT_OUTPUT], a.set[OPT_FORCE], &r, &a);
+        goto done;
+    }
+    if (a.set[OPT_PART]) {
+        tc_err(NULL, "--part splits the writing of a sharded set among processes; '%s' is not an index", in);
         goto done;
     }
     if (a.set[OPT_IN_PLACE])

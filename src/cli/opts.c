@@ -109,6 +109,17 @@ const tc_opt tc_opt_max_expand = {
     "A view read out whole (written to safetensors, which holds no strides, or hashed) may\n"
     "take at most \\fIN\\fR times the bytes of its storage (or 64 MiB, whichever is more): a\n"
     "stride-0 view of one element can stand for terabytes. A larger one is an error naming it."};
+const tc_opt tc_opt_part = {
+    OPT_PART, 0, "part", "I/N|index",
+    "sharded output: write only shards I, I+N, I+2N, ... (run all N parts, then --part index once)", 0, NULL,
+    "Write a sharded output with several processes, on one machine or on many that\n"
+    "see the same folder: every part computes the same plan from the inputs'\n"
+    "metadata alone and writes only the output shards \\fII\\fR, \\fII\\fR+\\fIN\\fR,\n"
+    "\\fII\\fR+2\\fIN\\fR, ... (numbered from 1), publishing them when they are complete.\n"
+    "When all \\fIN\\fR parts have finished, \\fB\\-\\-part index\\fR (the same command\n"
+    "otherwise) checks that every shard is there and holds what the plan puts in it,\n"
+    "and writes the index: the set is then byte for byte what one process writes.\n"
+    "Parts take the same options; nothing schedules them (see EXAMPLES)."};
 
 const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", 0,
                              NULL, "No progress bar, summary or warnings."};
@@ -335,6 +346,34 @@ int tc_keyops_from_args(const tc_args *a, tc_keyops *k)
         tc_err_diag(&d);
         return -1;
     }
+    return 0;
+}
+
+int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only)
+{
+    *part = *nparts = 0;
+    *index_only = false;
+    if (!a->set[OPT_PART])
+        return 0;
+    const char *v = a->val[OPT_PART];
+    if (!strcmp(v, "index")) {
+        *index_only = true;
+        return 0;
+    }
+    const char *slash = strchr(v, '/');
+    char left[24];
+    uint64_t i, n;
+    if (!slash || (size_t)(slash - v) >= sizeof left) {
+        tc_err(NULL, "--part '%s': expected I/N (1 <= I <= N) or index", v);
+        return -1;
+    }
+    snprintf(left, sizeof left, "%.*s", (int)(slash - v), v);
+    if (tc_parse_count(left, &i) || tc_parse_count(slash + 1, &n) || !i || !n || i > n || n > 100000) {
+        tc_err(NULL, "--part '%s': expected I/N with 1 <= I <= N <= 100000, or index", v);
+        return -1;
+    }
+    *part = (unsigned)i;
+    *nparts = (unsigned)n;
     return 0;
 }
 

@@ -33,7 +33,10 @@ struct tc_ckpt {
     size_t nhazards;
     char **shards;
     size_t nshards;
+    struct ckpt_ext *ext;  /* chunks and nested checkpoints (distributed checkpoints), at the end of this file */
 };
+
+static void ext_free(struct ckpt_ext *x);
 
 /* Grow *v (n used, *cap allocated, elements of size sz) to hold one more. */
 static int reserve(void *v, size_t n, size_t *cap, size_t sz, tc_diag *d)
@@ -114,6 +117,7 @@ void tc_ckpt_close(tc_ckpt *c)
     tc_strmap_free(&c->skeys);
     tc_strmap_free(&c->gnames);
     tc_strmap_free(&c->mkeys);
+    ext_free(c->ext);
     tc_src_close(&c->src);
     free(c->path);
     free(c);
@@ -355,3 +359,169 @@ long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
     return (long)c->nshards++;
 }
+
+/* ---- checkpoints made of pieces -------------------------------------------------- */
+
+typedef struct chunkset {
+    int ndim;
+    int64_t *shape;
+    tc_chunk *v;           /* not NULL once set, even with no chunk (a tensor of no elements) */
+    size_t n;
+} chunkset;
+
+struct ckpt_ext {
+    chunkset *sets;        /* per storage index (NULL n: not assembled), up to nsets */
+    size_t nsets;
+    long *part_of;         /* per storage index: the storage its chunk builds, or -1 */
+    size_t npart;
+    tc_object *obj;
+    size_t nobj;
+};
+
+static void ext_free(struct ckpt_ext *x)
+{
+    if (!x)
+        return;
+    for (size_t i = 0; i < x->nsets; i++) {
+        for (size_t k = 0; k < x->sets[i].n; k++)
+            free((void *)x->sets[i].v[k].offsets);
+        free(x->sets[i].v);
+        free(x->sets[i].shape);
+    }
+    free(x->sets);
+    free(x->part_of);
+    for (size_t i = 0; i < x->nobj; i++) {
+        free(x->obj[i].name);
+        free(x->obj[i].text);
+        free(x->obj[i].kind);
+        free(x->obj[i].why_not);
+        free(x->obj[i].pickle);
+    }
+    free(x->obj);
+    free(x);
+}
+
+static struct ckpt_ext *ext_of(tc_ckpt *c, tc_diag *d)
+{
+    if (!c->ext && !(c->ext = calloc(1, sizeof *c->ext)))
+        tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return c->ext;
+}
+
+/* Grow a table of n elements of size sz to hold index i (new elements zeroed, or -1 for longs). */
+static int grow_to(void *v, size_t *n, size_t i, size_t sz, bool minus1, tc_diag *d)
+{
+    if (i < *n)
+        return 0;
+    size_t nn = i + 1 > *n * 2 ? i + 1 : *n * 2;
+    uint8_t *p = realloc(*(void **)v, nn * sz);
+    if (!p)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    memset(p + *n * sz, minus1 ? 0xff : 0, (nn - *n) * sz);
+    *(void **)v = p;
+    *n = nn;
+    return 0;
+}
+
+int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, const tc_chunk *v, size_t n,
+                       tc_diag *d)
+{
+    struct ckpt_ext *x = ext_of(c, d);
+    if (!x || grow_to(&x->sets, &x->nsets, i, sizeof *x->sets, false, d))
+        return d->code;
+    chunkset *cs = &x->sets[i];
+    if (cs->v)
+        return tc_fail(d, TC_ERR_FORMAT, "storage '%s' is given its chunks twice", c->s[i].key);
+    size_t nd = ndim > 0 ? (size_t)ndim : 0;
+    if (!(cs->shape = malloc((nd + 1) * sizeof *cs->shape)) || !(cs->v = calloc(n + 1, sizeof *cs->v)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    memcpy(cs->shape, shape, nd * sizeof *shape);
+    cs->ndim = ndim;
+    for (size_t k = 0; k < n; k++) {
+        int64_t *dims = malloc((3 * nd + 1) * sizeof *dims);
+        if (!dims)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        memcpy(dims, v[k].offsets, nd * sizeof *dims);
+        memcpy(dims + nd, v[k].sizes, nd * sizeof *dims);
+        memcpy(dims + 2 * nd, v[k].strides, nd * sizeof *dims);
+        cs->v[k] = (tc_chunk){v[k].storage, v[k].soffset, dims, dims + nd, dims + 2 * nd};
+        cs->n = k + 1;
+        if (grow_to(&x->part_of, &x->npart, v[k].storage, sizeof *x->part_of, true, d))
+            return d->code;
+        x->part_of[v[k].storage] = (long)i;
+    }
+    return 0;
+}
+
+const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n)
+{
+    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].v) {
+        *n = 0;
+        return NULL;
+    }
+    *n = c->ext->sets[i].n;
+    return c->ext->sets[i].v;
+}
+
+const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim)
+{
+    if (!c->ext || i >= c->ext->nsets || !c->ext->sets[i].v)
+        return NULL;
+    *ndim = c->ext->sets[i].ndim;
+    return c->ext->sets[i].shape;
+}
+
+long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i)
+{
+    return c->ext && i < c->ext->npart ? c->ext->part_of[i] : -1;
+}
+
+int tc_ckpt_add_global_allowed(tc_ckpt *c, const char *name, const char *by, tc_diag *d)
+{
+    int rc = tc_ckpt_add_global(c, name, d);
+    size_t i;
+    if (!rc && tc_strmap_get(&c->gnames, name, &i) && !c->gl[i].allowed) {
+        c->gl[i].allowed = true;
+        c->gl[i].torch = by;
+        c->gl[i].dangerous = false;
+        c->gl[i].why = NULL;
+    }
+    return rc;
+}
+
+int tc_ckpt_new_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d)
+{
+    *out = NULL;
+    tc_ckpt *c = calloc(1, sizeof *c);
+    if (!c || !(c->path = strdup(name))) {
+        free(c);
+        return tc_fail_at(d, TC_ERR_NOMEM, name, TC_NO_OFFSET, "out of memory");
+    }
+    c->src = *src;
+    c->lim = *lim;
+    c->format = "unknown";
+    *out = c;
+    return 0;
+}
+
+int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const char *kind, const uint8_t *pickle,
+                       size_t pickle_len, const char *why_not, tc_diag *d)
+{
+    struct ckpt_ext *x = ext_of(c, d);
+    tc_object *p = x && !(x->nobj % 64) ? realloc(x->obj, (x->nobj + 64) * sizeof *p) : x ? x->obj : NULL;
+    if (!p)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    x->obj = p;
+    tc_object *o = &p[x->nobj];
+    *o = (tc_object){strdup(name), strdup(text), strdup(kind), pickle ? malloc(pickle_len ? pickle_len : 1) : NULL,
+                     pickle_len, why_not ? strdup(why_not) : NULL};
+    x->nobj++;
+    if (!o->name || !o->text || !o->kind || (why_not && !o->why_not) || (pickle && !o->pickle))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (pickle)
+        memcpy(o->pickle, pickle, pickle_len);
+    return 0;
+}
+
+size_t tc_ckpt_nobjects(const tc_ckpt *c) { return c->ext ? c->ext->nobj : 0; }
+const tc_object *tc_ckpt_object(const tc_ckpt *c, size_t i) { return &c->ext->obj[i]; }

@@ -183,4 +183,56 @@ long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d);
 /* Sort the globals by name (once every global is added). */
 void tc_ckpt_sort_globals(tc_ckpt *c);
 
+/* ---- checkpoints made of pieces (distributed checkpoints) ---------------------- */
+
+/* A block of a whole tensor held by a storage of its own: the elements of
+ * the box [offsets, offsets + sizes) of the whole tensor, laid out in that
+ * storage from element soffset with strides (in elements). */
+typedef struct tc_chunk {
+    size_t storage;
+    int64_t soffset;
+    const int64_t *offsets, *sizes, *strides; /* ndim each */
+} tc_chunk;
+
+/* Storage i holds a whole tensor of ndim dimensions and this shape, in C
+ * order, assembled from the chunks v[0..n) (copied): the storages they name
+ * hold its bytes, and no bytes of its own lie anywhere. The operations
+ * layer assembles it; its driver does not read it. */
+int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, const tc_chunk *v, size_t n,
+                       tc_diag *d);
+/* The chunks of storage i: NULL when it is not assembled from chunks (not
+ * NULL, n 0, for an assembled tensor of no elements). */
+const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n);
+/* The shape of the whole tensor storage i holds (assembled from chunks), or NULL. */
+const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim);
+/* The storage assembled from storage i, or -1 when i is not a chunk's. */
+long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i);
+/* Count one more mention of a global that the format's own reader imports
+ * and its own allowlist accepts (by: whose, for inspect); it is allowed
+ * whatever torch's weights_only loader says. */
+int tc_ckpt_add_global_allowed(tc_ckpt *c, const char *name, const char *by, tc_diag *d);
+
+/* A checkpoint read from src (copied; a window or memory source the caller
+ * keeps alive), named name in messages; for drivers that read containers
+ * nested in other files. */
+int tc_ckpt_new_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d);
+
+/* A value of a checkpoint stored apart from its tensors (the pickled
+ * non-tensor items of a distributed checkpoint): its name, a short
+ * description, and either its value as a pickle that can be carried into
+ * another checkpoint (no tensors, nothing torch's weights_only loaders
+ * refuse) or why it cannot be. */
+typedef struct tc_object {
+    char *name, *text, *kind;
+    uint8_t *pickle;       /* NULL when it cannot be carried */
+    size_t pickle_len;
+    char *why_not;         /* when pickle is NULL */
+} tc_object;
+
+/* Add an object (strings and the pickle, which may be NULL, copied). */
+int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const char *kind, const uint8_t *pickle,
+                       size_t pickle_len, const char *why_not, tc_diag *d);
+size_t tc_ckpt_nobjects(const tc_ckpt *c);
+const tc_object *tc_ckpt_object(const tc_ckpt *c, size_t i);
+
 #endif

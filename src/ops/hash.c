@@ -1,11 +1,29 @@
 #include "hash.h"
 
+#include "assemble.h"
+
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define HASH_CHUNK ((size_t)1 << 20)
+
+static int sha_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
+{
+    return EVP_DigestUpdate(ctx, buf, n) ? 0 : tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+}
+
+static int hex_of(EVP_MD_CTX *m, char hex[65], tc_diag *d)
+{
+    unsigned char md[32];
+    unsigned len = 0;
+    if (!EVP_DigestFinal_ex(m, md, &len))
+        return tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
 
 int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d)
 {
@@ -20,21 +38,30 @@ int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d)
         if (!EVP_DigestUpdate(m, buf, got))
             rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
     }
-    unsigned char md[32];
-    unsigned len = 0;
-    if (!rc && !EVP_DigestFinal_ex(m, md, &len))
-        rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+    if (!rc)
+        rc = hex_of(m, hex, d);
     EVP_MD_CTX_free(m);
     free(buf);
+    return rc;
+}
+
+/* A tensor assembled from chunks (DCP) is pushed through the assembly, not pulled. */
+static int assembled_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag *d)
+{
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    int rc = !m || !EVP_DigestInit_ex(m, EVP_sha256(), NULL) ? tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable")
+                                                              : tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d);
     if (!rc)
-        for (int i = 0; i < 32; i++)
-            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        rc = hex_of(m, hex, d);
+    EVP_MD_CTX_free(m);
     return rc;
 }
 
 int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, char hex[65], tc_diag *d)
 {
     tc_elems *e = NULL;
+    if (t->storage >= 0 && tc_assembled(c, (size_t)t->storage))
+        return assembled_sha256(c, t, hex, d);
     int rc = tc_expand_check(c, t, t->dtype, max_expand, d);
     if (!rc)
         rc = tc_elems_open(&e, c, t, d);

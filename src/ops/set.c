@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "consolidate.h"
 #include "format.h"
 #include "rewrite.h"
 #include "safety.h"
@@ -151,6 +152,53 @@ static int not_an_input(const inputs *in, const char *path, tc_diag *d)
     return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "would replace the input index; write elsewhere");
 }
 
+/* ---- parts: which outputs this process writes ------------------------------------------ */
+
+/* Output shard k is this part's to write. */
+static bool mine(const tc_set_opts *o, size_t k)
+{
+    return !o->index_only && (!o->nparts || k % o->nparts == o->part - 1);
+}
+
+/* The index is this process's to write. */
+static bool writes_index(const tc_set_opts *o) { return o->index_only || !o->nparts; }
+
+/* Output shard `path` is there, complete, and holds exactly the names the
+ * plan gives it (n of them, each in want, sorted; the index step of a set
+ * written in parts). */
+static int check_written(const char *path, const char *const *want, size_t n, const tc_limits *lim, tc_diag *d)
+{
+    tc_ckpt *c = NULL;
+    tc_diag in = TC_DIAG_INIT;
+    if (tc_open(&c, path, lim, &in))
+        return tc_fail_at(d, in.code == TC_ERR_IO ? TC_ERR_USAGE : in.code, path, TC_NO_OFFSET,
+                          "a shard of this set is missing or incomplete (run every --part first): %s", in.msg);
+    size_t got = 0;
+    int rc = 0;
+    for (size_t t = 0; t < tc_ckpt_ntensors(c) && !rc; t++) {
+        const char *name = tc_ckpt_tensor(c, t)->name;
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(want[mid], name) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == n || strcmp(want[lo], name))
+            rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                            "holds tensor '%s', which this set's plan puts elsewhere (a shard of another run? run "
+                            "every --part again)", name);
+        got++;
+    }
+    if (!rc && got != n)
+        rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                        "holds %zu tensors where this set's plan puts %zu (a shard of another run? run every --part "
+                        "again)", got, n);
+    tc_ckpt_close(c);
+    return rc;
+}
+
 /* Admit what the user trusts, then refuse a shard that is still not safe to load. */
 static int gate(tc_ckpt *c, const tc_set_opts *o, tc_diag *d)
 {
@@ -188,6 +236,8 @@ static int out_paths(const char *out, const char *idx_name, char **dir, char **i
     return 0;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 /* ---- rewriting each shard whole --------------------------------------------------------- */
 
 static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
@@ -211,11 +261,35 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             break;
         }
         struct stat st;
+        if (i < ix->nsh ? !mine(o, i) : !writes_index(o))
+            continue;
         if (!(rc = not_an_input(&ins, path, d)) && !(rc = not_a_folder(path, d)) && !o->force && lstat(path, &st) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
+    for (size_t i = 0; i < ix->nsh && !rc && o->index_only; i++) { /* the parts wrote every shard */
+        tc_ckpt *inc = NULL;
+        const char **names = NULL;
+        free(path);
+        if (!(path = join(dir, ix->sh[i].file)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if (!rc)
+            rc = tc_index_open_shard(ix, i, &o->lim, &inc, d);
+        size_t nt = inc ? tc_ckpt_ntensors(inc) : 0;
+        if (!rc && !(names = malloc((nt + 1) * sizeof *names)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t t = 0; !rc && t < nt; t++)
+            names[t] = tc_ckpt_tensor(inc, t)->name;
+        if (!rc) {
+            qsort(names, nt, sizeof *names, cmp_str);
+            rc = check_written(path, names, nt, &o->lim, d);
+        }
+        free(names);
+        tc_ckpt_close(inc);
+    }
     for (size_t i = 0; i < ix->nsh && !rc; i++) {
         tc_plan p = {0};
+        if (!mine(o, i))
+            continue;
         free(path);
         path = join(dir, ix->sh[i].file);
         char *sub = path ? strdup(path) : NULL;
@@ -258,7 +332,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         c = NULL;
     }
     /* the index, unchanged: shard and tensor names stay */
-    if (!rc) {
+    if (!rc && writes_index(o)) {
         tc_src src = {.fd = -1};
         uint8_t *buf = NULL;
         if (!(rc = tc_src_open_file(&src, ix->path, d)) && !(buf = malloc(src.size ? (size_t)src.size : 1)))
@@ -317,6 +391,7 @@ typedef struct conv {
     tc_engines eng;       /* one pool and one GPU caster for every input's plan */
     char **shards;        /* output paths */
     tc_keymap km;         /* the names after key surgery, over the whole set */
+    tc_ckpt *single;      /* the one input, opened already (a checkpoint that is not an index) */
 } conv;
 
 static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
@@ -340,9 +415,13 @@ static int open_input(conv *S, size_t i, tc_diag *d)
     const tc_set_opts *o = S->o;
     tc_convert_report *sum = &S->rep->sum;
     set_in *in = &S->in[i];
-    int rc = tc_index_open_shard(S->ix, i, &o->lim, &in->c, d);
-    if (rc)
+    int rc = 0;
+    if (S->single) {
+        in->c = S->single;
+        S->single = NULL;
+    } else if ((rc = tc_index_open_shard(S->ix, i, &o->lim, &in->c, d))) {
         return rc;
+    }
     tc_ckpt *c = in->c;
     if ((rc = gate(c, o, d)))
         return rc;
@@ -374,7 +453,8 @@ static int open_input(conv *S, size_t i, tc_diag *d)
         return rc;
     }
     /* to torch: one unit per storage, in the order its first item comes */
-    if ((rc = tc_sd_items_make(c, &o->co, &in->p, &in->it, sum, d)))
+    if ((rc = tc_sd_items_make(c, &o->co, &in->p, &in->it, sum, d)) ||
+        (o->co.key && (rc = tc_sd_items_under(&in->it, o->co.key, sum, d))))
         return rc;
     for (size_t k = 0; k < in->it.n && !rc; k++) {
         size_t s = in->it.v[k].block;
@@ -549,14 +629,14 @@ done:
     return rc;
 }
 
-static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
-                       tc_diag *d)
+static int convert_set(const tc_index *ix, tc_ckpt *single, const char *out, const tc_set_opts *o, outs *os,
+                       tc_set_report *rep, tc_diag *d)
 {
     bool st = o->mode == TC_SET_SAFETENSORS;
     const char *base = st ? "model" : "pytorch_model", *ext = st ? ".safetensors" : ".bin";
     char idx_name[64];
     snprintf(idx_name, sizeof idx_name, "%s%s.index.json", base, ext);
-    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro};
+    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro, .single = single};
     S.ro.engines = &S.eng;
     set_name *names = NULL;
     char *dir = NULL;
@@ -628,18 +708,42 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
     for (size_t k = 0; k <= nshards && !rc; k++) {
         const char *p = k < nshards ? S.shards[k] : rep->index_path;
         struct stat sb;
+        if (k < nshards ? !mine(o, k) : !writes_index(o))
+            continue;
         if (!(rc = not_an_input(&ins, p, d)) && !(rc = not_a_folder(p, d)) && !o->force && lstat(p, &sb) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, p, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
     inputs_free(&ins);
+    if (!rc && o->index_only) { /* the parts wrote every shard, each with what the plan gives it */
+        /* the names grouped by shard, in one pass (names[] is sorted by name, so each group is too) */
+        const char **nv = malloc((nnames + 1) * sizeof *nv);
+        size_t *at = calloc(nshards + 2, sizeof *at);
+        if (!nv || !at)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < nnames; i++)
+            at[names[i].shard + 2]++;
+        for (size_t k = 0; !rc && k < nshards; k++)
+            at[k + 2] += at[k + 1];
+        for (size_t i = 0; !rc && i < nnames; i++)
+            nv[at[names[i].shard + 1]++] = names[i].name;
+        for (size_t k = 0; k < nshards && !rc; k++)
+            rc = check_written(S.shards[k], nv + at[k], at[k + 1] - at[k], &o->lim, d);
+        free(nv);
+        free(at);
+    }
     if (!rc)
         rc = tc_dst_mkdirs(dir, d);
     for (size_t k = 0; k < nshards && !rc; k++) {
+        if (!mine(o, k))
+            continue;
         if (!(rc = outs_open(os, S.shards[k], o->force, d)) && !(rc = write_shard(&S, k, outs_last(os), d)))
             rc = tc_dst_finish(outs_last(os), d);
         rep->nshards += !rc;
     }
-    if (!rc) {
+    uint64_t total = 0;
+    for (size_t u = 0; u < S.nu; u++)
+        total += S.u[u].bytes;
+    if (!rc && writes_index(o)) {
         const char **nv = malloc((nnames + 1) * sizeof *nv), **fv = malloc((nnames + 1) * sizeof *fv);
         if (!nv || !fv)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
@@ -648,7 +752,7 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
             fv[i] = strrchr(S.shards[names[i].shard], '/') + 1;
         }
         if (!rc && !(rc = outs_open(os, rep->index_path, o->force, d)))
-            rc = tc_index_write(outs_last(os), rep->sum.data_bytes, ix->meta, ix->nmeta, nv, fv, nnames, d);
+            rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, nv, fv, nnames, d);
         free(nv);
         free(fv);
     }
@@ -660,6 +764,7 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rep->sum.underflow += un;
         }
     free(names);
+    tc_ckpt_close(S.single); /* not taken when a failure came first */
     for (size_t i = 0; S.in && i < ix->nsh; i++) {
         if (S.in[i].planned)
             tc_plan_free(&S.in[i].p);
@@ -679,19 +784,32 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
     return rc;
 }
 
-int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+/* One checkpoint as a set of one input shard: an index of it alone. */
+static int index_of_one(const char *in, tc_ckpt *c, tc_index **out, tc_diag *d)
 {
-    tc_index *ix = NULL;
-    outs os = {0};
-    int rc = tc_index_open(&ix, in, &o->lim, d);
-    if (rc)
-        return rc;
-    rep->ninputs = ix->nsh;
-    if ((rc = tc_index_check_shards(ix, d))) {
+    tc_index *ix = calloc(1, sizeof *ix);
+    const char *slash = strrchr(tc_ckpt_path(c), '/');
+    if (!ix || !(ix->path = strdup(tc_ckpt_path(c))) || !(ix->sh = calloc(1, sizeof *ix->sh)) ||
+        !(ix->sh[0].file = strdup(slash ? slash + 1 : tc_ckpt_path(c))) || !(ix->sh[0].path = strdup(in))) {
         tc_index_free(ix);
-        return rc;
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d) : convert_set(ix, out, o, &os, rep, d);
+    ix->nsh = 1;
+    ix->sh[0].ntensors = tc_ckpt_ntensors(c);
+    *out = ix;
+    return 0;
+}
+
+static int run(tc_index *ix, tc_ckpt *single, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+{
+    outs os = {0};
+    rep->ninputs = ix->nsh;
+    int rc = single ? 0 : tc_index_check_shards(ix, d);
+    if (!rc)
+        rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
+                                       : convert_set(ix, single, out, o, &os, rep, d);
+    else
+        tc_ckpt_close(single);
     if (!rc)
         rc = outs_publish(&os, d);
     outs_free(&os);
@@ -701,6 +819,31 @@ int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_rep
         tc_dst_dirs_keep();
     tc_index_free(ix);
     return rc;
+}
+
+int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+{
+    tc_index *ix = NULL;
+    if (!tc_index_path(in) && o->mode != TC_SET_REWRITE) {
+        tc_ckpt *c;
+        int rc = tc_open(&c, in, &o->lim, d);
+        return rc ? rc : tc_set_run_one(c, out, o, rep, d);
+    }
+    int rc = tc_index_open(&ix, in, &o->lim, d);
+    return rc ? rc : run(ix, NULL, out, o, rep, d);
+}
+
+int tc_set_run_one(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+{
+    tc_index *ix = NULL;
+    int rc = o->mode == TC_SET_REWRITE
+                 ? tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "a set rewritten whole needs an index")
+                 : index_of_one(tc_ckpt_path(c), c, &ix, d);
+    if (rc) {
+        tc_ckpt_close(c);
+        return rc;
+    }
+    return run(ix, c, out, o, rep, d);
 }
 
 void tc_set_report_free(tc_set_report *r)

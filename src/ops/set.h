@@ -1,5 +1,6 @@
 /* Sharded sets: one driver for every command that writes a set from an index
- * (to-cpu/to-cuda of a set, convert between .bin and .safetensors sets).
+ * (to-cpu/to-cuda of a set, convert between .bin and .safetensors sets), or
+ * from one checkpoint (consolidate of a distributed checkpoint).
  *
  * Every input shard is opened first (metadata only) and checked against the
  * index, the whole output is planned, then the shards are written one at a
@@ -20,7 +21,15 @@
  * aliases; to torch, a storage and every tensor on it. Shards are named as
  * transformers names them (model-00001-of-0000N.safetensors,
  * pytorch_model-00001-of-0000N.bin), with an index listing what each holds;
- * torch shards are flat state_dicts. */
+ * torch shards are flat state_dicts.
+ *
+ * Parts: a set can be written by several processes at once, on one machine
+ * or many that see the same folder. Each computes the same plan from the
+ * inputs' metadata alone; part I of N writes only the output shards k with
+ * k % N == I - 1 (publishing them together when all are complete), and a
+ * last step, run once every part has finished, checks that every shard is
+ * there and holds what the plan puts in it, then writes the index. The
+ * output is byte for byte what one process writes. */
 #ifndef TC_SET_H
 #define TC_SET_H
 
@@ -42,6 +51,8 @@ typedef struct tc_set_opts {
     const char *const *safe_globals; /* globals admitted as safe (--safe-globals) */
     size_t nsafe;
     tc_limits lim;
+    unsigned part, nparts;  /* this part (1..nparts) of the shards; nparts 0: all of them */
+    bool index_only;        /* the last step of a set written in parts: the index */
 } tc_set_opts;
 
 typedef struct tc_set_report {
@@ -52,10 +63,13 @@ typedef struct tc_set_report {
     size_t ncast, nkept;    /* rewrite: tensors cast and kept, over all shards */
 } tc_set_report;
 
-/* out: the output index (*.index.json) or a folder (the index then keeps the
- * input index's name when rewriting, else model.safetensors.index.json or
- * pytorch_model.bin.index.json). */
+/* in: an index (*.index.json), or any other checkpoint, taken as a set of
+ * one input shard (converting only). out: the output index (*.index.json)
+ * or a folder (the index then keeps the input index's name when rewriting,
+ * else model.safetensors.index.json or pytorch_model.bin.index.json). */
 int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
+/* The same for one checkpoint opened already (converting only; c is closed by the run). */
+int tc_set_run_one(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
 void tc_set_report_free(tc_set_report *r);
 
 #endif

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "cast_cuda.h"
+#include "assemble.h"
 #include "format.h"
 #include "xfer.h"
 
@@ -81,6 +82,21 @@ static int cast_chunk(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, c
     return 0;
 }
 
+int tc_stream_cast(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, const void *in, size_t n,
+                   tc_cast_stats *stats, const char *what, tc_diag *d)
+{
+    return cast_chunk(p, to, out, from, in, n, stats, what, d);
+}
+
+int tc_stream_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                    tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
+                    tc_diag *d)
+{
+    return xfer_range(p, src, in_off, in_bytes, what, from, to, dst, off, crc, stats, d);
+}
+
+void tc_stream_progress(tc_plan *p, uint64_t add) { progress(p, add); }
+
 /* Sequential: read a chunk, cast it (on the GPU when the plan says so), write it. */
 static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
                       tc_cast_stats *stats, tc_diag *d)
@@ -128,6 +144,12 @@ int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint6
     tc_plan_stat *stat = &p->stat[i];
     tc_dtype from = ps->cast ? stat->from : ps->dtype, to = ps->dtype;
     tc_cast_stats cs = {0};
+    if (tc_assembled(c, i)) { /* a distributed checkpoint's tensor: from its chunks */
+        int arc = tc_assemble(p, c, i, to, dst, off, crc, &cs, d);
+        stat->overflow += cs.overflow;
+        stat->underflow += cs.underflow;
+        return arc;
+    }
     tc_rd r;
     int rc = tc_storage_open(c, i, &r, d);
     if (rc)
@@ -199,6 +221,11 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
                        tc_dtype_name(to));
     const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
     uint64_t start = (uint64_t)t->offset * tc_dtype_size(t->dtype);
+    if (tc_assembled(c, (size_t)t->storage)) {
+        if (!contiguous(t) || start || t->nbytes != s->nbytes)
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
+        return tc_assemble(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
+    }
     if (contiguous(t) && start <= s->nbytes && t->nbytes <= s->nbytes - start) {
         tc_rd r;
         int rc = tc_storage_open(c, (size_t)t->storage, &r, d);
@@ -315,6 +342,10 @@ int tc_elems_open(tc_elems **out, const tc_ckpt *c, const tc_tensor *t, tc_diag 
     *out = NULL;
     if (t->numel && t->storage < 0)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name);
+    if (t->numel && tc_assembled(c, (size_t)t->storage))
+        return tc_fail(d, TC_ERR_UNSUPPORTED,
+                       "tensor '%s' is assembled from the chunks of a distributed checkpoint; read it after "
+                       "'tensorctl consolidate'", t->name);
     tc_elems *e = calloc(1, sizeof *e);
     if (!e)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
@@ -462,6 +493,12 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
         return 0;
     if (t->storage < 0)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name);
+    const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
+    if (tc_assembled(c, (size_t)t->storage)) {
+        if (!contiguous(t) || t->offset || t->nbytes != s->nbytes)
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
+        return tc_assemble_elements(c, (size_t)t->storage, to, sink, ctx, stats, d);
+    }
     size_t esz = tc_dtype_size(t->dtype);
     size_t chunk = GATHER_CHUNK / esz * esz;
     bool cast = to != t->dtype;

@@ -178,7 +178,7 @@ typedef struct job {
  * possible here (the caller reads and writes them), 1 failed (in *d). */
 static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
 {
-    loff_t in = (loff_t)(x->in_off + e0), out = (loff_t)(x->out_off + e0);
+    loff_t in = (loff_t)(x->src->base + x->in_off + e0), out = (loff_t)(x->out_off + e0);
     if (x->in_off + e0 + n > x->src->size) /* a shrunken file: tc_src_read's message */
         return -1;
     while (n) {
@@ -186,7 +186,7 @@ static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
         if (c < 0 && errno == EINTR)
             continue;
         if (c < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) &&
-            in == (loff_t)(x->in_off + e0))
+            in == (loff_t)(x->src->base + x->in_off + e0))
             return -1;
         if (c <= 0) {
             tc_dst_fail(x->out, c < 0 ? errno : EIO, d);

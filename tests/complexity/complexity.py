@@ -737,6 +737,50 @@ def g_tiny(d, n):
     p.emit(b'u')
     return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
 
+# ---- distributed checkpoints (the .metadata and .distcp makers of tests/hostile/hostile.py) ----
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'hostile'))
+import hostile  # noqa: E402
+
+
+def dcp_folder(d, tensors, items=()):
+    """A DCP folder: tensors [(name, shape, [(offsets, sizes)], blob)] (blob: the chunk's sizes ->
+    archive bytes), items [(name, archive bytes)], all in one .distcp file."""
+    data, sdm, storage = bytearray(), [], []
+    cache = {}
+    for name, shape, chunks, blob in tensors:
+        sdm.append((hostile.op_str(name), hostile.tensor_md(shape, chunks)))
+        for off, sz in chunks:
+            b = cache.get(tuple(sz)) or cache.setdefault(tuple(sz), blob(sz))
+            storage.append((hostile.meta_index(name, off), hostile.storage_info('__0_0.distcp', len(data), len(b))))
+            data += b
+    for name, b in items:
+        sdm.append((hostile.op_str(name), hostile.newobj(hostile.DCPM, 'BytesStorageMetadata')))
+        storage.append((hostile.meta_index(name, None), hostile.storage_info('__0_0.distcp', len(data), len(b))))
+        data += b
+    md = hostile.PROTO + hostile.newobj(hostile.DCPM, 'Metadata', hostile.dict_of([
+        ('state_dict_metadata', hostile.dict_raw(sdm)), ('planner_data', b'N'),
+        ('storage_data', hostile.dict_raw(storage)), ('version', op_str('1.0.0'))])) + STOP
+    f = os.path.join(d, 'dcp')
+    os.makedirs(f, exist_ok=True)
+    write(os.path.join(f, '__0_0.distcp'), bytes(data))
+    write(os.path.join(f, '.metadata'), md)
+    return f
+
+def g_dcp_row_chunks(d, n):
+    return dcp_folder(d, [('w', (n, 4), [((i, 0), (1, 4)) for i in range(n)], hostile.chunk_blob)])
+
+def g_dcp_grid_chunks(d, n):
+    return dcp_folder(d, [('w', (n, 8), [((i, j), (1, 1)) for i in range(n) for j in range(8)], hostile.chunk_blob)])
+
+def g_dcp_columns(d, n):
+    return dcp_folder(d, [('w', (n, 2), [((0, 0), (n, 1)), ((0, 1), (n, 1))], hostile.chunk_blob)])
+
+def g_dcp_items(d, n):
+    step = hostile.torch_zip(hostile.PROTO + op_int(7) + STOP)
+    return dcp_folder(d, [('w', (2, 2), [((0, 0), (2, 2))], hostile.chunk_blob)],
+                      [('opt.group%d.step' % i, step) for i in range(n)])
+
 # ---- cases ---------------------------------------------------------------------------
 # name -> (generator, n, commands, note[, options]). A command is an argument
 # list with {in} (the input) and {out} (a folder for outputs, removed after
@@ -753,6 +797,8 @@ INSPECT_UNSAFE = (INSPECT, {'expect': (4, 'UNSAFE')})
 TOCPU_UNSAFE = ['to-cpu', '-q', '--allow-unsafe', '{in}', '-o', '{out}/out.pt']
 IX_ST = ['convert', '-q', '{in}', '{out}/o/model.safetensors.index.json']
 IX_PT = ['convert', '-q', '{in}', '{out}/o/pytorch_model.bin.index.json']
+DCP_ST = ['consolidate', '-q', '{in}', '-o', '{out}/out.safetensors']
+DCP_PT = ['consolidate', '-q', '{in}', '-o', '{out}/out.pt']
 KEEPS = [a for i in range(256) for a in ('--keep', 'block%d.sub[0-3].*' % (i * 13))]
 
 CASES = {
@@ -820,6 +866,14 @@ CASES = {
     'index_many_metadata': (g_index_metadata, 20000, [INSPECT, IX_ST], 'an index whose metadata has 20k keys'),
     'module_buffers': (g_module_buffers, 4000, [INSPECT_UNSAFE],
                        'a pickled nn.Module with 4k buffers, 2k of them non-persistent'),
+    'dcp_row_chunks': (g_dcp_row_chunks, 1000, [INSPECT, DCP_ST, DCP_PT],
+                       'a distributed checkpoint: one tensor in 1000 chunks of one row each'),
+    'dcp_grid_chunks': (g_dcp_grid_chunks, 200, [INSPECT, DCP_ST],
+                        'a distributed checkpoint: a 200x8 tensor in 1600 chunks of one element (the tiling sweep)'),
+    'dcp_columns': (g_dcp_columns, 100000, [['inspect', '--hash', '{in}'], DCP_ST, DCP_PT],
+                    'a distributed checkpoint: a 100000x2 tensor in two column chunks (200000 runs of one element)'),
+    'dcp_many_items': (g_dcp_items, 2000, [INSPECT, DCP_PT],
+                       'a distributed checkpoint with 2000 pickled items under one key'),
 }
 
 # ---- measuring ------------------------------------------------------------------------

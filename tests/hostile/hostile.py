@@ -271,9 +271,92 @@ def not_a_checkpoint():
 def truncated():
     return good()[:-30]
 
+# ---- distributed checkpoints (torch.distributed.checkpoint): a folder, .metadata and .distcp ----
+
+DCPM = 'torch.distributed.checkpoint.metadata'
+
+def newobj(mod, cls, state=None):
+    """cls.__new__(cls) with BUILD state, as pickle.dump writes a dataclass."""
+    return op_global(mod, cls) + b')\x81' + (state + b'b' if state is not None else b'')
+
+def dict_raw(pairs):
+    return b'}(' + b''.join(k + v for k, v in pairs) + b'u'
+
+def torch_size(ints):
+    return op_global('torch', 'Size') + op_tuple([op_tuple([op_int(x) for x in ints])]) + b'R'
+
+def chunk_md(off, sizes):
+    return newobj(DCPM, 'ChunkStorageMetadata', dict_of([('offsets', torch_size(off)), ('sizes', torch_size(sizes))]))
+
+def tensor_md(shape, chunks, dtype='float32'):
+    props = newobj(DCPM, 'TensorProperties', op_tuple([op_global('torch', dtype), b'N', FALSE, b'N', FALSE]))
+    lst = b'](' + b''.join(chunk_md(o, z) for o, z in chunks) + b'e'
+    return newobj(DCPM, 'TensorStorageMetadata', dict_of([('properties', props), ('size', torch_size(shape)),
+                                                          ('chunks', lst)]))
+
+def meta_index(fqn, off):
+    return newobj(DCPM, 'MetadataIndex', dict_of([('fqn', op_str(fqn)), ('offset', torch_size(off) if off is not None
+                                                                                   else b'N'), ('index', b'N')]))
+
+def storage_info(path, offset, length, extra=()):
+    return newobj('torch.distributed.checkpoint.filesystem', '_StorageInfo',
+                  dict_of([('relative_path', op_str(path)), ('offset', op_int(offset)), ('length', op_int(length))]
+                          + list(extra)))
+
+def chunk_blob(sizes, fill=1.0, stype='FloatStorage', stride=None):
+    n = 1
+    for x in sizes:
+        n *= x
+    if stride is None:
+        stride, acc = [], 1
+        for x in reversed(sizes):
+            stride.insert(0, acc)
+            acc *= x
+    return torch_zip(state_dict(tensor(numel=n, shape=tuple(sizes), stride=tuple(stride), stype=stype)),
+                     {'0': struct.pack('<%df' % n, *([fill] * n)) if stype == 'FloatStorage' else b'\0' * (8 * n)})
+
+def dcp(shape=(2, 2), chunks=(((0, 0), (1, 2)), ((1, 0), (1, 2))), blobs=None, spans=None, step=None,
+        path='__0_0.distcp', planner=b'N', files=None, extra_info=(), dtype='float32'):
+    """A distributed checkpoint: tensor 'w' of shape in chunks (offsets, sizes), each stored as its own
+    torch.save archive in one .distcp file, and a pickled item 'step' (7). blobs, spans (offset, length
+    per item), step (the item's bytes) and files override the parts; returns {relative path: bytes}."""
+    blobs = list(blobs) if blobs is not None else [chunk_blob(z) for _, z in chunks]
+    step = step if step is not None else torch_zip(PROTO + op_int(7) + STOP)
+    data, auto = b'', []
+    for b in blobs + [step]:
+        auto.append((len(data), len(b)))
+        data += b
+    spans = spans or auto
+    storage = [(meta_index('w', o), storage_info(path, *spans[i], extra=extra_info)) for i, (o, _) in enumerate(chunks)]
+    storage.append((meta_index('step', None), storage_info(path, *spans[len(chunks)])))
+    md = PROTO + newobj(DCPM, 'Metadata', dict_of([
+        ('state_dict_metadata', dict_raw([(op_str('w'), tensor_md(shape, chunks, dtype)),
+                                          (op_str('step'), newobj(DCPM, 'BytesStorageMetadata'))])),
+        ('planner_data', planner), ('storage_data', dict_raw(storage)), ('version', op_str('1.0.0'))])) + STOP
+    out = {'.metadata': md, '__0_0.distcp': data}
+    out.update(files or {})
+    return out
+
+def dcp_evil_step():
+    """A pickled item whose archive calls posix.system: DCP loads it with torch.load(weights_only=False)."""
+    evil = torch_zip(PROTO + op_global('posix', 'system') + op_tuple([op_str('echo pwned')]) + b'R' + STOP)
+    return dcp(step=evil)
+
+def dcp_evil_planner():
+    return dcp(planner=op_global('posix', 'system') + op_tuple([op_str('echo pwned')]) + b'R')
+
+def dcp_many_chunks(n=20000):
+    """n two-element chunks, one starting at each element of an n-element tensor: refused by counting,
+    before any chunk is read or swept (no work per pair of chunks)."""
+    return dcp(shape=(n,), chunks=[((i,), (2,)) for i in range(n - 1)], blobs=[b''] * (n - 1))
+
+def dcp_not_metadata():
+    return {'.metadata': state_dict(dict_of([('w', op_int(1))])), '__0_0.distcp': b''}
+
 # name -> (generator, runs). A run: (args before FILE, expected fragment or None
 # for success, exit status). 'OUT' in args is replaced by an output path.
 INSPECT_AND_MOVE = lambda frag: [([], frag, 3), (['to-cpu-out'], frag, 3)]
+DCP_RUNS = lambda frag: [([], frag, 3), (['consolidate-out'], frag, 3)]
 
 CASES = {
     'deep_marks': (deep_marks, [([], 'raise with --max-depth', 3), (['to-cpu-out'], 'raise with --max-depth', 3),
@@ -328,6 +411,31 @@ CASES = {
     'setitems_into_tensor': (setitems_into_tensor, INSPECT_AND_MOVE('assigns items into the rebuilt tensor')),
     'not_a_checkpoint': (not_a_checkpoint, INSPECT_AND_MOVE('not a checkpoint')),
     'truncated': (truncated, INSPECT_AND_MOVE('truncated')),
+    # distributed checkpoints: a folder (inspect DIR, consolidate DIR -o OUT)
+    'dcp_good': (dcp, [([], None, 0), (['consolidate-out'], None, 0)]),
+    'dcp_missing_chunk': (lambda: dcp(chunks=[((0, 0), (1, 2))]), DCP_RUNS('a chunk is missing')),
+    'dcp_overlapping_chunks': (lambda: dcp(chunks=[((0, 0), (2, 2)), ((1, 0), (1, 2))]), DCP_RUNS('chunks overlap')),
+    'dcp_overlap_same_count': (lambda: dcp(chunks=[((0, 0), (1, 2)), ((0, 1), (2, 1))]),
+                               DCP_RUNS('overlap at element [0, 1]')),
+    'dcp_shape_not_covered': (lambda: dcp(shape=(4, 2)), DCP_RUNS('a chunk is missing')),
+    'dcp_chunk_past_shape': (lambda: dcp(chunks=[((0, 0), (1, 2)), ((1, 1), (1, 2))]), DCP_RUNS('reaches past its shape')),
+    'dcp_chunk_past_file': (lambda: dcp(spans=[(0, 10**6), (10**6, 10), (10**6 + 10, 10)]),
+                            DCP_RUNS('lies past the end of the file')),
+    'dcp_items_overlap': (lambda: dcp(spans=[(0, 900), (500, 900), (1400, 300)]), DCP_RUNS('overlap at byte')),
+    'dcp_chunk_wrong_shape': (lambda: dcp(blobs=[chunk_blob((1, 2)), chunk_blob((2, 1))]), DCP_RUNS('its archive holds shape')),
+    'dcp_chunk_wrong_dtype': (lambda: dcp(blobs=[chunk_blob((1, 2)), chunk_blob((1, 2), stype='DoubleStorage')]),
+                              DCP_RUNS('its archive holds float64')),
+    'dcp_chunk_not_an_archive': (lambda: dcp(blobs=[chunk_blob((1, 2)), b'\x80\x02N.' * 100]), DCP_RUNS('not a torch.save archive')),
+    'dcp_missing_file': (lambda: dcp(path='__9_0.distcp'), DCP_RUNS('incomplete copy of the checkpoint')),
+    'dcp_file_escapes': (lambda: dcp(path='../../../etc/passwd'), DCP_RUNS("not a plain file name")),
+    'dcp_file_is_symlink': (lambda: dcp(path='link.distcp', files={'link.distcp': ('symlink', '__0_0.distcp')}),
+                            DCP_RUNS('symbolic link')),
+    'dcp_transform': (lambda: dcp(extra_info=[('transform_descriptors', b'](' + op_str('zstd') + b'e')]),
+                      DCP_RUNS('through a transform (zstd)')),
+    'dcp_dangerous_item': (dcp_evil_step, [([], 'posix.system', 4), (['consolidate-out'], 'posix.system', 4)]),
+    'dcp_dangerous_planner': (dcp_evil_planner, [([], 'posix.system', 4), (['consolidate-out'], 'posix.system', 4)]),
+    'dcp_many_chunks': (dcp_many_chunks, DCP_RUNS('chunks overlap')),
+    'dcp_not_metadata': (dcp_not_metadata, DCP_RUNS('not a torch.distributed.checkpoint Metadata')),
 }
 
 # ---- checking ----------------------------------------------------------------------
@@ -335,12 +443,33 @@ CASES = {
 def leftovers(folder, out_name):
     return [n for n in os.listdir(folder) if n == out_name or n.startswith('.' + out_name + '.tensorctl-')]
 
+def write_case(gen, path):
+    """The case's file, or for a distributed checkpoint its folder (path without .pt)."""
+    data = gen()
+    if not isinstance(data, dict):
+        with open(path, 'wb') as f:
+            f.write(data)
+        return path
+    path = path[:-3]
+    os.makedirs(path)
+    for rel, v in data.items():
+        if isinstance(v, tuple):
+            os.symlink(v[1], os.path.join(path, rel))
+        else:
+            with open(os.path.join(path, rel), 'wb') as f:
+                f.write(v)
+    return path
+
+def snapshot(path):
+    if not os.path.isdir(path):
+        return open(path, 'rb').read()
+    return {n: os.readlink(os.path.join(path, n)) if os.path.islink(os.path.join(path, n))
+            else open(os.path.join(path, n), 'rb').read() for n in sorted(os.listdir(path))}
+
 def run_case(tensorctl, name, tmp):
     gen, runs = CASES[name]
-    path = os.path.join(tmp, name + '.pt')
-    with open(path, 'wb') as f:
-        f.write(gen())
-    before = open(path, 'rb').read()
+    path = write_case(gen, os.path.join(tmp, name + '.pt'))
+    before = snapshot(path)
     failures = []
     for args, frag, status in runs:
         outdir = tempfile.mkdtemp(dir=tmp)
@@ -350,6 +479,8 @@ def run_case(tensorctl, name, tmp):
         elif args and args[0] == 'convert-st':
             out = os.path.join(outdir, 'out.safetensors')
             cmd = [tensorctl, 'convert', '-q'] + args[1:] + [path, out]
+        elif args and args[0] == 'consolidate-out':
+            cmd = [tensorctl, 'consolidate', '-q'] + args[1:] + [path, '-o', out]
         else:
             cmd = [tensorctl, 'inspect'] + args + [path]
         try:
@@ -372,7 +503,8 @@ def run_case(tensorctl, name, tmp):
                     failures.append('%s: exit %d, expected %d; stderr: %s' % (what, p.returncode, status, err))
                 if len(err) != 1:
                     failures.append('%s: %d stderr lines, expected 1: %s' % (what, len(err), err))
-                elif not err[0].startswith('tensorctl: %s: ' % path):
+                elif not (err[0].startswith('tensorctl: %s: ' % path) or
+                          (os.path.isdir(path) and err[0].startswith('tensorctl: %s/' % path))):
                     failures.append('%s: stderr does not name the file: %s' % (what, err[0]))
                 elif frag != 'ANY' and frag not in err[0]:
                     failures.append('%s: stderr lacks "%s": %s' % (what, frag, err[0]))
@@ -380,8 +512,8 @@ def run_case(tensorctl, name, tmp):
                 if left:
                     failures.append('%s: left %s behind' % (what, left))
         shutil.rmtree(outdir, ignore_errors=True)
-    if open(path, 'rb').read() != before:
-        failures.append('the input file changed')
+    if snapshot(path) != before:
+        failures.append('the input changed')
     return failures
 
 def main():
@@ -398,8 +530,7 @@ def main():
     if a.action == 'gen':
         os.makedirs(a.outdir, exist_ok=True)
         for name, (gen, _) in CASES.items():
-            with open(os.path.join(a.outdir, name + '.pt'), 'wb') as f:
-                f.write(gen())
+            write_case(gen, os.path.join(a.outdir, name + '.pt'))
         return 0
     if not a.tensorctl or a.case not in CASES:
         print('FAIL: check needs --tensorctl and one of the cases of `hostile.py list` (got %r)' % a.case)

@@ -14,7 +14,7 @@ import argparse, glob, os, pickletools, shutil, struct, subprocess, sys, tempfil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile import (PROTO, STOP, FOUR_FLOATS, op_str, op_global, op_tuple, dict_of, tensor, state_dict,
-                     torch_zip, legacy)
+                     torch_zip, legacy, dcp, write_case)
 
 
 def payloads(marker):
@@ -42,6 +42,44 @@ def payloads(marker):
     hidden = 'Size\n0cos\nsystem\n(V%s\ntR0V' % cmd
     smug = PROTO + b'}(' + op_str('w') + tensor() + op_str('p') + op_str('torch') + op_str(hidden) + b'\x93u' + STOP
     yield 'newline_smuggle', torch_zip(smug, {'0': FOUR_FLOATS}), 3
+
+
+def dcp_payloads(marker):
+    """Distributed checkpoints that would create the marker: in .metadata (read by pickle.load) and
+    in a pickled item (read by torch.load(weights_only=False) when DCP loads it)."""
+    call = op_global('os', 'system') + op_tuple([op_str('touch ' + marker)]) + b'R'
+    yield 'dcp_metadata_os_system', lambda: dcp(planner=call)
+    yield 'dcp_item_os_system', lambda: dcp(step=torch_zip(PROTO + call + STOP))
+
+
+def dcp_runs(a, tmp, marker, fails):
+    """Every reading command over the DCP payloads: refused (4), or with --allow-unsafe written
+    without the payload (the output inspects safe). Returns the commands run."""
+    n = 0
+    for name, gen in dcp_payloads(marker):
+        path = write_case(gen, os.path.join(tmp, name + '.pt'))
+        for args, want in ((['inspect', path], 4), (['inspect', '--json', path], 4),
+                           (['consolidate', '-q', path, '-o', 'OUT.pt'], 4),
+                           (['consolidate', '-q', path, '-o', 'OUT.safetensors'], 4),
+                           (['consolidate', '-q', '--allow-unsafe', path, '-o', 'OUT.pt'], 0)):
+            out = os.path.join(tmp, name + '-' + args[-1]) if args[0] == 'consolidate' else None
+            argv = args[:-1] + [out] if out else args
+            p = subprocess.run([a.tensorctl] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            n += 1
+            what = '%s %s' % (' '.join(args[:-2] if out else args[:-1]), name)
+            if os.path.exists(marker):
+                fails.append('%s: THE PAYLOAD RAN (marker created)' % what)
+                os.unlink(marker)
+            if p.returncode != want:
+                fails.append('%s: exit %d, expected %d: %s' % (what, p.returncode, want, p.stderr.decode()[:300]))
+            if out and want and os.path.exists(out):
+                fails.append('%s: refused but wrote an output' % what)
+            if out and not want and os.path.exists(out):
+                r = subprocess.run([a.tensorctl, 'inspect', out], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, timeout=120)
+                if r.returncode != 0:
+                    fails.append('%s: the output inspects with exit %d: the payload went along' % (what, r.returncode))
+    return n
 
 
 def out_globals(path):
@@ -123,6 +161,7 @@ def main():
                         fails.append('%s: rewritten pickle does not parse: %s' % (what, e))
             if open(path, 'rb').read() != before:
                 fails.append('%s: the input changed' % path)
+        commands += dcp_runs(a, tmp, marker, fails)
         if os.path.exists(marker):
             fails.append('THE PAYLOAD RAN (marker created)')
     finally:

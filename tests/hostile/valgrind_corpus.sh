@@ -1,7 +1,9 @@
 #!/bin/sh
 # valgrind_corpus.sh TENSORCTL DIR...: `inspect`, `inspect --json` and
 # `to-cpu` under valgrind memcheck over every checkpoint in DIRs (and the
-# hostile cases): no invalid access, no uninitialised use, no leak.
+# hostile cases), `inspect --json --hash` and `consolidate` over every
+# distributed checkpoint's folder in them: no invalid access, no
+# uninitialised use, no leak.
 # Exit status 0 only when every run is clean (valgrind --error-exitcode).
 # Fails, never skips, when valgrind is missing, a DIR is missing or holds no
 # checkpoint, or the hostile cases cannot be generated.
@@ -21,9 +23,17 @@ for d in "$@" "$tmp/hostile"; do
   files=0
   for f in "$d"/*; do
     case $f in *.json|*.py|*.md|*.txt) continue ;; esac
-    [ -f "$f" ] || continue
+    if [ -d "$f" ] && [ -f "$f/.metadata" ]; then   # a distributed checkpoint
+      cmds="inspect|inspect --json --hash|consolidate -q -f -o $tmp/out.pt|consolidate -q -f --dtype bfloat16 -o $tmp/out.pt"
+    elif [ -f "$f" ]; then
+      cmds="inspect|inspect --json|to-cpu -q -f -o $tmp/out.pt|to-cpu -q -f --dtype bfloat16 -o $tmp/out.pt"
+    else
+      continue
+    fi
     files=$((files + 1))
-    for cmd in "inspect" "inspect --json" "to-cpu -q -f -o $tmp/out.pt" "to-cpu -q -f --dtype bfloat16 -o $tmp/out.pt"; do
+    old_ifs=$IFS; IFS='|'
+    for cmd in $cmds; do
+      IFS=$old_ifs
       n=$((n + 1))
       # shellcheck disable=SC2086
       $vg "$tc" $cmd "$f" >/dev/null 2>"$tmp/err"
@@ -32,6 +42,7 @@ for d in "$@" "$tmp/hostile"; do
       fi
       rm -f "$tmp/out.pt"
     done
+    IFS=$old_ifs
   done
   if [ $files -eq 0 ]; then
     echo "FAIL: $d is missing or holds no checkpoint"; bad=$((bad + 1))

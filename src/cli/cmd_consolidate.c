@@ -1,0 +1,219 @@
+/* consolidate: a distributed checkpoint (DCP) as one .pt or .safetensors
+ * file, or a sharded set. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "consolidate.h"
+#include "move.h"
+#include "shard_index.h"
+
+static const tc_opt o_output = {
+    OPT_OUTPUT, 'o', "output", "OUT", "write here: a .pt/.bin/.pth/.ckpt or .safetensors file, or a set's folder or index",
+    0, NULL,
+    "Write to \\fIOUT\\fR: one file (its format from its extension, or \\-\\-format), or a\n"
+    "sharded set: a folder (ending in '/' or existing) or an index\n"
+    "(\\fINAME\\fR.safetensors.index.json, \\fINAME\\fR.bin.index.json)."};
+static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors",
+                                "output format (default: from OUT's extension)", 0, NULL,
+                                "The output format, when \\fIOUT\\fR's name does not say (a folder)."};
+static const tc_opt o_from = {
+    OPT_FROM, 0, "from", "KEY", "only what lies under KEY (model, state_dict, ...), named relative to it", 0, NULL,
+    "Take only the tensors and items under \\fIKEY\\fR, the first component of their\n"
+    "names (\\fBmodel\\fR of a training checkpoint saved as {\"model\": ..., \"optim\": ...}),\n"
+    "named relative to it: \\fBmodel.layers.0.weight\\fR becomes \\fBlayers.0.weight\\fR."};
+static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0, "cpu",
+                                "The device tag of the storages of a .pt output."};
+static const tc_opt o_max_shard = {
+    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "write a sharded set: at most SIZE bytes of tensor data per shard", 0,
+    "5GB",
+    "Write a sharded set with at most this much tensor data per shard (sizes after\n"
+    "\\fB\\-\\-dtype\\fR), in the order of the checkpoint's items, named as transformers names\n"
+    "them; a tensor larger than \\fISIZE\\fR gets a shard of its own. \\fIOUT\\fR is the set's\n"
+    "folder or its index."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &tc_opt_dtype, &tc_opt_keep,
+                                     &tc_opt_only, &o_device, TC_KEY_OPTS, &o_max_shard, &tc_opt_part,
+                                     &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
+                                     &o_verbose, TC_LIMIT_OPTS, NULL};
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* TC_OUT_* from a name, -1 when it does not say. */
+static int format_of(const char *path)
+{
+    if (ends_with(path, ".safetensors") || ends_with(path, ".safetensors.index.json"))
+        return TC_OUT_ST;
+    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
+                                     ".pth.index.json", NULL};
+    for (const char *const *p = pt; *p; p++)
+        if (ends_with(path, *p))
+            return TC_OUT_PT;
+    return -1;
+}
+
+static void summary(const char *out, const tc_consolidate_report *r, const tc_consolidate_opts *o)
+{
+    const tc_convert_report *s = &r->set.sum;
+    if (s->ndropped && !o->set.nparts) { /* said once: by a whole run, or by the index step of one in parts */
+        char line[900];
+        size_t l = 0;
+        for (size_t i = 0; i < s->ndropped && l < sizeof line - 80; i++)
+            l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", s->dropped[i]);
+        if (l >= sizeof line - 80)
+            snprintf(line + l, sizeof line - l, ", ... (%zu in all)", s->ndropped);
+        tc_warn(out, "not carried, dropped: %s", line);
+    }
+    if (s->overflow)
+        tc_warn(out, "%" PRIu64 " values too large for %s became inf/NaN", s->overflow,
+                tc_dtype_name(o->set.co.ro.dtype));
+    if (s->underflow)
+        tc_warn(out, "%" PRIu64 " nonzero values too small for %s became zero", s->underflow,
+                tc_dtype_name(o->set.co.ro.dtype));
+    if (tc_verbosity < 1)
+        return;
+    if (o->set.nparts)
+        fprintf(stderr, "tensorctl: wrote part %u of %u of %s: %zu shard(s)", o->set.part, o->set.nparts,
+                r->set.index_path, r->set.nshards);
+    else if (o->sharded)
+        fprintf(stderr, "tensorctl: wrote %s%s and %zu shard(s)", r->set.index_path,
+                o->set.index_only ? " (the shards checked)" : "", r->set.nshards);
+    else
+        fprintf(stderr, "tensorctl: wrote %s", out);
+    if (!o->set.index_only && !o->set.nparts)
+        fprintf(stderr, ": %zu tensors", s->ntensors);
+    if (r->ncarried)
+        fprintf(stderr, " and %zu other item(s)", r->ncarried);
+    if (o->set.co.ro.dtype != TC_DT_INVALID)
+        fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", s->ncast, tc_dtype_name(o->set.co.ro.dtype),
+                s->nkept);
+    if (!o->set.index_only)
+        fprintf(stderr, "; %.1f MB of tensor data", s->data_bytes / 1e6);
+    fprintf(stderr, "\n");
+}
+
+/* A tensor split over thousands of ranks is read from as many files at once. */
+static void more_files(void)
+{
+    struct rlimit r;
+    if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
+static int run(const tc_cmd *cmd, int argc, char **argv)
+{
+    tc_args a;
+    tc_move_req r = {0};
+    int ex = TC_EXIT_USAGE;
+    int pr = tc_parse(cmd, argc, argv, &a);
+    if (pr)
+        return tc_parse_exit(pr);
+    if (a.npos != 1) {
+        tc_err(NULL, "consolidate: expected one DIR (a distributed checkpoint's folder), got %d (see 'tensorctl "
+               "consolidate --help')", a.npos);
+        goto done;
+    }
+    if (!a.set[OPT_OUTPUT]) {
+        tc_err(NULL, "consolidate: give -o OUT (a .pt or .safetensors file, or a folder for a sharded set)");
+        goto done;
+    }
+    if (tc_move_parse_common(&a, &r))
+        goto done;
+    const char *in = a.pos[0], *out = a.val[OPT_OUTPUT];
+    tc_consolidate_opts o = {.format = TC_OUT_PT};
+    tc_set_opts *so = &o.set;
+    so->co = (tc_convert_opts){.ro = r.o, .key = a.set[OPT_FROM] ? a.val[OPT_FROM] : NULL, .device = "cpu"};
+    if (tc_keyops_from_args(&a, &so->co.keys) || tc_part_from_args(&a, &so->part, &so->nparts, &so->index_only))
+        goto done;
+    if (so->co.key && (!*so->co.key || strchr(so->co.key, '.'))) {
+        tc_err(NULL, "--from '%s': give the first component of the names (model, state_dict)", so->co.key);
+        goto done;
+    }
+    struct stat st;
+    bool folder = ends_with(out, "/") || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+    int fmt = format_of(out);
+    if (a.set[OPT_FORMAT]) {
+        const char *f = a.val[OPT_FORMAT];
+        fmt = !strcmp(f, "pt") ? TC_OUT_PT : !strcmp(f, "safetensors") ? TC_OUT_ST : -2;
+        if (fmt == -2) {
+            tc_err(NULL, "--format '%s': choose pt or safetensors", f);
+            goto done;
+        }
+    }
+    if (fmt < 0) {
+        tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "
+               ".index.json); give --format");
+        goto done;
+    }
+    o.format = (tc_out_format)fmt;
+    o.sharded = folder || tc_index_path(out) || a.set[OPT_MAX_SHARD] || a.set[OPT_PART];
+    if (o.sharded && !folder && !tc_index_path(out)) {
+        tc_err(out, "a sharded output (--max-shard-size, --part) goes to a folder (ending in '/') or an index "
+               "(NAME.safetensors.index.json, NAME.bin.index.json)");
+        goto done;
+    }
+    if (a.set[OPT_MAX_SHARD] && (tc_parse_size(a.val[OPT_MAX_SHARD], &so->max_shard) || !so->max_shard)) {
+        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a.val[OPT_MAX_SHARD]);
+        goto done;
+    }
+    if (a.set[OPT_DEVICE]) {
+        const char *dv = a.val[OPT_DEVICE];
+        if (o.format != TC_OUT_PT) {
+            tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
+            goto done;
+        }
+        if (!tc_valid_location(dv)) {
+            tc_err(NULL, "--device '%s': expected cpu, cuda, cuda:N, ...", dv);
+            goto done;
+        }
+        so->co.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
+    }
+    so->mode = o.format == TC_OUT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH;
+    so->force = a.set[OPT_FORCE];
+    so->allow_unsafe = r.allow_unsafe;
+    so->safe_globals = (const char *const *)r.safe_globals;
+    so->nsafe = r.nsafe;
+    so->lim = r.lim;
+    tc_dst_cleanup_on_signals();
+    more_files();
+    tc_progress prog;
+    tc_progress_init(&prog, "consolidating", true);
+    so->co.ro.progress = tc_progress_cb;
+    so->co.ro.progress_ctx = &prog;
+    tc_consolidate_report rep = {0};
+    tc_diag d = TC_DIAG_INIT;
+    int rc = tc_consolidate(in, out, &o, &rep, &d);
+    tc_progress_end(&prog);
+    if (rc) {
+        if (rc != TC_ERR_USAGE)
+            tc_diag_subject(&d, in);
+        ex = tc_err_diag(&d);
+    } else {
+        summary(o.sharded ? rep.set.index_path : out, &rep, &o);
+        ex = TC_EXIT_OK;
+    }
+    tc_consolidate_report_free(&rep);
+done:
+    tc_move_req_free(&r);
+    free(a.pos);
+    return ex;
+}
+
+const tc_cmd tc_cmd_consolidate = {
+    "consolidate", "consolidate [options] DIR -o OUT",
+    "Write a distributed checkpoint (torch.distributed.checkpoint: FSDP, DTensor, torchtitan; a folder of\n"
+    ".distcp files and .metadata) as one .pt or .safetensors file, or a sharded set, without torch. Each\n"
+    "tensor is assembled from its chunks as it is written, bit for bit (or cast with --dtype); the names\n"
+    "are DCP's flattened ones. Pickled items (step counters, hyper-parameters) go into a .pt output when\n"
+    "they load with weights_only=True; the rest are listed as dropped.",
+    opts, run};

@@ -1,0 +1,458 @@
+#include "assemble.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "format.h"
+
+#define SLAB (8u << 20)           /* input bytes gathered per cast and write */
+#define CUDA_SLAB (32u << 20)
+#define BIG (1u << 20)            /* a run of at least this many input bytes goes through the transfer */
+#define READAHEAD (256u << 10)    /* per chunk, at most */
+#define BUDGET (32u << 20)        /* for the read-aheads of all chunks together */
+#define WHOLE (4u << 20)          /* a chunk stored in another order is read whole up to this size */
+#define CBLK 4096u                /* else through a direct-mapped cache of blocks */
+#define CBLKS 1024u
+
+bool tc_assembled(const tc_ckpt *c, size_t i)
+{
+    size_t n;
+    return tc_ckpt_chunks(c, i, &n) != NULL;
+}
+
+/* A chunk being read. */
+typedef struct part {
+    const tc_chunk *ch;
+    const tc_storage *s;
+    tc_rd r;
+    bool open, corder;
+    uint64_t run, nruns, len;   /* the next run, how many, elements in each */
+    uint64_t pos;               /* the next run's first element in the whole tensor */
+    uint8_t *ra;                /* read-ahead (C-ordered chunks) */
+    size_t ralen, raat;
+    uint8_t *win;               /* another order: the whole storage, or cache blocks */
+    uint64_t *tag;
+    int64_t *idx;               /* another order: the next element's index in the chunk */
+    uint64_t sel;               /* its element in the storage */
+} part;
+
+typedef struct asm_ {
+    tc_plan *p;                 /* NULL: the CPU, no progress */
+    const tc_ckpt *c;
+    const tc_storage *whole;
+    tc_dtype from, to;
+    size_t ein, eout;
+    int nd;
+    const int64_t *shape;
+    uint64_t numel;
+    part *pt;
+    size_t npt;
+    size_t *heap, nheap;
+    tc_dst *dst;                /* direct writes at off, or a sink */
+    uint64_t off;
+    tc_sink_fn sink;
+    void *ctx;
+    uint32_t *want_crc, crc;
+    uint64_t pos;               /* elements placed */
+    uint8_t *slab, *cbuf;
+    size_t slab_cap, fill;      /* input bytes */
+    uint64_t slab_pos;          /* the slab's first element */
+    size_t rabuf;
+    tc_cast_stats *stats;
+    tc_diag *d;
+} asm_;
+
+static void dims(const int64_t *v, int n, char *buf, size_t len)
+{
+    size_t k = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < n && k + 24 < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%" PRId64, i ? ", " : "", v[i]);
+    snprintf(buf + k, len - k, "]");
+}
+
+static bool c_order(const tc_chunk *ch, int nd)
+{
+    int64_t want = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        if (ch->sizes[i] != 1 && ch->strides[i] != want)
+            return false;
+        want *= ch->sizes[i];
+    }
+    return true;
+}
+
+/* The first element of run j of part t in the whole tensor. */
+static uint64_t run_pos(const asm_ *A, const part *t, uint64_t j, int split, const uint64_t *ostride)
+{
+    uint64_t pos = 0;
+    for (int k = split - 1; k >= 0; k--) {
+        uint64_t sz = (uint64_t)t->ch->sizes[k];
+        pos += ((uint64_t)t->ch->offsets[k] + j % sz) * ostride[k];
+        j /= sz;
+    }
+    if (split >= 0)
+        pos += (uint64_t)t->ch->offsets[split] * ostride[split];
+    (void)A;
+    return pos;
+}
+
+static bool before(const part *pt, size_t a, size_t b) { return pt[a].pos < pt[b].pos; }
+
+static void heap_push(asm_ *A, size_t x)
+{
+    size_t i = A->nheap++;
+    A->heap[i] = x;
+    while (i && before(A->pt, A->heap[i], A->heap[(i - 1) / 2])) {
+        size_t up = (i - 1) / 2, t = A->heap[up];
+        A->heap[up] = A->heap[i];
+        A->heap[i] = t;
+        i = up;
+    }
+}
+
+static size_t heap_pop(asm_ *A)
+{
+    size_t top = A->heap[0];
+    A->heap[0] = A->heap[--A->nheap];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < A->nheap && before(A->pt, A->heap[l], A->heap[m]))
+            m = l;
+        if (r < A->nheap && before(A->pt, A->heap[r], A->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        size_t t = A->heap[m];
+        A->heap[m] = A->heap[i];
+        A->heap[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+static void part_done(part *t)
+{
+    if (t->open)
+        tc_rd_close(&t->r);
+    t->open = false;
+    free(t->ra);
+    free(t->win);
+    free(t->tag);
+    free(t->idx);
+    t->ra = t->win = NULL;
+    t->tag = NULL;
+    t->idx = NULL;
+}
+
+static int part_open(asm_ *A, part *t)
+{
+    if (t->open)
+        return 0;
+    int rc = tc_storage_open(A->c, t->ch->storage, &t->r, A->d);
+    if (rc)
+        return rc;
+    t->open = true;
+    if (t->corder)
+        return 0;
+    /* another order: the storage whole when small, else a window of blocks over its file */
+    if (!(t->idx = calloc((size_t)A->nd + 1, sizeof *t->idx)))
+        return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+    if (t->s->nbytes <= WHOLE) {
+        size_t got = 0;
+        if (!(t->win = malloc(t->s->nbytes ? (size_t)t->s->nbytes : 1)))
+            return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+        if ((rc = tc_rd_read(&t->r, t->win, (size_t)t->s->nbytes, &got, A->d)))
+            return rc;
+        if (got != t->s->nbytes)
+            return tc_fail(A->d, TC_ERR_FORMAT, "chunk '%s' ends early", t->s->key);
+        return 0;
+    }
+    if (!t->r.src)
+        return tc_fail(A->d, TC_ERR_UNSUPPORTED, "chunk '%s' is larger than %u MiB, stored in another order than C's "
+                       "and not a plain range of its file", t->s->key, WHOLE >> 20);
+    if (!(t->win = malloc((size_t)CBLK * CBLKS)) || !(t->tag = calloc(CBLKS, sizeof *t->tag)))
+        return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+/* Element e (its byte offset in the storage) of a chunk stored in another order. */
+static int elem_at(asm_ *A, part *t, uint64_t byte, uint8_t *out)
+{
+    if (t->s->nbytes <= WHOLE) {
+        memcpy(out, t->win + byte, A->ein);
+        return 0;
+    }
+    uint64_t b = byte / CBLK;
+    size_t slot = (size_t)(b % CBLKS);
+    if (t->tag[slot] != b + 1) {
+        uint64_t n = t->s->nbytes - b * CBLK < CBLK ? t->s->nbytes - b * CBLK : CBLK;
+        t->tag[slot] = 0;
+        int rc = tc_src_read(t->r.src, t->r.off + b * CBLK, t->win + (size_t)slot * CBLK, (size_t)n, t->s->key, A->d);
+        if (rc)
+            return rc;
+        t->tag[slot] = b + 1;
+    }
+    memcpy(out, t->win + (size_t)slot * CBLK + byte % CBLK, A->ein);
+    return 0;
+}
+
+/* The next k elements of chunk t (in its C order) into out. */
+static int take(asm_ *A, part *t, uint64_t k, uint8_t *out)
+{
+    int rc = part_open(A, t);
+    if (rc)
+        return rc;
+    size_t n = (size_t)(k * A->ein);
+    if (t->corder) {
+        while (n) {
+            if (t->raat < t->ralen) { /* what the read-ahead holds */
+                size_t m = t->ralen - t->raat < n ? t->ralen - t->raat : n;
+                memcpy(out, t->ra + t->raat, m);
+                t->raat += m;
+                out += m;
+                n -= m;
+                continue;
+            }
+            size_t got = 0;
+            if (n >= A->rabuf || !A->rabuf) { /* large: straight into place */
+                if ((rc = tc_rd_read(&t->r, out, n, &got, A->d)))
+                    return rc;
+            } else {
+                if (!t->ra && !(t->ra = malloc(A->rabuf)))
+                    return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+                if ((rc = tc_rd_read(&t->r, t->ra, A->rabuf, &got, A->d)))
+                    return rc;
+                t->ralen = got;
+                t->raat = 0;
+                if (got)
+                    continue;
+            }
+            if (!got)
+                return tc_fail(A->d, TC_ERR_FORMAT, "chunk '%s' ends early", t->s->key);
+            out += got;
+            n -= got;
+        }
+        return 0;
+    }
+    const int64_t *sz = t->ch->sizes, *st = t->ch->strides;
+    for (uint64_t e = 0; e < k; e++) {
+        if ((rc = elem_at(A, t, t->sel * A->ein, out + e * A->ein)))
+            return rc;
+        for (int i = A->nd - 1; i >= 0; i--) { /* the next index, the next element */
+            if (++t->idx[i] < sz[i]) {
+                t->sel += (uint64_t)st[i];
+                break;
+            }
+            t->sel -= (uint64_t)(t->idx[i] - 1) * (uint64_t)st[i];
+            t->idx[i] = 0;
+        }
+    }
+    return 0;
+}
+
+/* The gathered elements: cast, checksummed, written. */
+static int flush(asm_ *A)
+{
+    if (!A->fill)
+        return 0;
+    size_t n = A->fill / A->ein;
+    const uint8_t *o = A->slab;
+    int rc = 0;
+    if (A->from != A->to) {
+        if ((rc = tc_stream_cast(A->p, A->to, A->cbuf, A->from, A->slab, n, A->stats, A->whole->key, A->d)))
+            return rc;
+        o = A->cbuf;
+    }
+    size_t olen = n * A->eout;
+    if (A->want_crc)
+        A->crc = (uint32_t)crc32(A->crc, o, (uInt)olen);
+    if (A->dst) {
+        uint64_t at = A->off + A->slab_pos * A->eout;
+        if ((rc = tc_dst_pwrite(A->dst, at, o, olen, A->d)))
+            return rc;
+        tc_dst_writeback(A->dst, at, olen);
+    } else if ((rc = A->sink(A->ctx, o, olen, A->d))) {
+        return rc;
+    }
+    if (A->p)
+        tc_stream_progress(A->p, A->fill);
+    A->slab_pos += n;
+    A->fill = 0;
+    return 0;
+}
+
+/* Run of part t: len elements at A->pos. */
+static int do_run(asm_ *A, part *t)
+{
+    uint64_t len = t->len, bytes = len * A->ein;
+    bool gpu_cast = A->p && A->p->cuda && A->from != A->to;
+    int rc = part_open(A, t);
+    if (rc)
+        return rc;
+    if (A->dst && t->corder && t->r.src && bytes >= BIG && !gpu_cast && t->raat >= t->ralen) {
+        if ((rc = flush(A)))
+            return rc;
+        /* the chunk's own CRC-32 stands for a run that is all of it, copied unchanged */
+        const tc_storage *s = t->s;
+        bool whole = t->nruns == 1 && bytes == s->nbytes;
+        bool trust = whole && A->from == A->to && s->crc_known && !(s->crc == 0 && s->nbytes) &&
+                     !(A->p && A->p->o && A->p->o->verify_crc);
+        uint32_t got = 0;
+        uint64_t in = t->r.off + t->r.done;
+        rc = tc_stream_range(A->p, t->r.src, in, bytes, s->key, A->from, A->to, A->dst, A->off + A->pos * A->eout,
+                             A->want_crc && !trust ? &got : NULL, A->stats, A->d);
+        if (rc)
+            return rc;
+        t->r.done += bytes;
+        if (whole && A->want_crc && !trust && s->crc_known && A->from == A->to && s->crc && got != s->crc)
+            return tc_fail(A->d, TC_ERR_FORMAT, "chunk '%s': CRC-32 is %08x but its archive says %08x (data corrupted)",
+                           s->key, got, s->crc);
+        if (A->want_crc)
+            A->crc = (uint32_t)crc32_combine(A->crc, trust ? s->crc : got, (z_off_t)(len * A->eout));
+        A->slab_pos = A->pos + len;
+        return 0;
+    }
+    for (uint64_t done = 0; done < len;) {
+        uint64_t room = (A->slab_cap - A->fill) / A->ein;
+        if (!room) {
+            if ((rc = flush(A)))
+                return rc;
+            continue;
+        }
+        uint64_t k = len - done < room ? len - done : room;
+        if ((rc = take(A, t, k, A->slab + A->fill)))
+            return rc;
+        A->fill += (size_t)(k * A->ein);
+        done += k;
+    }
+    return 0;
+}
+
+static int run_all(asm_ *A, size_t i)
+{
+    size_t n;
+    const tc_chunk *ch = tc_ckpt_chunks(A->c, i, &n);
+    const tc_storage *w = tc_ckpt_storage(A->c, i);
+    int nd = 0;
+    const int64_t *shape = tc_ckpt_chunk_shape(A->c, i, &nd);
+    if (!ch || !shape)
+        return tc_fail(A->d, TC_ERR_UNSUPPORTED, "storage '%s' is not a tensor assembled from chunks", w->key);
+    A->whole = w;
+    A->nd = nd;
+    A->shape = shape;
+    A->numel = w->numel;
+    A->ein = tc_dtype_size(A->from);
+    A->eout = tc_dtype_size(A->to);
+    if (A->from != A->to && !tc_cast_supported(A->to, A->from))
+        return tc_fail(A->d, TC_ERR_UNSUPPORTED, "tensor '%s': cannot cast %s to %s", w->key,
+                       tc_dtype_name(A->from), tc_dtype_name(A->to));
+    /* the last dimension any chunk splits: below it every chunk holds whole rows */
+    int split = -1;
+    for (size_t k = 0; k < n; k++)
+        for (int j = A->nd - 1; j > split; j--)
+            if (ch[k].sizes[j] != A->shape[j]) {
+                split = j;
+                break;
+            }
+    uint64_t ostride[TC_MAX_DIMS], acc = 1;
+    for (int j = A->nd - 1; j >= 0; j--) {
+        ostride[j] = acc;
+        acc *= (uint64_t)A->shape[j];
+    }
+    uint64_t inner = split >= 0 ? ostride[split] : A->numel;
+    int rc = 0;
+    A->pt = calloc(n + 1, sizeof *A->pt);
+    A->heap = malloc((n + 1) * sizeof *A->heap);
+    if (!A->pt || !A->heap)
+        return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        part *t = &A->pt[A->npt];
+        uint64_t vol = 1;
+        for (int j = 0; j < A->nd; j++)
+            vol *= (uint64_t)ch[k].sizes[j];
+        if (!vol)
+            continue;
+        t->ch = &ch[k];
+        t->s = tc_ckpt_storage(A->c, ch[k].storage);
+        t->corder = c_order(&ch[k], A->nd);
+        t->len = (split >= 0 ? (uint64_t)ch[k].sizes[split] : 1) * inner;
+        t->nruns = vol / t->len;
+        if (t->s->dtype != A->from || t->s->nbytes != vol * A->ein || ch[k].soffset)
+            return tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': chunk '%s' does not hold %" PRIu64 " elements of %s",
+                           w->key, t->s->key, vol, tc_dtype_name(A->from));
+        t->pos = run_pos(A, t, 0, split, ostride);
+        heap_push(A, A->npt++);
+    }
+    size_t ra = A->npt ? BUDGET / A->npt : 0;
+    A->rabuf = ra > READAHEAD ? READAHEAD : ra < 4096 ? 0 : ra;
+    bool gpu = A->p && A->p->cuda && A->from != A->to;
+    A->slab_cap = (gpu ? CUDA_SLAB : SLAB) / (A->ein > A->eout ? A->ein : A->eout) * A->ein;
+    uint64_t total = A->numel * A->ein;
+    if (A->slab_cap > total)
+        A->slab_cap = total ? (size_t)total : A->ein;
+    A->slab = malloc(A->slab_cap);
+    if (!A->slab || (A->from != A->to && !(A->cbuf = malloc(A->slab_cap / A->ein * A->eout))))
+        return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
+    if (A->dst) /* the whole tensor is written: its space at once, where the file system gives it ahead */
+        tc_dst_reserve(A->dst, A->off, A->numel * A->eout);
+    while (A->nheap && !rc) {
+        part *t = &A->pt[heap_pop(A)];
+        if (t->pos != A->pos) {
+            char at[300];
+            dims(t->ch->offsets, A->nd, at, sizeof at);
+            return tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': the chunk at %s %s element %" PRIu64
+                           " in C order (chunks that do not tile the tensor)", w->key, at,
+                           t->pos < A->pos ? "overlaps another before" : "leaves a gap before", t->pos);
+        }
+        if ((rc = do_run(A, t)))
+            break;
+        A->pos += t->len;
+        if (++t->run < t->nruns) {
+            t->pos = run_pos(A, t, t->run, split, ostride);
+            heap_push(A, (size_t)(t - A->pt));
+        } else {
+            part_done(t);
+        }
+    }
+    if (!rc && A->pos != A->numel)
+        rc = tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': its chunks stop at element %" PRIu64 " of %" PRIu64
+                     " (a chunk is missing)", w->key, A->pos, A->numel);
+    if (!rc)
+        rc = flush(A);
+    return rc;
+}
+
+static void asm_free(asm_ *A)
+{
+    for (size_t k = 0; k < A->npt; k++)
+        part_done(&A->pt[k]);
+    free(A->pt);
+    free(A->heap);
+    free(A->slab);
+    free(A->cbuf);
+}
+
+int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
+                tc_cast_stats *stats, tc_diag *d)
+{
+    asm_ A = {.p = p, .c = c, .from = tc_ckpt_storage(c, i)->dtype, .to = to, .dst = dst, .off = off,
+              .want_crc = crc, .crc = (uint32_t)crc32(0, NULL, 0), .stats = stats, .d = d};
+    int rc = run_all(&A, i);
+    asm_free(&A);
+    if (!rc && crc)
+        *crc = A.crc;
+    return rc;
+}
+
+int tc_assemble_elements(const tc_ckpt *c, size_t i, tc_dtype to, tc_sink_fn sink, void *ctx, tc_cast_stats *stats,
+                         tc_diag *d)
+{
+    asm_ A = {.c = c, .from = tc_ckpt_storage(c, i)->dtype, .to = to, .sink = sink, .ctx = ctx,
+              .crc = 0, .stats = stats, .d = d};
+    int rc = run_all(&A, i);
+    asm_free(&A);
+    return rc;
+}

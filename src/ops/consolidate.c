@@ -1,0 +1,211 @@
+#include "consolidate.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "safety.h"
+#include "stream.h"
+
+void tc_consolidate_report_free(tc_consolidate_report *r)
+{
+    if (r) {
+        tc_set_report_free(&r->set);
+        r->ncarried = 0;
+    }
+}
+
+/* name relative to key ("key.X" -> "X"), or NULL when it is not under key (key NULL: name). */
+static const char *under(const char *name, const char *key)
+{
+    if (!key)
+        return name;
+    size_t l = strlen(key);
+    return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
+}
+
+int tc_sd_items_under(tc_sd_items *it, const char *key, tc_convert_report *rep, tc_diag *d)
+{
+    long *map = malloc((it->n + 1) * sizeof *map);
+    if (!map)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < it->n; i++) {
+        const char *rel = under(it->v[i].name, key);
+        map[i] = -1;
+        if (!rel) {
+            rep->ntensors -= rep->ntensors > 0;
+            continue;
+        }
+        map[i] = (long)n;
+        it->v[n] = it->v[i];
+        it->v[n].name = rel;
+        it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
+        n++;
+    }
+    it->n = n;
+    free(map);
+    return 0;
+}
+
+/* Block k of the .pt output is storage blk[k] of c. */
+typedef struct pt_data {
+    tc_plan *p;
+    const tc_ckpt *c;
+    const size_t *blk;
+} pt_data;
+
+static int pt_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
+{
+    pt_data *pd = ctx;
+    return tc_stream_storage(pd->p, pd->c, pd->blk[k], dst, off, crc, d);
+}
+
+/* c as one .pt file: a flat state_dict of its tensors and the pickled items that can be carried. */
+static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_consolidate_report *rep, tc_diag *d)
+{
+    tc_convert_report *sum = &rep->set.sum;
+    size_t nt = tc_ckpt_ntensors(c), no = tc_ckpt_nobjects(c), n = 0, nb = 0, nobj = 0;
+    tc_rewrite_opts ro = co->ro;
+    ro.all_to = co->device ? co->device : "cpu";
+    ro.maps = NULL;
+    ro.nmaps = 0;
+    tc_plan p = {0};
+    tc_keymap km = {0};
+    const char **names = calloc(nt + no + 1, sizeof *names);
+    long *src = malloc((nt + no + 1) * sizeof *src); /* per name: its tensor, or -1 - its object */
+    tc_witem *items = calloc(nt + 1, sizeof *items);
+    tc_wblock *blocks = calloc(nt + 1, sizeof *blocks);
+    size_t *blk = calloc(nt + 1, sizeof *blk);
+    const char **on = calloc(no + 1, sizeof *on);
+    const uint8_t **ov = calloc(no + 1, sizeof *ov);
+    size_t *ol = calloc(no + 1, sizeof *ol);
+    int rc = 0;
+    if (!names || !src || !items || !blocks || !blk || !on || !ov || !ol) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tc_convert_key_check(c, co->key, d)) || (rc = tc_plan_make(&p, c, &ro, d)))
+        goto done;
+    sum->ncast = p.ncast;
+    sum->nkept = p.nkept;
+    for (size_t i = 0; i < nt; i++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, i);
+        const char *rel = under(t->name, co->key);
+        if (!rel)
+            continue;
+        if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
+            rc = tc_fail_at(d, TC_ERR_UNSUPPORTED, tc_ckpt_path(c), TC_NO_OFFSET, "tensor '%s' has no data", t->name);
+            goto done;
+        }
+        src[n] = (long)i;
+        names[n++] = rel;
+    }
+    for (size_t i = 0; i < no; i++) {
+        const char *rel = under(tc_ckpt_object(c, i)->name, co->key);
+        if (rel) {
+            src[n] = -1 - (long)i;
+            names[n++] = rel;
+        }
+    }
+    if ((rc = tc_keymap_make(&co->keys, names, n, &km, d)))
+        goto done;
+    for (size_t k = 0; k < n && !rc; k++) {
+        const char *name = km.name[k];
+        if (!name) {
+            rc = tc_convert_drop(sum, d, "%s (left out by --drop/--only-keys)", names[k]);
+            continue;
+        }
+        if (src[k] < 0) {
+            const tc_object *ob = tc_ckpt_object(c, (size_t)(-1 - src[k]));
+            if (ob->pickle) {
+                on[nobj] = name;
+                ol[nobj] = ob->pickle_len;
+                ov[nobj++] = ob->pickle;
+            } else {
+                rc = tc_convert_drop(sum, d, "%s (%s: %s)", names[k], ob->kind, ob->why_not);
+            }
+            continue;
+        }
+        const tc_tensor *t = tc_ckpt_tensor(c, (size_t)src[k]);
+        const tc_out_storage *ps = &p.out[t->storage];
+        blocks[nb] = (tc_wblock){ps->nbytes, ps->dtype, ps->location, ps->cast};
+        blk[nb] = (size_t)t->storage;
+        items[nb] = (tc_witem){name, nb, ps->dtype, t->ndim, t->shape, t->stride, 0, false, false, -1};
+        sum->data_bytes += ps->nbytes;
+        p.total += tc_ckpt_storage(c, (size_t)t->storage)->nbytes;
+        nb++;
+    }
+    if (rc)
+        goto done;
+    if (!nb && !nobj) {
+        rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "nothing to write: every name is left out");
+        goto done;
+    }
+    sum->ntensors = nb;
+    rep->ncarried = nobj;
+    pt_data pd = {&p, c, blk};
+    tc_write_job job = {.items = items, .nitems = nb, .blocks = blocks, .nblocks = nb, .data = pt_data_fn,
+                        .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
+    rc = tc_format_named("torch-zip")->write(&job, dst, d);
+    if (!rc)
+        tc_plan_totals(&p, &sum->overflow, &sum->underflow);
+done:
+    tc_plan_free(&p);
+    tc_keymap_free(&km);
+    free(names);
+    free(src);
+    free(items);
+    free(blocks);
+    free(blk);
+    free(on);
+    free(ov);
+    free(ol);
+    return rc;
+}
+
+int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o, tc_consolidate_report *rep,
+                   tc_diag *d)
+{
+    const tc_set_opts *so = &o->set;
+    tc_ckpt *c = NULL;
+    tc_dst dst = TC_DST_INIT;
+    int rc = tc_open(&c, in, &so->lim, d);
+    if (rc)
+        return rc;
+    if (strcmp(tc_ckpt_format(c), "dcp")) {
+        rc = tc_fail_at(d, TC_ERR_USAGE, in, TC_NO_OFFSET,
+                        "not a distributed checkpoint but a %s file ('tensorctl convert' rewrites those)",
+                        tc_ckpt_format(c));
+        goto done;
+    }
+    tc_ckpt_admit(c, so->safe_globals, so->nsafe);
+    if ((rc = tc_safety_gate(c, TC_KEEPS_TENSORS, "consolidate", so->allow_unsafe, d)))
+        goto done;
+    if (o->sharded) {
+        /* tensors only: the pickled items are left out, as in a set converted from a .pt */
+        for (size_t i = 0; o->format == TC_OUT_PT && i < tc_ckpt_nobjects(c) && !rc; i++) {
+            const tc_object *ob = tc_ckpt_object(c, i);
+            if (under(ob->name, so->co.key))
+                rc = tc_convert_drop(&rep->set.sum, d, "%s (%s: a sharded set holds tensors only)",
+                                     under(ob->name, so->co.key), ob->kind);
+        }
+        if (!rc)
+            rc = tc_set_run_one(c, out, so, &rep->set, d);
+        c = NULL; /* the set closed it */
+        goto done;
+    }
+    if ((rc = tc_dst_open(&dst, out, so->force ? TC_DST_FORCE : 0, d)))
+        goto done;
+    if (o->format == TC_OUT_ST)
+        rc = tc_convert_to_safetensors(c, &so->co, NULL, 0, &dst, &rep->set.sum, d);
+    else
+        rc = write_pt(c, &so->co, &dst, rep, d);
+    if (!rc)
+        rc = tc_dst_commit(&dst, d);
+done:
+    tc_dst_abort(&dst);
+    tc_ckpt_close(c);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* Consolidating a distributed checkpoint (torch.distributed.checkpoint: a
+ * folder of .distcp files and their .metadata) into one checkpoint, or a
+ * sharded set.
+ *
+ * The output is a flat state_dict named by DCP's own flattened names
+ * ("model.layers.0.weight", "optim.state.0.exp_avg"), as dcp_to_torch_save's
+ * nested dicts read with their keys joined by dots; --from KEY (co.key)
+ * takes only what lies under KEY, named relative to it. Each tensor is
+ * assembled from its chunks as it is written (src/ops/assemble.h), cast as
+ * planned; key surgery applies to every name.
+ *
+ * The pickled items (step counters, hyper-parameters, ...) go into a .pt
+ * output as values of the state_dict when they can be carried: read as a
+ * torch pickle, they hold no tensor and name only globals torch's
+ * weights_only loader accepts, so the output still loads with
+ * weights_only=True. Every other one, and every item of a safetensors
+ * output or of a sharded set (tensors only), is reported as dropped.
+ *
+ * Nothing here prints; the report is freed with tc_consolidate_report_free. */
+#ifndef TC_CONSOLIDATE_H
+#define TC_CONSOLIDATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "convert.h"
+#include "set.h"
+
+typedef enum tc_out_format { TC_OUT_PT, TC_OUT_ST } tc_out_format;
+
+typedef struct tc_consolidate_opts {
+    tc_out_format format;
+    bool sharded;           /* a set: out is its folder or its index */
+    tc_set_opts set;        /* the set's options (and, for one file: co, force, allow_unsafe, safe globals, limits) */
+} tc_consolidate_opts;
+
+typedef struct tc_consolidate_report {
+    tc_set_report set;      /* set.sum for one file as well */
+    size_t ncarried;        /* pickled items written into the .pt output */
+} tc_consolidate_report;
+
+/* in: the checkpoint's folder or its .metadata. */
+int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o, tc_consolidate_report *rep,
+                   tc_diag *d);
+void tc_consolidate_report_free(tc_consolidate_report *r);
+
+/* Keep only the items under key (named key.X), renamed X; rep->ntensors
+ * counts the tensors left out less. For the sets' torch outputs. */
+int tc_sd_items_under(tc_sd_items *it, const char *key, tc_convert_report *rep, tc_diag *d);
+
+#endif
