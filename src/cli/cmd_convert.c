@@ -29,7 +29,10 @@ static const tc_opt o_max_shard = {
     "or\n.BI pytorch_model\\- NNNNN \\-of\\- NNNNN .bin\n"
     "shards, merging small input shards or splitting large ones; a tensor larger\n"
     "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", false, NULL, "Say more."};
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (bytes shared/copied/written)", false,
+                                 NULL,
+                                 "Say more: how many bytes of the output share the input's blocks (cloned by the\n"
+                                 "file system), were copied, and were written."};
 static const tc_opt o_drop = {OPT_DROP, 0, "drop", "GLOB", "leave out the tensors whose names match (repeatable)", true,
                               NULL,
                               "Leave out the tensors whose names match. A tensor the output format cannot hold\n"
@@ -79,7 +82,8 @@ static void warn_list(const char *out, const char *what, char **v, size_t n)
 }
 
 /* Warnings, then (verbosity 1+) what was written: out, or `wrote` when given. */
-static void summary(const char *out, const char *wrote, const tc_convert_report *r, bool st, const tc_convert_opts *o)
+static void summary(const char *out, const char *wrote, const tc_convert_report *r, bool st, const tc_convert_opts *o,
+                    uint64_t file_bytes)
 {
     if (r->ndropped)
         warn_list(out, "not representable, dropped", r->dropped, r->ndropped);
@@ -100,6 +104,7 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
     if (o->ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", r->ncast, tc_dtype_name(o->ro.dtype), r->nkept);
     fprintf(stderr, "; %.1f MB of tensor data\n", r->data_bytes / 1e6);
+    tc_print_sharing(out, file_bytes, r->shared_bytes, r->copied_bytes);
 }
 
 /* One file to one file. */
@@ -154,9 +159,10 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
         rc = tc_convert_to_torch(c, o, &dst, &rep, &d);
     }
     tc_progress_end(&prog);
+    uint64_t file_bytes = dst.pos;
     if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
-    summary(out, NULL, &rep, fmt == FMT_ST, o);
+    summary(out, NULL, &rep, fmt == FMT_ST, o, file_bytes);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
@@ -272,7 +278,7 @@ static int convert_index(const char *in, const char *out, int fmt, bool force, c
         tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
         snprintf(wrote, sizeof wrote, "%s and %zu shard(s) of at most %s (from %zu)", rep.index_path, rep.nshards,
                  lim_text, rep.ninputs);
-        summary(rep.index_path, wrote, &rep.sum, fmt == FMT_ST, o);
+        summary(rep.index_path, wrote, &rep.sum, fmt == FMT_ST, o, rep.file_bytes);
     }
     tc_set_report_free(&rep);
     return tc_exit_for(rc);

@@ -50,6 +50,7 @@ typedef struct tc_set_report {
     size_t nshards;         /* output shards */
     size_t ninputs;         /* input shards */
     size_t ncast, nkept;    /* rewrite: tensors cast and kept, over all shards */
+    uint64_t file_bytes;    /* of every output file, the index included */
 } tc_set_report;
 
 /* out: the output index (*.index.json) or a folder (the index then keeps the
