@@ -166,6 +166,7 @@ typedef struct worker {
 
 typedef struct job {
     tc_xfer *x;
+    tc_pool *pool;             /* whose threads' scratch buffers the workers use */
     bool cast;
     size_t ein, eout;
     uint8_t *own;              /* scratch when there is no pool */
@@ -204,11 +205,19 @@ static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
     return 0;
 }
 
-/* Elements [e0, e0 + n) through the worker's buffers, in pieces that fit
- * them; *crc is continued over the output. */
-static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc)
+/* Elements [e0, e0 + n) through the worker's buffers (its thread's scratch,
+ * made when first needed: copies in the kernel need none), in pieces that
+ * fit them; *crc is continued over the output. */
+static int read_cast_write(job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc)
 {
     const tc_xfer *x = j->x;
+    if (!w->in) {
+        uint8_t **sc = j->pool ? &j->pool->scratch[w - j->w] : &j->own;
+        if (!*sc && !(*sc = malloc(2 * CHUNK_BYTES)))
+            return tc_fail(&w->d, TC_ERR_NOMEM, "out of memory");
+        w->in = *sc;
+        w->out = *sc + CHUNK_BYTES;
+    }
     size_t piece = CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
     for (size_t done = 0; done < n;) {
         size_t ne = n - done < piece ? n - done : piece;
@@ -310,15 +319,8 @@ static int run_span(tc_pool *pool, job *j, uint64_t lo, uint64_t hi, bool write,
     uint64_t nchunks = (n + j->celems - 1) / j->celems;
     if (nchunks < 2)
         nt = 1; /* not worth waking anyone */
-    for (unsigned t = 0; t < nt; t++) {
-        worker *w = &j->w[t];
-        w->fail_at = UINT64_MAX;
-        uint8_t **sc = pool ? &pool->scratch[t] : &j->own;
-        if (!*sc && !(*sc = malloc(2 * CHUNK_BYTES)))
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        w->in = *sc;
-        w->out = *sc + CHUNK_BYTES;
-    }
+    for (unsigned t = 0; t < nt; t++)
+        j->w[t].fail_at = UINT64_MAX;
     if (write && nchunks > 1)
         tc_dst_reserve(x->out, x->out_off + lo * j->eout, n * j->eout);
     atomic_store(&j->stop, false);
@@ -361,6 +363,7 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
     if (!j)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     j->x = x;
+    j->pool = pool;
     j->cast = x->from != x->to;
     if (j->cast && !tc_cast_supported(x->to, x->from)) {
         free(j);
