@@ -5,7 +5,7 @@
     check_reflink.py torch PAIRS.json        (the torch half, run by tests/run_with_torch.sh)
 
 run (as root) makes a sparse 2 GiB XFS image (mkfs.xfs -m reflink=1) in a temporary folder,
-loop-mounts it, and there:
+loop-mounts it, and there (then again on btrfs, where mkfs.btrfs is installed):
   * copies FILE... (corpus and sample checkpoints) in, and writes a ~200 MB checkpoint and a sharded
     set of three shards (torch's zip layout, made here byte by byte: no torch needed) whose data
     records start at many different offsets within a 4 KiB block;
@@ -58,8 +58,10 @@ SKIP = 77
 class Report:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
+        self.prefix = ""  # the file system the checks run on
 
     def check(self, what, problems, note=""):
+        what = self.prefix + what
         if problems:
             self.failed += 1
             shown = problems[:6] + (["... %d more" % (len(problems) - 6)] if len(problems) > 6 else [])
@@ -69,6 +71,7 @@ class Report:
             print("PASS %s%s" % (what, (": " + note) if note else ""), flush=True)
 
     def skip(self, what, why):
+        what = self.prefix + what
         self.skipped += 1
         print("SKIP %s: %s" % (what, why), flush=True)
 
@@ -398,13 +401,13 @@ def check_refused(a, rep, big, work, pairs):
 
 def check_unit(a, rep, mnt):
     if not a.unit:
-        rep.skip("unit test of the transfer on XFS", "no test_xfer (criterion not found)")
+        rep.skip("unit test of the transfer", "no test_xfer (criterion not found)")
         return
     tmp = os.path.join(mnt, "unit-tmp")
     os.makedirs(tmp, exist_ok=True)
     env = dict(os.environ, TMPDIR=tmp, TC_EXPECT_REFLINK="1")
     rc, out, err = run([a.unit, "--filter", "xfer/shares_whole_blocks_where_the_file_system_clones"], env=env)
-    rep.check("unit test of the transfer on XFS", [] if rc == 0 else ["exit %d: %s" % (rc, (out + err).strip()[-500:])])
+    rep.check("unit test of the transfer, its files here", [] if rc == 0 else ["exit %d: %s" % (rc, (out + err).strip()[-500:])])
 
 
 def check_torch(a, rep, work, pairs):
@@ -422,14 +425,18 @@ def check_torch(a, rep, work, pairs):
                   [] if p.returncode == 0 else ["see the lines above (exit %d)" % p.returncode])
 
 
-class Mounted:
-    """A sparse XFS image, loop-mounted; unmounted and removed on exit, whatever happens."""
+MKFS = {"xfs": ["mkfs.xfs", "-q", "-f", "-m", "reflink=1"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
 
-    def __init__(self, size):
+
+class Mounted:
+    """A sparse image of file system fs, loop-mounted; unmounted and removed on exit, whatever happens."""
+
+    def __init__(self, size, fs):
         self.dir = tempfile.mkdtemp(prefix="tensorctl-reflink-")
-        self.img = os.path.join(self.dir, "xfs.img")
+        self.img = os.path.join(self.dir, fs + ".img")
         self.mnt = os.path.join(self.dir, "mnt")
         self.size = size
+        self.fs = fs
         self.mounted = False
 
     def __enter__(self):
@@ -437,9 +444,9 @@ class Mounted:
             os.mkdir(self.mnt)
             with open(self.img, "wb") as f:
                 f.truncate(self.size)
-            rc, out, err = run(["mkfs.xfs", "-q", "-f", "-m", "reflink=1", self.img])
+            rc, out, err = run(MKFS[self.fs] + [self.img])
             if rc != 0:
-                raise RuntimeError("skip: mkfs.xfs failed: %s" % (out + err).strip())
+                raise RuntimeError("skip: %s failed: %s" % (MKFS[self.fs][0], (out + err).strip()))
             rc, out, err = run(["mount", "-o", "loop", self.img, self.mnt])
             if rc != 0:
                 raise RuntimeError("skip: cannot loop-mount an image here (no loop device?): %s" % (out + err).strip())
@@ -462,6 +469,36 @@ class Mounted:
         return False
 
 
+def run_on(a, rep, fs):
+    """Every check on an image of file system fs."""
+    rep.prefix = fs + ": "
+    with Mounted(2 << 30, fs) as m:
+        work = os.path.join(m.mnt, "work")
+        os.makedirs(work)
+        print("# %s image mounted at %s" % (" ".join(MKFS[fs][0:1] + MKFS[fs][3:]), m.mnt), flush=True)
+        inputs = []
+        for f in a.files:
+            dst = os.path.join(m.mnt, "in", os.path.basename(os.path.dirname(f)) + "-" + os.path.basename(f))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(f, dst)
+            inputs.append(dst)
+        big = os.path.join(m.mnt, "in", "big.pt")
+        os.makedirs(os.path.dirname(big), exist_ok=True)
+        make_checkpoint(big, BIG, 1)
+        inputs.append(big)
+        pairs = []
+        for path in inputs:
+            check_file(a, rep, path, work, pairs)
+        check_refused(a, rep, big, work, pairs)
+        check_set(a, rep, work, pairs)
+        check_unit(a, rep, m.mnt)
+        for p in pairs:
+            p["what"] = rep.prefix + p["what"]
+        check_torch(a, rep, work, pairs)
+        if a.keep:
+            input("outputs under %s; press Enter to unmount " % work)
+
+
 def main_run(a):
     if os.geteuid() != 0:
         print("check_reflink: skipped: making and mounting an XFS image needs root")
@@ -475,35 +512,21 @@ def main_run(a):
     a.tensorctl = os.path.abspath(a.tensorctl)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rep = Report()
-    try:
-        with Mounted(2 << 30) as m:
-            work = os.path.join(m.mnt, "work")
-            os.makedirs(work)
-            print("# XFS (reflink=1) image mounted at %s" % m.mnt, flush=True)
-            inputs = []
-            for f in a.files:
-                dst = os.path.join(m.mnt, "in", os.path.basename(os.path.dirname(f)) + "-" + os.path.basename(f))
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                shutil.copyfile(f, dst)
-                inputs.append(dst)
-            big = os.path.join(m.mnt, "in", "big.pt")
-            os.makedirs(os.path.dirname(big), exist_ok=True)
-            make_checkpoint(big, BIG, 1)
-            inputs.append(big)
-            pairs = []
-            for path in inputs:
-                check_file(a, rep, path, work, pairs)
-            check_refused(a, rep, big, work, pairs)
-            check_set(a, rep, work, pairs)
-            check_unit(a, rep, m.mnt)
-            check_torch(a, rep, work, pairs)
-            if a.keep:
-                input("outputs under %s; press Enter to unmount " % work)
-    except RuntimeError as e:
-        if str(e).startswith("skip: "):
-            print("check_reflink: skipped: %s" % str(e)[6:])
-            return SKIP
-        raise
+    for fs in ("xfs", "btrfs"):
+        if fs != "xfs" and not shutil.which(MKFS[fs][0]):
+            rep.prefix = ""
+            rep.skip(fs, "no %s here (Debian: apt-get install btrfs-progs); XFS only" % MKFS[fs][0])
+            continue
+        try:
+            run_on(a, rep, fs)
+        except RuntimeError as e:
+            if not str(e).startswith("skip: "):
+                raise
+            if fs == "xfs":
+                print("check_reflink: skipped: %s" % str(e)[6:])
+                return SKIP
+            rep.prefix = ""
+            rep.skip(fs, str(e)[6:])
     print("%d passed, %d failed, %d skipped" % (rep.passed, rep.failed, rep.skipped))
     return 1 if rep.failed else 0
 
