@@ -155,6 +155,7 @@ static void pool_run(tc_pool *p, pool_fn fn, void *arg)
 #define ROUND 64 /* chunks between progress reports and writeback starts */
 #define KCOPY_BYTES ((size_t)4 << 20) /* a chunk of a copy in the kernel */
 #define KCOPY_ROUND 8
+#define KCOPY_MIN ((uint64_t)64 << 10) /* smaller copies are read and written */
 #define MIN_CHUNK_BYTES ((size_t)64 << 10)
 
 typedef struct worker {
@@ -303,7 +304,10 @@ static int run_span(tc_pool *pool, job *j, uint64_t lo, uint64_t hi, bool write,
     j->lo = lo;
     j->hi = hi;
     j->write = write;
-    bool kcopy = write && !j->cast && !x->want_crc && x->src->fd >= 0;
+    /* a copy in the kernel sets up a pipe for every call: for the few KiB at
+     * either end of a shared range, or a small record, a read and a write
+     * cost less */
+    bool kcopy = write && !j->cast && !x->want_crc && x->src->fd >= 0 && (hi - lo) * j->ein >= KCOPY_MIN;
     atomic_store(&j->kcopy, kcopy);
     j->celems = kcopy ? KCOPY_BYTES : CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
     uint64_t round = kcopy ? KCOPY_ROUND : ROUND, n = hi - lo;
