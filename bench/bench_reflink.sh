@@ -14,7 +14,8 @@
 #   BENCH_BASELINE=PROG  another tensorctl (e.g. a build from before this feature), timed as well
 #
 # Prints a markdown table on stdout: median wall time (measured around the process, to the
-# microsecond), the ratio to cp on the same file system, peak RSS (one more run under
+# microsecond) and CPU time (user + system: what other load on the machine does not inflate),
+# each with its ratio to cp on the same file system, peak RSS (one more run under
 # /usr/bin/time); then what `tensorctl to-cpu -v` says it shared, copied and wrote on each.
 # Progress goes to stderr.
 set -eu
@@ -99,7 +100,7 @@ timeit() {
     RSS=$(tail -n 1 "$dir/rss.txt") python3 - "$n" "$out" "$@" <<'PY' >> "$results" || { printf '%s\t%s\tFAILED\n' "$fs" "$name" >> "$results"; }
 import os, sys, time
 n, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-secs = []
+secs, cpus = [], []
 for i in range(n):
     if os.path.exists(out):
         os.remove(out)
@@ -114,14 +115,16 @@ for i in range(n):
             os.execvp(cmd[0], cmd)
         finally:
             os._exit(127)
-    _, status, _ = os.wait4(pid, 0)
+    _, status, ru = os.wait4(pid, 0)
     dt = time.perf_counter() - t0
     if status != 0:
         sys.exit("%s: exit status %d" % (" ".join(cmd), status))
     secs.append(dt)
+    cpus.append(ru.ru_utime + ru.ru_stime)
     print("bench_reflink: %s %s run %d/%d: %.4fs" % (os.environ["FS"], os.environ["NAME"], i + 1, n, dt),
           file=sys.stderr)
-print("%s\t%s\t%s\t%s" % (os.environ["FS"], os.environ["NAME"], " ".join("%.6f" % s for s in secs), os.environ["RSS"]))
+print("%s\t%s\t%s\t%s\t%s" % (os.environ["FS"], os.environ["NAME"], " ".join("%.6f" % s for s in secs), os.environ["RSS"],
+                              " ".join("%.6f" % c for c in cpus)))
 PY
     rm -f "$out" "$dir/rss.txt"
 }
@@ -153,15 +156,17 @@ function median(s,   a, k, i, j, t) {
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
 }
-{ fs[NR] = $1; name[NR] = $2; failed[NR] = ($3 == "FAILED"); if (!failed[NR]) { t[NR] = median($3); m[NR] = $4 }
-  if ($2 == "cp" && !failed[NR]) cp[$1] = t[NR] }
+{ fs[NR] = $1; name[NR] = $2; failed[NR] = ($3 == "FAILED")
+  if (!failed[NR]) { t[NR] = median($3); m[NR] = $4; c[NR] = median($5) }
+  if ($2 == "cp" && !failed[NR]) { cp[$1] = t[NR]; cpc[$1] = c[NR] } }
 END {
-    print "| file system | task | median wall (s) | x cp there | peak RSS (MB) |"
-    print "|---|---|---:|---:|---:|"
+    print "| file system | task | median wall (s) | x cp there | median CPU (s) | CPU x cp | peak RSS (MB) |"
+    print "|---|---|---:|---:|---:|---:|---:|"
     for (i = 1; i <= NR; i++) {
-        if (failed[i]) { printf "| %s | %s | failed | | |\n", fs[i], name[i]; continue }
+        if (failed[i]) { printf "| %s | %s | failed | | | | |\n", fs[i], name[i]; continue }
         x = (fs[i] in cp && cp[fs[i]] > 0) ? sprintf("%.1f", t[i] / cp[fs[i]]) : "-"
-        printf "| %s | %s | %.4f | %s | %.0f |\n", fs[i], name[i], t[i], x, m[i] / 1024
+        xc = (fs[i] in cpc && cpc[fs[i]] > 0) ? sprintf("%.1f", c[i] / cpc[fs[i]]) : "-"
+        printf "| %s | %s | %.4f | %s | %.4f | %s | %.0f |\n", fs[i], name[i], t[i], x, c[i], xc, m[i] / 1024
     }
 }' "$results"
 echo
