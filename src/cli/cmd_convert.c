@@ -31,8 +31,9 @@ static const tc_opt o_max_shard = {
     "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (bytes shared/copied/written)", false,
                                  NULL,
-                                 "Say more: how many bytes of the output share the input's blocks (cloned by the\n"
-                                 "file system), were copied, and were written."};
+                                 "Say more: how many bytes of the output share the input's blocks (as many as the\n"
+                                 "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
+                                 "unchanged, and were written (casts, the pickle, headers and padding)."};
 static const tc_opt o_drop = {OPT_DROP, 0, "drop", "GLOB", "leave out the tensors whose names match (repeatable)", true,
                               NULL,
                               "Leave out the tensors whose names match. A tensor the output format cannot hold\n"

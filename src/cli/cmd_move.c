@@ -42,8 +42,9 @@ static const tc_opt o_verify_crc = {OPT_VERIFY_CRC, 0, "verify-crc", NULL,
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL,
                                  "say more (devices found, engine used, bytes shared/copied/written)", false, NULL,
                                  "Say which engine cast the tensors, what GPU was found, and how many bytes of the\n"
-                                 "output share the input's blocks (cloned by the file system), were copied, and\n"
-                                 "were written."};
+                                 "output share the input's blocks (as many as the file system accepted as clones;\n"
+                                 "XFS and btrfs clone, ext4 does not), were copied unchanged, and were written\n"
+                                 "(casts, the pickle, zip records and padding)."};
 static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target device", false, "cuda:0",
                                 "The device every storage goes to."};
 
