@@ -18,6 +18,7 @@ loop-mounts it, and there (then again on btrfs, where mkfs.btrfs is installed):
     stored, 64-byte aligned data record (all of the data but the partial blocks at either end of
     each record), and nothing for a cast; shared + copied + written is the output's size; Python's
     zipfile and `unzip -t` find every CRC-32 right;
+  * rewrites a copy of the big checkpoint --in-place: the new file lies on the old one's blocks;
   * refuses the first clone of a to-cpu (the fault injection shim, SHIM): that record is copied
     (copy_file_range), the output is still whole and right;
   * runs the transfer's unit test (TEST_XFER) with its files in the image, where it must see its
@@ -267,10 +268,11 @@ def sharing_line(err):
             "written": int(m.group(5))}
 
 
-def check_output(rep, what, err, outs, inputs, expect_shared, input_blocks, at_least=False):
+def check_output(rep, what, err, outs, inputs, expect_shared, input_blocks, at_least=False, flagged=True):
     """outs: the output files (a set: its shards and index); inputs: theirs. at_least: -v's shared
     count may be short of what lies on the input's blocks (copy_file_range, where a clone was
-    refused, may share blocks itself: that is counted as copied)."""
+    refused, may share blocks itself: that is counted as copied). flagged: those blocks must still
+    be shared (not when the input is gone: --in-place)."""
     problems = []
     v = sharing_line(err)
     size = sum(os.path.getsize(o) for o in outs)
@@ -288,7 +290,7 @@ def check_output(rep, what, err, outs, inputs, expect_shared, input_blocks, at_l
     if on != v["shared"] and not (at_least and on > v["shared"]):
         problems.append("-v says %d bytes shared, but %d bytes of the output lie on the input's blocks"
                         % (v["shared"], on))
-    if unflagged:
+    if unflagged and flagged:
         problems.append("%d bytes on the input's blocks in extents not flagged shared" % unflagged)
     if expect_shared is not None and v["shared"] != expect_shared:
         problems.append("%d bytes shared, expected %d (every whole block of the unchanged records)"
@@ -399,6 +401,22 @@ def check_refused(a, rep, big, work, pairs):
     pairs.append({"kind": "file", "in": big, "out": out, "kw": {"device": "cpu"}, "what": what})
 
 
+def check_in_place(a, rep, big, work, pairs):
+    """--in-place: the new file shares the blocks of the one it replaces."""
+    path = os.path.join(work, "inplace.pt")
+    with open(big, "rb") as f, open(path, "wb") as g:
+        shutil.copyfileobj(f, g, 1 << 22)  # a copy of its own, not sharing big.pt's blocks
+    expect, blocks = shareable(path), physical_blocks(path)
+    rc, _, err = run([a.tensorctl, "to-cpu", "-v", "--in-place", path])
+    what = "big.pt to-cpu --in-place"
+    if rc != 0:
+        rep.check(what, ["exit %d: %s" % (rc, err.strip()[-300:])])
+        return
+    # the old file is gone: its blocks are the new one's alone (btrfs no longer flags them shared)
+    check_output(rep, what, err, [path], [], expect, blocks, flagged=False)
+    pairs.append({"kind": "file", "in": big, "out": path, "kw": {"device": "cpu"}, "what": what})
+
+
 def check_unit(a, rep, mnt):
     if not a.unit:
         rep.skip("unit test of the transfer", "no test_xfer (criterion not found)")
@@ -490,6 +508,7 @@ def run_on(a, rep, fs):
         for path in inputs:
             check_file(a, rep, path, work, pairs)
         check_refused(a, rep, big, work, pairs)
+        check_in_place(a, rep, big, work, pairs)
         check_set(a, rep, work, pairs)
         check_unit(a, rep, m.mnt)
         for p in pairs:
