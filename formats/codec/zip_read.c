@@ -31,14 +31,14 @@ static int find_eocd(const tc_src *s, uint64_t *eocd, uint8_t rec[22], tc_diag *
     for (uint64_t i = tail - 22 + 1; i-- > 0;) {
         if (tc_le32(buf + i) != SIG_EOCD)
             continue;
-        uint64_t end = i + 22 + tc_le16(buf + i + 20);
+        unsigned comment = tc_le16(buf + i + 20);
+        uint64_t end = i + 22 + comment;
         if (end != tail) {
             free(buf);
             return tc_fail(d, TC_ERR_FORMAT,
                            "zip: the last end record (offset %llu) has a %u-byte comment but %llu bytes follow it "
                            "(trailing data, or a record hidden in a comment: readers would disagree)",
-                           (unsigned long long)(s->size - tail + i), tc_le16(buf + i + 20),
-                           (unsigned long long)(tail - i - 22));
+                           (unsigned long long)(s->size - tail + i), comment, (unsigned long long)(tail - i - 22));
         }
         memcpy(rec, buf + i, 22);
         *eocd = s->size - tail + i;
