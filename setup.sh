@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 what=${1:-demo}
 
 packages="build-essential meson ninja-build pkg-config libcjson-dev zlib1g-dev libssl-dev libcriterion-dev"
-test_packages="python3 python3-torch python3-numpy clang libclang-rt-dev valgrind"
+test_packages="python3 python3-torch python3-numpy clang libclang-rt-dev valgrind xfsprogs btrfs-progs unzip"
 
 install() {
     [ "${TENSORCTL_NO_INSTALL:-0}" = 1 ] && return 0

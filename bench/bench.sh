@@ -1,5 +1,6 @@
 #!/bin/sh
 # Benchmark tensorctl against cp and against torch itself on a GPT-2-medium-sized checkpoint.
+# (bench/bench_reflink.sh times to-cpu beside cp on XFS, where both share the input's blocks.)
 #
 # usage: bench/bench.sh [TENSORCTL]        (default: tensorctl from PATH, else build/tensorctl)
 #

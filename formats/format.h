@@ -77,6 +77,14 @@ typedef struct tc_witem {
  * thread); *crc receives their CRC-32 when crc is not NULL. */
 typedef int (*tc_data_fn)(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d);
 
+/* Where block k's bytes lie already, when the data callback will pass them
+ * through unchanged from a plain range of an input file: true, and *off
+ * their offset in that file. A driver that can put the block anywhere should
+ * put it at an offset congruent to *off modulo TC_SHARE_BLOCK: the callback
+ * then shares the whole blocks with the input (reflink) instead of copying
+ * them. Ignoring the hint loses only that. */
+typedef bool (*tc_origin_fn)(void *ctx, size_t k, uint64_t *off);
+
 typedef struct tc_write_job {
     /* Either a whole checkpoint rewritten with its object graph (one block
      * per storage, in order; storages says what becomes of each) ... */
@@ -90,7 +98,8 @@ typedef struct tc_write_job {
     const tc_kv *meta;     /* safetensors __metadata__, in order */
     size_t nmeta;
     tc_data_fn data;
-    void *ctx;
+    tc_origin_fn origin;   /* may be NULL: no block has one */
+    void *ctx;             /* for data and origin */
     uint32_t max_depth;    /* pickle nesting the writer may emit */
     /* A torch state_dict's values that are not tensors, after the items:
      * obj_names[k] -> the value pickled in obj_pickles[k] (obj_lens[k]

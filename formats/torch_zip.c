@@ -185,14 +185,32 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 
 /* ---- writing ----------------------------------------------------------------------- */
 
+/* Where block k's data goes, modulo *mod: where its bytes lie in their input
+ * modulo TC_SHARE_BLOCK when they pass through unchanged and hold a whole
+ * block there, so that the file system can share those blocks; otherwise,
+ * and whenever that would break torch's 64-byte alignment, on a 64-byte
+ * boundary. */
+static uint32_t data_phase(const tc_write_job *job, size_t k, uint64_t size, uint32_t *mod)
+{
+    uint64_t at;
+    *mod = 64;
+    if (!job->origin || !job->origin(job->ctx, k, &at) || at % 64)
+        return 0;
+    uint64_t head = (TC_SHARE_BLOCK - at % TC_SHARE_BLOCK) % TC_SHARE_BLOCK;
+    if (size < head || size - head < TC_SHARE_BLOCK)
+        return 0;
+    *mod = TC_SHARE_BLOCK;
+    return (uint32_t)(at % TC_SHARE_BLOCK);
+}
+
 /* Block k as record data/<k>: laid out here, its bytes put by the job's callback. */
 static int write_block(tc_zipw *w, const tc_write_job *job, size_t k, uint64_t size, tc_diag *d)
 {
     char name[48];
     snprintf(name, sizeof name, "data/%zu", k);
     uint64_t off;
-    uint32_t crc = 0;
-    int rc = tc_zipw_begin(w, name, size, d);
+    uint32_t crc = 0, mod, phase = data_phase(job, k, size, &mod);
+    int rc = tc_zipw_begin_at(w, name, size, mod, phase, d);
     if (!rc)
         rc = tc_zipw_reserve(w, size, &off, d);
     if (!rc)

@@ -6,7 +6,9 @@
  * deflated, streaming.
  * Writer: torch's layout: stored records whose data starts on a 64-byte
  * boundary (FB padding extra field), data descriptors, ZIP64 where sizes or
- * offsets need it, and a ZIP64 end record always, as PyTorchStreamWriter.
+ * offsets need it, and a ZIP64 end record always, as PyTorchStreamWriter;
+ * on request a record's data is placed at a given offset modulo a larger
+ * multiple of 64 (more padding), still 64-byte aligned.
  *
  * Ownership: tc_zip owns its entry table; the source it reads is the
  * caller's. tc_zip_free and tc_zipw_abort accept NULL. */
@@ -89,8 +91,15 @@ typedef struct tc_zipw {
 } tc_zipw;
 
 int tc_zipw_init(tc_zipw *w, tc_dst *dst, const char *archive_name, tc_diag *d);
-/* Begin record `name` of exactly `size` bytes. */
+/* Begin record `name` of exactly `size` bytes, its data on a 64-byte boundary. */
 int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d);
+/* The same, its data at an offset congruent to phase modulo mod (both
+ * multiples of 64, phase < mod <= TC_ZIP_MAX_PHASE_MOD), so that it can sit
+ * at the same place within a file system block as the same bytes in another
+ * file: the FB padding grows to at most mod - 1 bytes, placed by torch's
+ * formula with mod for 64 (ZIP64 extras before it counted). */
+#define TC_ZIP_MAX_PHASE_MOD 32768u
+int tc_zipw_begin_at(tc_zipw *w, const char *name, uint64_t size, uint32_t mod, uint32_t phase, tc_diag *d);
 int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d);
 /* The next n bytes of the open record are written by the caller, with
  * tc_dst_pwrite at *off (in parallel, say): reserve flushes what is buffered and

@@ -82,6 +82,15 @@ void tc_zipw_free(tc_zipw *w)
 
 int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d)
 {
+    return tc_zipw_begin_at(w, name, size, ALIGN, 0, d);
+}
+
+int tc_zipw_begin_at(tc_zipw *w, const char *name, uint64_t size, uint32_t mod, uint32_t phase, tc_diag *d)
+{
+    if (mod < ALIGN || mod > TC_ZIP_MAX_PHASE_MOD || mod % ALIGN || phase % ALIGN || phase >= mod)
+        return tc_fail_at(d, TC_ERR_USAGE, w->dst->path, w->off,
+                          "record %s: cannot place its data at %u modulo %u (multiples of 64, %u < %u <= %u)",
+                          name, phase, mod, phase, mod, TC_ZIP_MAX_PHASE_MOD);
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 64;
         tc_zipw_ent *e = realloc(w->e, cap * sizeof *e);
@@ -111,7 +120,9 @@ int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d)
         z64len = (uint16_t)((z64s ? 16 : 0) + (z64o ? 8 : 0));
         start += 4 + z64len;
     }
-    uint16_t pad = (uint16_t)((ALIGN - start % ALIGN) % ALIGN);
+    /* the data starts at start + pad, congruent to phase modulo mod (torch:
+     * 0 modulo 64); the FB extra's own 4 bytes are already in start */
+    uint16_t pad = (uint16_t)((phase + mod - start % mod) % mod);
     uint8_t h[30];
     tc_put32(h, 0x04034b50u);
     tc_put16(h + 4, 0);
@@ -140,12 +151,15 @@ int tc_zipw_begin(tc_zipw *w, const char *name, uint64_t size, tc_diag *d)
         rc = emit(w, x, k, d);
     }
     if (!rc) {
-        uint8_t x[4 + ALIGN];
-        x[0] = 'F';
-        x[1] = 'B';
+        uint8_t zs[256], x[4] = {'F', 'B'};
+        memset(zs, 'Z', sizeof zs);
         tc_put16(x + 2, pad);
-        memset(x + 4, 'Z', pad);
-        rc = emit(w, x, 4u + pad, d);
+        rc = emit(w, x, 4, d);
+        for (size_t left = pad; left && !rc;) {
+            size_t k = left < sizeof zs ? left : sizeof zs;
+            rc = emit(w, zs, k, d);
+            left -= k;
+        }
     }
     w->open = true;
     w->rec_size = size;

@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* ---- temporaries a signal handler removes ------------------------------------
@@ -286,10 +288,33 @@ void tc_dst_reserve(const tc_dst *o, uint64_t off, uint64_t n)
         (void)fallocate(o->fd, 0, (off_t)off, (off_t)n);
 }
 
+bool tc_dst_clone(const tc_dst *o, uint64_t off, int fd, uint64_t in_off, uint64_t n)
+{
+#ifdef FICLONERANGE
+    struct file_clone_range r = {.src_fd = fd, .src_offset = in_off, .src_length = n, .dest_offset = off};
+    if (!n || ((off | in_off | n) % TC_SHARE_BLOCK))
+        return false;
+    int rc;
+    do
+        rc = ioctl(o->fd, FICLONERANGE, &r);
+    while (rc < 0 && errno == EINTR);
+    return rc == 0;
+#else
+    (void)o, (void)off, (void)fd, (void)in_off, (void)n;
+    return false;
+#endif
+}
+
 void tc_dst_writeback(const tc_dst *o, uint64_t off, uint64_t n)
 {
-    if (n)
-        sync_file_range(o->fd, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE);
+    /* whole pages only: a partial page at either end is shared with what is
+     * written next to the range (a header, a descriptor), and that write
+     * should not wait for the page's write-back */
+    long ps = sysconf(_SC_PAGESIZE);
+    uint64_t page = ps > 0 ? (uint64_t)ps : 4096;
+    uint64_t a = (off + page - 1) / page * page, b = (off + n) / page * page;
+    if (a < b)
+        sync_file_range(o->fd, (off_t)a, (off_t)(b - a), SYNC_FILE_RANGE_WRITE);
 }
 
 void tc_dst_writeback_pos(tc_dst *o)

@@ -52,7 +52,19 @@ int tc_dst_pwrite(const tc_dst *o, uint64_t off, const void *p, size_t n, tc_dia
 void tc_dst_seek(tc_dst *o, uint64_t off);
 /* Space for [off, off + n), where the file system can give it ahead of time. */
 void tc_dst_reserve(const tc_dst *o, uint64_t off, uint64_t n);
-/* Start writing back [off, off + n) so that the final fsync finds little to do. */
+/* File systems that clone blocks (XFS, btrfs) share a block of one file with
+ * another only at the same offset within a block: bytes at offsets that
+ * agree modulo TC_SHARE_BLOCK (a multiple of their block size) can share
+ * every whole block between them. */
+#define TC_SHARE_BLOCK 4096u
+/* Make [off, off + n) of o the very blocks of [in_off, in_off + n) of the
+ * file fd (FICLONERANGE): off, in_off and n multiples of TC_SHARE_BLOCK.
+ * True when the file system took all of it; false when it cannot (another
+ * file system, none that clones, offsets not on its blocks), and the caller
+ * copies the bytes instead, over whatever part was shared. */
+bool tc_dst_clone(const tc_dst *o, uint64_t off, int fd, uint64_t in_off, uint64_t n);
+/* Start writing back the whole pages of [off, off + n) so that the final
+ * fsync finds little to do. */
 void tc_dst_writeback(const tc_dst *o, uint64_t off, uint64_t n);
 /* Start write-back of everything before the position, in 32 MiB steps. */
 void tc_dst_writeback_pos(tc_dst *o);

@@ -156,6 +156,12 @@ void tc_progress_end(tc_progress *p);
 /* 1536 -> "1.5 KiB" */
 void tc_human_bytes(uint64_t b, char *out, size_t n);
 
+/* At -v: of the bytes of what was written (out), how many share the input's
+ * blocks (cloned by the file system: counted as the clone calls took them),
+ * how many were copied unchanged, and how many tensorctl wrote (casts,
+ * pickles, zip records, padding, headers, indexes). */
+void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uint64_t copied);
+
 /* The man page: the template's text with its @...@ markers replaced from the
  * tables (man.c). Returns 0, or -1 after printing why. */
 int tc_man_page(FILE *out, const char *template_path);

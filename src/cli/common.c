@@ -131,3 +131,15 @@ void tc_human_bytes(uint64_t b, char *out, size_t n)
     else
         snprintf(out, n, "%.2f GiB", b / 1073741824.0);
 }
+
+void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uint64_t copied)
+{
+    if (tc_verbosity < 2)
+        return;
+    char h[32];
+    tc_human_bytes(shared, h, sizeof h);
+    fprintf(stderr,
+            "tensorctl: %s: %" PRIu64 " bytes: %" PRIu64 " shared with the input (%s of cloned blocks), %" PRIu64
+            " copied, %" PRIu64 " written\n",
+            out, file_bytes, shared, h, copied, file_bytes - shared - copied);
+}

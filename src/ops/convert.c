@@ -396,6 +396,8 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
                             .nmeta = nmeta, .data = tensor_data_fn, .ctx = &td};
         p.total = rep->data_bytes;
         rc = tc_format_named("safetensors")->write(&job, dst, d);
+        rep->shared_bytes += p.shared;
+        rep->copied_bytes += p.copied;
     }
 done:
     tc_plan_free(&p);
@@ -608,7 +610,8 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
         if (!rc) {
             tc_storage_data sd = {&p, c};
             tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,
-                                .data = tc_storage_data_fn, .ctx = &sd, .max_depth = ro.max_depth};
+                                .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
+                                .max_depth = ro.max_depth};
             p.total = p.in_bytes;
             rc = tc_format_named("torch-zip")->write(&job, dst, d);
         }
@@ -618,6 +621,8 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
     }
     if (!rc) {
         rep->data_bytes = p.out_bytes;
+        rep->shared_bytes += p.shared;
+        rep->copied_bytes += p.copied;
         tc_plan_totals(&p, &rep->overflow, &rep->underflow);
     }
     tc_plan_free(&p);

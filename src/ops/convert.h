@@ -53,6 +53,9 @@ typedef struct tc_convert_report {
     size_t ncopies;       /* tensors of shared storages written as separate copies */
     size_t ncast, nkept;  /* from the cast plan */
     uint64_t data_bytes;  /* tensor bytes written */
+    /* of the output's tensor data: bytes sharing the input's blocks (cloned)
+     * and bytes copied unchanged; the rest of the output tensorctl wrote */
+    uint64_t shared_bytes, copied_bytes;
     uint64_t overflow, underflow; /* values the cast turned into inf/NaN, or zero */
 } tc_convert_report;
 

@@ -63,6 +63,7 @@ typedef struct tc_plan {
     bool cuda;                   /* casts run on the GPU */
     const tc_rewrite_opts *o;    /* as made with */
     uint64_t done, total;        /* progress: input bytes streamed */
+    uint64_t shared, copied;     /* output data shared with the input's blocks (cloned), and copied unchanged */
     tc_engines own;              /* the plan's own pool and caster, unless o->engines lends them */
     struct tc_cuda_caster *caster; /* the GPU's streams and buffers, when cuda (own or lent) */
 } tc_plan;

@@ -18,5 +18,7 @@ typedef struct tc_storage_data {
     const tc_ckpt *c;
 } tc_storage_data;
 int tc_storage_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d);
+/* Its tc_origin_fn: where storage k's unchanged bytes lie in the input. */
+bool tc_storage_origin_fn(void *ctx, size_t k, uint64_t *off);
 
 #endif

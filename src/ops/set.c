@@ -314,8 +314,12 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rc = outs_open(os, path, o->force, d);
         if (!rc)
             rc = tc_rewrite(c, &p, outs_last(os), d);
-        if (!rc)
+        rep->sum.shared_bytes += p.shared;
+        rep->sum.copied_bytes += p.copied;
+        if (!rc) {
+            rep->file_bytes += outs_last(os)->pos;
             rc = tc_dst_finish(outs_last(os), d);
+        }
         if (!rc) {
             uint64_t ov, un;
             tc_plan_totals(&p, &ov, &un);
@@ -343,6 +347,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rc = outs_open(os, index, o->force, d);
         if (!rc)
             rc = tc_dst_write(outs_last(os), buf, (size_t)src.size, d);
+        rep->file_bytes += rc ? 0 : src.size;
         free(buf);
         tc_src_close(&src);
     }
@@ -525,6 +530,14 @@ static int shard_data_fn(void *ctx, size_t b, tc_dst *dst, uint64_t off, uint32_
     return rc;
 }
 
+static bool shard_origin_fn(void *ctx, size_t b, uint64_t *off)
+{
+    shard_data *sd = ctx;
+    const set_unit *u = &sd->S->u[sd->unit[b]];
+    set_in *in = &sd->S->in[u->in];
+    return sd->S->o->mode == TC_SET_TORCH && tc_stream_origin(&in->p, in->c, u->first, off);
+}
+
 /* Shard k into dst. */
 static int write_shard(conv *S, size_t k, tc_dst *dst, tc_diag *d)
 {
@@ -614,7 +627,8 @@ static int write_shard(conv *S, size_t k, tc_dst *dst, tc_diag *d)
         goto done;
     shard_data sd = {S, unit};
     tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .meta = meta,
-                        .nmeta = st ? nmeta : 0, .data = shard_data_fn, .ctx = &sd, .max_depth = S->ro.max_depth};
+                        .nmeta = st ? nmeta : 0, .data = shard_data_fn, .origin = shard_origin_fn, .ctx = &sd,
+                        .max_depth = S->ro.max_depth};
     rc = tc_format_named(st ? "safetensors" : "torch-zip")->write(&job, dst, d);
     for (size_t b = 0; b < nb && !rc; b++)
         S->rep->sum.data_bytes += blocks[b].nbytes;
@@ -736,8 +750,10 @@ static int convert_set(const tc_index *ix, tc_ckpt *single, const char *out, con
     for (size_t k = 0; k < nshards && !rc; k++) {
         if (!mine(o, k))
             continue;
-        if (!(rc = outs_open(os, S.shards[k], o->force, d)) && !(rc = write_shard(&S, k, outs_last(os), d)))
+        if (!(rc = outs_open(os, S.shards[k], o->force, d)) && !(rc = write_shard(&S, k, outs_last(os), d))) {
+            rep->file_bytes += outs_last(os)->pos;
             rc = tc_dst_finish(outs_last(os), d);
+        }
         rep->nshards += !rc;
     }
     uint64_t total = 0;
@@ -751,8 +767,9 @@ static int convert_set(const tc_index *ix, tc_ckpt *single, const char *out, con
             nv[i] = names[i].name;
             fv[i] = strrchr(S.shards[names[i].shard], '/') + 1;
         }
-        if (!rc && !(rc = outs_open(os, rep->index_path, o->force, d)))
-            rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, nv, fv, nnames, d);
+        if (!rc && !(rc = outs_open(os, rep->index_path, o->force, d)) &&
+            !(rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, nv, fv, nnames, d)))
+            rep->file_bytes += outs_last(os)->pos;
         free(nv);
         free(fv);
     }
@@ -763,6 +780,10 @@ static int convert_set(const tc_index *ix, tc_ckpt *single, const char *out, con
             rep->sum.overflow += ov;
             rep->sum.underflow += un;
         }
+    for (size_t i = 0; !rc && i < ix->nsh; i++) {
+        rep->sum.shared_bytes += S.in[i].p.shared;
+        rep->sum.copied_bytes += S.in[i].p.copied;
+    }
     free(names);
     tc_ckpt_close(S.single); /* not taken when a failure came first */
     for (size_t i = 0; S.in && i < ix->nsh; i++) {

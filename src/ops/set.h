@@ -61,6 +61,7 @@ typedef struct tc_set_report {
     size_t nshards;         /* output shards */
     size_t ninputs;         /* input shards */
     size_t ncast, nkept;    /* rewrite: tensors cast and kept, over all shards */
+    uint64_t file_bytes;    /* of every output file, the index included */
 } tc_set_report;
 
 /* in: an index (*.index.json), or any other checkpoint, taken as a set of

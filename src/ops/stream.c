@@ -47,6 +47,8 @@ static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t i
         .progress = p->o && p->o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
     };
     int rc = tc_xfer_run(tc_plan_pool(p), &x, d);
+    p->shared += x.shared;
+    p->copied += x.copied;
     if (rc)
         return rc;
     if (crc)
@@ -128,6 +130,7 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
             break;
         tc_dst_writeback(dst, off + pos, olen);
         pos += olen;
+        p->copied += cast ? 0 : olen;
         progress(p, got);
     }
     if (!rc && crc)
@@ -135,6 +138,15 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
     free(in);
     free(out);
     return rc;
+}
+
+bool tc_stream_origin(const tc_plan *p, const tc_ckpt *c, size_t i, uint64_t *off)
+{
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    if (p->out[i].cast || !s->stored || tc_ckpt_src(c)->fd < 0)
+        return false;
+    *off = s->file_off;
+    return true;
 }
 
 int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
@@ -194,6 +206,7 @@ typedef struct dsink {
     uint64_t off, pos;
     uint32_t crc;
     bool want_crc;
+    bool same;        /* the bytes are a contiguous range of the input, unchanged */
     tc_plan *p;
 } dsink;
 
@@ -204,6 +217,7 @@ static int dst_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
         s->crc = (uint32_t)crc32(s->crc, buf, (uInt)n);
     int rc = tc_dst_pwrite(s->dst, s->off + s->pos, buf, n, d);
     s->pos += n;
+    s->p->copied += s->same ? n : 0;
     progress(s->p, n);
     return rc;
 }
@@ -237,7 +251,7 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
         if (src) /* a plain range: in parallel */
             return xfer_range(p, src, in_off + start, t->nbytes, s->key, t->dtype, to, dst, off, crc, stats, d);
     }
-    dsink k = {dst, off, 0, (uint32_t)crc32(0, NULL, 0), crc != NULL, p};
+    dsink k = {dst, off, 0, (uint32_t)crc32(0, NULL, 0), crc != NULL, to == t->dtype && contiguous(t), p};
     int rc = tc_tensor_elements(c, t, to, dst_sink, &k, stats, d);
     if (!rc && crc)
         *crc = k.crc;

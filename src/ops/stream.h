@@ -23,6 +23,11 @@
  * against the CRC-32 the input records, when it records one. */
 int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d);
 
+/* Where tc_stream_storage takes storage i's bytes from when it passes them
+ * through unchanged from c's file (stored uncompressed, not cast): true and
+ * *off, their offset there (a tc_origin_fn's answer). */
+bool tc_stream_origin(const tc_plan *p, const tc_ckpt *c, size_t i, uint64_t *off);
+
 /* Tensor t's elements in C order (what torch's .contiguous() holds), cast
  * to `to` on the CPU, into dst at off (*crc as above); stats (may be NULL)
  * receives the cast's counts. */

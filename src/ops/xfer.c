@@ -152,6 +152,7 @@ void tc_pool_run(tc_pool *p, tc_pool_fn fn, void *arg)
 #define ROUND 64 /* chunks between progress reports and writeback starts */
 #define KCOPY_BYTES ((size_t)4 << 20) /* a chunk of a copy in the kernel */
 #define KCOPY_ROUND 8
+#define KCOPY_MIN ((uint64_t)64 << 10) /* smaller copies are read and written */
 #define MIN_CHUNK_BYTES ((size_t)64 << 10)
 
 typedef struct worker {
@@ -163,10 +164,15 @@ typedef struct worker {
 
 typedef struct job {
     tc_xfer *x;
+    tc_pool *pool;             /* whose threads' scratch buffers the workers use */
     bool cast;
+    size_t ein, eout;
+    uint8_t *own;              /* scratch when there is no pool */
+    /* the span being run: elements [lo, hi) */
+    uint64_t lo, hi;
+    bool write;                /* false: the output holds them already (shared); only their CRC is taken */
     atomic_bool kcopy;         /* copies in the kernel (copy_file_range) while it works */
-    size_t ein, eout, celems;
-    uint64_t nelems;
+    size_t celems;
     atomic_uint_fast64_t next; /* next chunk to take */
     uint64_t begin, end;       /* this round's chunks */
     atomic_bool stop;
@@ -197,11 +203,19 @@ static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
     return 0;
 }
 
-/* Elements [e0, e0 + n) through the worker's buffers, in pieces that fit
- * them; *crc is continued over the output. */
-static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc)
+/* Elements [e0, e0 + n) through the worker's buffers (its thread's scratch,
+ * made when first needed: copies in the kernel need none), in pieces that
+ * fit them; *crc is continued over the output. */
+static int read_cast_write(job *j, worker *w, uint64_t e0, size_t n, uint32_t *crc)
 {
     const tc_xfer *x = j->x;
+    if (!w->in) {
+        uint8_t **sc = j->pool ? &j->pool->scratch[w - j->w] : &j->own;
+        if (!*sc && !(*sc = malloc(2 * CHUNK_BYTES)))
+            return tc_fail(&w->d, TC_ERR_NOMEM, "out of memory");
+        w->in = *sc;
+        w->out = *sc + CHUNK_BYTES;
+    }
     size_t piece = CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
     for (size_t done = 0; done < n;) {
         size_t ne = n - done < piece ? n - done : piece;
@@ -217,7 +231,7 @@ static int read_cast_write(const job *j, worker *w, uint64_t e0, size_t n, uint3
         }
         if (x->want_crc)
             *crc = (uint32_t)crc32(*crc, o, (uInt)(ne * j->eout));
-        if (tc_dst_pwrite(x->out, x->out_off + el * j->eout, o, ne * j->eout, &w->d))
+        if (j->write && tc_dst_pwrite(x->out, x->out_off + el * j->eout, o, ne * j->eout, &w->d))
             return -1;
         done += ne;
     }
@@ -232,8 +246,8 @@ static void work(void *arg, unsigned tid)
         uint64_t k = atomic_fetch_add(&j->next, 1);
         if (k >= j->end)
             break;
-        uint64_t e0 = k * j->celems;
-        size_t ne = j->nelems - e0 < j->celems ? (size_t)(j->nelems - e0) : j->celems;
+        uint64_t e0 = j->lo + k * j->celems;
+        size_t ne = j->hi - e0 < j->celems ? (size_t)(j->hi - e0) : j->celems;
         if (atomic_load_explicit(&j->kcopy, memory_order_relaxed)) {
             int r = kernel_copy(j->x, e0, ne, &w->d);
             if (r == 0)
@@ -261,52 +275,57 @@ uint64_t tc_xfer_out_bytes(const tc_xfer *x)
     return x->in_bytes / tc_dtype_size(x->from) * tc_dtype_size(x->to);
 }
 
-int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
+/* Input bytes done once elements up to e are: all of them at the end (a
+ * cast's trailing partial element included). */
+static void report(const job *j, uint64_t e)
 {
-    x->out_bytes = 0;
-    x->crc = (uint32_t)crc32(0, NULL, 0);
-    job *j = calloc(1, sizeof *j);
-    if (!j)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    j->x = x;
-    j->cast = x->from != x->to;
-    if (j->cast && !tc_cast_supported(x->to, x->from)) {
-        free(j);
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from), tc_dtype_name(x->to));
+    const tc_xfer *x = j->x;
+    if (!x->progress)
+        return;
+    x->progress(x->progress_ctx, e < x->in_bytes / j->ein ? e * j->ein : x->in_bytes);
+}
+
+/* Elements [lo, hi) of x: read, cast, their CRC continued in x->crc, and
+ * written; or, when write is false (the output shares them already), only
+ * read for their CRC, and not even that when no CRC is wanted. */
+static int run_span(tc_pool *pool, job *j, uint64_t lo, uint64_t hi, bool write, tc_diag *d)
+{
+    tc_xfer *x = j->x;
+    if (lo >= hi)
+        return 0;
+    if (!write && !x->want_crc) {
+        x->out_bytes += (hi - lo) * j->eout;
+        report(j, hi);
+        return 0;
     }
-    j->ein = j->cast ? tc_dtype_size(x->from) : 1;
-    j->eout = j->cast ? tc_dtype_size(x->to) : 1;
-    bool kcopy = !j->cast && !x->want_crc && x->src->fd >= 0;
+    j->lo = lo;
+    j->hi = hi;
+    j->write = write;
+    /* a copy in the kernel sets up a pipe for every call: for the few KiB at
+     * either end of a shared range, or a small record, a read and a write
+     * cost less */
+    bool kcopy = write && !j->cast && !x->want_crc && x->src->fd >= 0 && (hi - lo) * j->ein >= KCOPY_MIN;
     atomic_store(&j->kcopy, kcopy);
     j->celems = kcopy ? KCOPY_BYTES : CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
-    uint64_t round = kcopy ? KCOPY_ROUND : ROUND;
-    j->nelems = x->in_bytes / j->ein;
+    uint64_t round = kcopy ? KCOPY_ROUND : ROUND, n = hi - lo;
     unsigned nt = kcopy ? 1 : tc_pool_size(pool); /* parallel kernel copies only contend for the file */
     if (nt > 1 && !kcopy) {
         /* a range of few chunks is cut finer, down to MIN_CHUNK_BYTES, so
          * that the threads finish together (each range ends in a wait) */
-        uint64_t want = (j->nelems + 4 * nt - 1) / (4 * nt);
+        uint64_t want = (n + 4 * nt - 1) / (4 * nt);
         size_t floor = MIN_CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
         if (want < j->celems)
             j->celems = want > floor ? (size_t)want : floor;
     }
-    uint64_t nchunks = (j->nelems + j->celems - 1) / j->celems;
+    uint64_t nchunks = (n + j->celems - 1) / j->celems;
     if (nchunks < 2)
         nt = 1; /* not worth waking anyone */
-    int rc = 0;
-    uint8_t *own = NULL; /* scratch when there is no pool */
-    for (unsigned t = 0; t < nt && !rc; t++) {
-        worker *w = &j->w[t];
-        w->fail_at = UINT64_MAX;
-        uint8_t **sc = pool ? &pool->scratch[t] : &own;
-        if (!*sc && !(*sc = malloc(2 * CHUNK_BYTES)))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        w->in = *sc;
-        w->out = *sc + CHUNK_BYTES;
-    }
-    if (!rc && nchunks > 1)
-        tc_dst_reserve(x->out, x->out_off, tc_xfer_out_bytes(x));
-    for (uint64_t r0 = 0; r0 < nchunks && !rc; r0 += round) {
+    for (unsigned t = 0; t < nt; t++)
+        j->w[t].fail_at = UINT64_MAX;
+    if (write && nchunks > 1)
+        tc_dst_reserve(x->out, x->out_off + lo * j->eout, n * j->eout);
+    atomic_store(&j->stop, false);
+    for (uint64_t r0 = 0; r0 < nchunks; r0 += round) {
         j->end = nchunks - r0 < round ? nchunks : r0 + round;
         j->begin = r0;
         atomic_store(&j->next, r0);
@@ -316,30 +335,69 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
             for (unsigned t = 0; t < nt; t++)
                 if (j->w[t].fail_at != UINT64_MAX && (!f || j->w[t].fail_at < f->fail_at))
                     f = &j->w[t];
-            rc = tc_diag_copy(d, &f->d);
-            break;
+            return tc_diag_copy(d, &f->d);
         }
-        uint64_t o0 = r0 * j->celems * j->eout, olen = 0;
+        uint64_t o0 = (lo + r0 * j->celems) * j->eout, olen = 0;
         for (uint64_t k = r0; k < j->end; k++) {
-            uint64_t ne = j->nelems - k * j->celems < j->celems ? j->nelems - k * j->celems : j->celems;
+            uint64_t e0 = lo + k * j->celems, ne = hi - e0 < j->celems ? hi - e0 : j->celems;
             if (x->want_crc)
                 x->crc = (uint32_t)crc32_combine(x->crc, j->crc[k - r0], (z_off_t)(ne * j->eout));
             olen += ne * j->eout;
         }
         x->out_bytes += olen;
-        tc_dst_writeback(x->out, x->out_off + o0, olen);
-        if (x->progress) {
-            uint64_t in_done = j->end * j->celems * j->ein;
-            x->progress(x->progress_ctx, in_done < x->in_bytes ? in_done : x->in_bytes);
+        if (write) {
+            tc_dst_writeback(x->out, x->out_off + o0, olen);
+            if (!j->cast)
+                x->copied += olen;
         }
+        uint64_t e = lo + j->end * j->celems;
+        report(j, e < hi ? e : hi);
     }
-    for (unsigned t = 0; t < nt; t++) {
+    return 0;
+}
+
+int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
+{
+    x->out_bytes = x->shared = x->copied = 0;
+    x->crc = (uint32_t)crc32(0, NULL, 0);
+    job *j = calloc(1, sizeof *j);
+    if (!j)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    j->x = x;
+    j->pool = pool;
+    j->cast = x->from != x->to;
+    if (j->cast && !tc_cast_supported(x->to, x->from)) {
+        free(j);
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from), tc_dtype_name(x->to));
+    }
+    j->ein = j->cast ? tc_dtype_size(x->from) : 1;
+    j->eout = j->cast ? tc_dtype_size(x->to) : 1;
+    uint64_t n = x->in_bytes / j->ein, head = n, whole = 0;
+    /* unchanged bytes at the same place within a block in both files: the
+     * whole blocks between the first and the last partial one are shared
+     * when the file system can (the output then needs no copy of them) */
+    if (!j->cast && x->src->fd >= 0 && (x->in_off - x->out_off) % TC_SHARE_BLOCK == 0) {
+        head = (TC_SHARE_BLOCK - x->in_off % TC_SHARE_BLOCK) % TC_SHARE_BLOCK;
+        head = head < n ? head : n;
+        whole = (n - head) / TC_SHARE_BLOCK * TC_SHARE_BLOCK;
+    }
+    int rc = run_span(pool, j, 0, head, true, d);
+    if (!rc && whole) {
+        bool shared = x->in_off + head + whole <= x->src->size &&
+                      tc_dst_clone(x->out, x->out_off + head, x->src->fd, x->in_off + head, whole);
+        if (shared)
+            x->shared = whole;
+        rc = run_span(pool, j, head, head + whole, !shared, d);
+    }
+    if (!rc)
+        rc = run_span(pool, j, head + whole, n, true, d);
+    for (unsigned t = 0; t < TC_POOL_MAX; t++) {
         tc_cast_stats *s = &j->w[t].stats;
         x->stats.overflow += s->overflow;
         x->stats.underflow += s->underflow;
         x->stats.nan += s->nan;
     }
-    free(own);
+    free(j->own);
     free(j);
     return rc;
 }

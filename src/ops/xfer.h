@@ -8,6 +8,14 @@
  * the number of threads, and a failure reported is always the one at the
  * lowest offset, so messages do not either.
  *
+ * Unchanged bytes whose input and output offsets agree modulo
+ * TC_SHARE_BLOCK share their whole blocks with the input where the file
+ * system clones blocks (XFS, btrfs: tc_dst_clone), which costs no copy; the
+ * partial blocks at either end, and everything where cloning is refused,
+ * are copied: in the kernel (copy_file_range) from 64 KiB up when no CRC is
+ * wanted, read and written otherwise. A CRC wanted of shared bytes is taken
+ * by reading them.
+ *
  * Memory: two chunk buffers (at most 1 MiB each) per thread. */
 #ifndef TC_XFER_H
 #define TC_XFER_H
@@ -55,7 +63,9 @@ typedef struct tc_xfer {
     void *progress_ctx;
 
     /* results */
-    uint64_t out_bytes;      /* bytes written */
+    uint64_t out_bytes;      /* bytes of output: shared + copied + cast */
+    uint64_t shared;         /* of them, shared with the input (cloned blocks) */
+    uint64_t copied;         /* copied unchanged (in the kernel, or read and written) */
     uint32_t crc;            /* of the output, when want_crc */
     tc_cast_stats stats;     /* a cast's overflow/underflow/NaN counts */
 } tc_xfer;

@@ -3,7 +3,7 @@
  * error line, a non-zero exit.
  *
  *   TC_FAULT_CALL=write   which function (write pwrite fsync close rename
- *                         copy_file_range read pread open mkostemp)
+ *                         copy_file_range read pread open mkostemp ioctl)
  *   TC_FAULT_NTH=3        fail its 3rd call (1-based)
  *   TC_FAULT_ERRNO=ENOSPC ENOSPC, EIO, EACCES, EROFS or a number
  *   TC_FAULT_LOG=path     append "counts: write=N ..." at exit and
@@ -27,9 +27,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { F_WRITE, F_PWRITE, F_FSYNC, F_CLOSE, F_RENAME, F_CFR, F_READ, F_PREAD, F_OPEN, F_MKOSTEMP, F_N };
+enum { F_WRITE, F_PWRITE, F_FSYNC, F_CLOSE, F_RENAME, F_CFR, F_READ, F_PREAD, F_OPEN, F_MKOSTEMP, F_IOCTL, F_N };
 static const char *const names[F_N] = {"write", "pwrite", "fsync", "close", "rename", "copy_file_range",
-                                       "read", "pread", "open", "mkostemp"};
+                                       "read", "pread", "open", "mkostemp", "ioctl"};
 static unsigned long counts[F_N];
 static int target = -1;
 static unsigned long nth;
@@ -197,3 +197,14 @@ static int do_mkostemp(const char *sym, char *tmpl, int flags)
 }
 int mkostemp(char *tmpl, int flags) { return do_mkostemp("mkostemp", tmpl, flags); }
 int mkostemp64(char *tmpl, int flags) { return do_mkostemp("mkostemp64", tmpl, flags); }
+
+/* tensorctl's ioctls are the clones of file system blocks (FICLONERANGE) */
+int ioctl(int fd, unsigned long req, ...)
+{
+    va_list ap;
+    va_start(ap, req);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    REAL(int, "ioctl", int, unsigned long, void *);
+    return hit(F_IOCTL) ? -1 : real(fd, req, arg);
+}

@@ -4,8 +4,8 @@
     run_faults.py --tensorctl T --shim libtc_inject.so --input FILE [--part calls|rofs|kill]
 
 calls: for `to-cpu` and `to-cpu --dtype bfloat16`, make each call of write,
-pwrite, fsync, close, rename, copy_file_range, read, pread, open and mkostemp
-fail in turn (every call the clean run makes), with ENOSPC, EIO and EACCES.
+pwrite, fsync, close, rename, copy_file_range, read, pread, open, mkostemp and
+ioctl (the clones of file system blocks) fail in turn (every call the clean run makes), with ENOSPC, EIO and EACCES.
 Each run must end either in success with a complete, readable OUT, or in a
 non-zero exit with exactly one `tensorctl: ...` line on stderr, no OUT and no
 `.OUT.tensorctl-*` temporary. Failures of the output's write, copy,
@@ -23,7 +23,8 @@ A part that checked nothing fails: a clean run that logged no call to fail
 """
 import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
 
-CALLS = ['write', 'pwrite', 'fsync', 'close', 'rename', 'copy_file_range', 'read', 'pread', 'open', 'mkostemp']
+CALLS = ['write', 'pwrite', 'fsync', 'close', 'rename', 'copy_file_range', 'read', 'pread', 'open', 'mkostemp',
+         'ioctl']
 ERRNOS = ['ENOSPC', 'EIO', 'EACCES']
 MUST_FAIL = {'write', 'pwrite', 'copy_file_range', 'rename', 'mkostemp'}
 

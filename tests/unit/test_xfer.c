@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/fs.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -265,6 +267,89 @@ Test(xfer, errors_same_from_every_pool)
     }
     close(ro);
     tc_src_close(&fsrc);
+    free(in);
+    tmpdir_rm(dir);
+}
+
+/* Does the file system under dir clone blocks (FICLONE of a small file)? */
+static bool fs_clones(const char *dir)
+{
+    uint8_t b[8192] = {1};
+    spit(in_dir(dir, "probe.a"), b, sizeof b);
+    int a = open(in_dir(dir, "probe.a"), O_RDONLY), c = open(in_dir(dir, "probe.b"), O_RDWR | O_CREAT, 0600);
+    cr_assert(a >= 0 && c >= 0);
+    bool ok = ioctl(c, FICLONE, a) == 0;
+    close(a);
+    close(c);
+    unlink(in_dir(dir, "probe.a"));
+    unlink(in_dir(dir, "probe.b"));
+    return ok;
+}
+
+/* Unchanged bytes at offsets that agree modulo TC_SHARE_BLOCK: the whole
+ * blocks between the partial ones at either end are shared where the file
+ * system clones ($TMPDIR on XFS or btrfs; TC_EXPECT_REFLINK=1 insists on
+ * it) and copied elsewhere; bytes, CRC, progress and out_bytes are the same
+ * either way, and shared + copied is every byte. Offsets that disagree are
+ * copied as before. */
+Test(xfer, shares_whole_blocks_where_the_file_system_clones)
+{
+    const size_t n = (9u << 20) + 12345;
+    uint8_t *in = random_bytes(n, 23);
+    char *dir = tmpdir_new();
+    bool clones = fs_clones(dir);
+    if (getenv("TC_EXPECT_REFLINK") && !strcmp(getenv("TC_EXPECT_REFLINK"), "1"))
+        cr_assert(clones, "%s does not clone blocks", dir);
+    spit(in_dir(dir, "in.bin"), in, n);
+    tc_diag d = {0};
+    tc_src src;
+    cr_assert_eq(tc_src_open_file(&src, in_dir(dir, "in.bin"), &d), 0, "%s", d.msg);
+    tc_pool *pool = tc_pool_new(3);
+    static const uint64_t offs[][2] = {{64, 64},     {4032, 8128},   {4096, 8192}, {0, 4096},
+                                       {192, 4096 + 192}, {100, 4196}, {64, 128} /* disagree */};
+    static const uint64_t lens[] = {1, 4031, 4032, 4096, 3 * 4096 + 5, (5u << 20) + 17, (9u << 20)};
+    for (size_t o = 0; o < sizeof offs / sizeof *offs; o++)
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+            for (int crc = 0; crc < 2; crc++) {
+                uint64_t in_off = offs[o][0], out_off = offs[o][1], len = lens[l];
+                if (in_off + len > n)
+                    continue;
+                int fd = open(in_dir(dir, "out.bin"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+                cr_assert_geq(fd, 0);
+                uint8_t *pre = malloc(out_off + 1);
+                memset(pre, 0xAB, out_off);
+                cr_assert_eq(write(fd, pre, out_off), (ssize_t)out_off);
+                tc_dst dst = UNIT_DST(fd);
+                tc_xfer x = {.src = &src, .in_off = in_off, .in_bytes = len, .what = "range", .out = &dst,
+                             .out_off = out_off, .from = TC_DT_U8, .to = TC_DT_U8, .want_crc = crc,
+                             .progress = on_progress};
+                last_progress = 0;
+                char what[160];
+                snprintf(what, sizeof what, "in %llu out %llu len %llu%s", (unsigned long long)in_off,
+                         (unsigned long long)out_off, (unsigned long long)len, crc ? " crc" : "");
+                cr_assert_eq(tc_xfer_run(pool, &x, &d), 0, "%s: %s", what, d.msg);
+                uint64_t head = (TC_SHARE_BLOCK - in_off % TC_SHARE_BLOCK) % TC_SHARE_BLOCK;
+                uint64_t whole = len < head ? 0 : (len - head) / TC_SHARE_BLOCK * TC_SHARE_BLOCK;
+                if (!clones || (in_off - out_off) % TC_SHARE_BLOCK)
+                    whole = 0;
+                cr_assert_eq(x.shared, whole, "%s: shared %llu, want %llu", what, (unsigned long long)x.shared,
+                             (unsigned long long)whole);
+                cr_assert_eq(x.shared + x.copied, len, "%s: shared + copied", what);
+                cr_assert_eq(x.out_bytes, len, "%s", what);
+                if (len >= ((uint64_t)1 << 20))
+                    cr_assert_eq(last_progress, len, "%s: progress ends at the input size", what);
+                if (crc)
+                    cr_assert_eq(x.crc, (uint32_t)crc32(0, in + in_off, (uInt)len), "%s: CRC", what);
+                uint8_t *got = malloc(out_off + len + 1);
+                cr_assert_eq(pread(fd, got, out_off + len + 1, 0), (ssize_t)(out_off + len), "%s: size", what);
+                cr_assert(!memcmp(got, pre, out_off), "%s: bytes before the range changed", what);
+                cr_assert(!memcmp(got + out_off, in + in_off, len), "%s: output differs", what);
+                free(got);
+                free(pre);
+                close(fd);
+            }
+    tc_pool_free(pool);
+    tc_src_close(&src);
     free(in);
     tmpdir_rm(dir);
 }

@@ -43,9 +43,23 @@ static uint8_t *fd_bytes(int fd, size_t *n)
     return p;
 }
 
-/* Write recs with tc_zipw under folder `archive`; chunk > 0 feeds the data in
- * pieces of that size. Returns the file's bytes. */
-static uint8_t *make_zip(const char *archive, const rec *recs, size_t nrec, size_t chunk, size_t *n)
+/* Where a record's data goes: at phase modulo mod (tc_zipw_begin_at); mod 0:
+ * torch's 64-byte alignment (tc_zipw_begin). */
+typedef struct phased {
+    uint32_t mod, phase;
+} phased;
+
+static const phased *phase_of(const phased *ph, size_t i)
+{
+    static const phased torch = {64, 0};
+    return ph && ph[i].mod ? &ph[i] : &torch;
+}
+
+/* Write recs with tc_zipw under folder `archive`, record i at phase ph[i] (ph
+ * may be NULL); chunk > 0 feeds the data in pieces of that size. Returns the
+ * file's bytes. */
+static uint8_t *make_zip_at(const char *archive, const rec *recs, const phased *ph, size_t nrec, size_t chunk,
+                            size_t *n)
 {
     FILE *f = tmpfile();
     cr_assert_not_null(f);
@@ -55,11 +69,17 @@ static uint8_t *make_zip(const char *archive, const rec *recs, size_t nrec, size
     cr_assert_eq(tc_zipw_init(&w, &wd_, archive, &d), 0, "%s", d.msg);
     for (size_t i = 0; i < nrec; i++) {
         uint8_t *c = content(&recs[i]);
-        if (!chunk) {
+        if (!chunk && !(ph && ph[i].mod)) {
             cr_assert_eq(tc_zipw_add(&w, recs[i].name, c, recs[i].size, &d), 0, "%s", d.msg);
         } else {
-            cr_assert_eq(tc_zipw_begin(&w, recs[i].name, recs[i].size, &d), 0, "%s", d.msg);
-            for (size_t o = 0; o < recs[i].size; o += chunk) {
+            if (ph && ph[i].mod)
+                cr_assert_eq(tc_zipw_begin_at(&w, recs[i].name, recs[i].size, ph[i].mod, ph[i].phase, &d), 0, "%s",
+                             d.msg);
+            else
+                cr_assert_eq(tc_zipw_begin(&w, recs[i].name, recs[i].size, &d), 0, "%s", d.msg);
+            if (!chunk)
+                cr_assert_eq(tc_zipw_write(&w, c, recs[i].size, &d), 0, "%s", d.msg);
+            for (size_t o = 0; chunk && o < recs[i].size; o += chunk) {
                 size_t k = recs[i].size - o < chunk ? recs[i].size - o : chunk;
                 cr_assert_eq(tc_zipw_write(&w, c + o, k, &d), 0, "%s", d.msg);
             }
@@ -74,9 +94,16 @@ static uint8_t *make_zip(const char *archive, const rec *recs, size_t nrec, size
     return p;
 }
 
+static uint8_t *make_zip(const char *archive, const rec *recs, size_t nrec, size_t chunk, size_t *n)
+{
+    return make_zip_at(archive, recs, NULL, nrec, chunk, n);
+}
+
 /* Check, with a parser independent of zip_read.c, that the bytes are laid out
- * as PyTorchStreamWriter lays them out (torch-format.md §2.3). */
-static void check_torch_layout(const uint8_t *f, size_t n, const char *archive, const rec *recs, size_t nrec)
+ * as PyTorchStreamWriter lays them out (torch-format.md §2.3), record i's
+ * data at ph[i] (NULL: all torch-aligned). */
+static void check_layout_at(const uint8_t *f, size_t n, const char *archive, const rec *recs, const phased *ph,
+                            size_t nrec)
 {
     size_t off = 0, pl = strlen(archive) + 1;
     uint64_t *lfh = calloc(nrec + 1, sizeof *lfh);
@@ -103,16 +130,18 @@ static void check_torch_layout(const uint8_t *f, size_t n, const char *archive, 
         const uint8_t *x = h + 30 + nl;
         /* only the FB padding extra for small records */
         cr_assert_eq(rd16(x), 0x4246, "record %zu: extra field is not FB padding", i);
-        size_t pad = rd16(x + 2);
+        size_t pad = rd16(x + 2), mod = phase_of(ph, i)->mod, phase = phase_of(ph, i)->phase;
         cr_assert_eq(xl, 4 + pad);
-        cr_assert_lt(pad, 64);
+        cr_assert_lt(pad, mod);
         for (size_t k = 0; k < pad; k++)
             cr_assert_eq(x[4 + k], 'Z');
         size_t data = off + 30 + nl + xl;
         cr_assert_eq(data % 64, 0, "record %zu (%s): data at %zu is not 64-byte aligned", i, full, data);
-        /* torch's padding formula */
+        cr_assert_eq(data % mod, phase, "record %zu (%s): data at %zu, not at %zu modulo %zu", i, full, data, phase,
+                     mod);
+        /* torch's padding formula (with mod for 64) */
         size_t start = off + 30 + nl + 4;
-        cr_assert_eq(pad, (64 - start % 64) % 64);
+        cr_assert_eq(pad, (phase + mod - start % mod) % mod);
         uint8_t *c = content(r);
         cr_assert_leq(data + r->size, n);
         cr_assert(!memcmp(f + data, c, r->size), "record %zu data", i);
@@ -182,6 +211,11 @@ static void check_torch_layout(const uint8_t *f, size_t n, const char *archive, 
     free(crcs);
 }
 
+static void check_torch_layout(const uint8_t *f, size_t n, const char *archive, const rec *recs, size_t nrec)
+{
+    check_layout_at(f, n, archive, recs, NULL, nrec);
+}
+
 /* Open from memory; every record reads back equal, CRC checked. */
 static void check_reads_back(const uint8_t *f, size_t n, const char *archive, const rec *recs, size_t nrec)
 {
@@ -248,6 +282,57 @@ Test(zip_write, torch_record_set_and_big_record)
         check_reads_back(f, n, "archive", recs, nrec);
         free(f);
     }
+}
+
+/* Records placed at a phase modulo 4096 (to share file system blocks with
+ * an input), among torch-aligned ones: every phase that is a multiple of 64
+ * lands, whatever comes before, and the rest of the layout is torch's. */
+Test(zip_write, phase_padding)
+{
+    rec recs[100];
+    phased ph[100];
+    size_t nrec = 0;
+    memset(recs, 0, sizeof recs);
+    memset(ph, 0, sizeof ph);
+    static const size_t sizes[] = {0, 1, 4096, 100000, 63, 8193};
+    for (size_t i = 0; i < 64; i++) {
+        snprintf(recs[nrec].name, sizeof recs[nrec].name, "data/%zu", i * 37);
+        recs[nrec].size = sizes[i % 6];
+        recs[nrec].seed = (uint32_t)i + 1;
+        ph[nrec++] = (phased){4096, (uint32_t)(i * 64)};
+        if (i % 3 == 0) { /* a torch-aligned record, its name of another length */
+            memset(recs[nrec].name, 'a' + (int)(i % 26), i % 40 + 1);
+            recs[nrec].size = 100 + i;
+            recs[nrec++].seed = 1000 + (uint32_t)i;
+        }
+    }
+    snprintf(recs[nrec].name, sizeof recs[nrec].name, "last");
+    recs[nrec].size = 5;
+    recs[nrec].seed = 7;
+    ph[nrec++] = (phased){TC_ZIP_MAX_PHASE_MOD, TC_ZIP_MAX_PHASE_MOD - 64};
+    for (size_t chunk = 0; chunk < 2; chunk++) {
+        size_t n;
+        uint8_t *f = make_zip_at("model", recs, ph, nrec, chunk ? 4093 : 0, &n);
+        check_layout_at(f, n, "model", recs, ph, nrec);
+        check_reads_back(f, n, "model", recs, nrec);
+        free(f);
+    }
+    /* what cannot keep the 64-byte alignment, or would not fit the extra field */
+    FILE *out = tmpfile();
+    tc_zipw w;
+    tc_diag d = {0};
+    tc_dst wd_ = UNIT_DST(fileno(out));
+    cr_assert_eq(tc_zipw_init(&w, &wd_, "p", &d), 0);
+    static const uint32_t bad[][2] = {{4096, 100}, {4096, 4096}, {4000, 64}, {65536, 0}, {32, 0}, {0, 0}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        tc_diag_clear(&d);
+        cr_assert_eq(tc_zipw_begin_at(&w, "r", 1, bad[k][0], bad[k][1], &d), TC_ERR_USAGE, "%u mod %u", bad[k][1],
+                     bad[k][0]);
+        cr_assert(strstr(d.msg, "multiples of 64"), "%s", d.msg);
+    }
+    cr_assert_eq(w.n, 0, "a refused record is not begun");
+    tc_zipw_free(&w);
+    fclose(out);
 }
 
 /* A record filled by someone else at a reserved offset (what tc_xfer does),
@@ -920,8 +1005,10 @@ Test(zip_read, crc_mismatch)
 }
 
 /* ZIP64 without writing 4 GiB: a 5 GiB record that is a hole in a sparse
- * file, and a record after it whose local header lies past 4 GiB. */
-Test(zip_write, zip64_sizes_and_offsets_sparse)
+ * file, and a record after it whose local header lies past 4 GiB; torch's
+ * 64-byte alignment, or (phased) the two records at phases modulo 4096, the
+ * ZIP64 extras counted before the padding. */
+static void sparse_zip64(bool phased)
 {
     char *dir = tmpdir_new();
     char path[4096];
@@ -937,7 +1024,10 @@ Test(zip_write, zip64_sizes_and_offsets_sparse)
     tc_dst wd_ = UNIT_DST(fd);
     cr_assert_eq(tc_zipw_init(&w, &wd_, "big", &d), 0);
     cr_assert_eq(tc_zipw_add(&w, "first", first, sizeof first, &d), 0);
-    cr_assert_eq(tc_zipw_begin(&w, "huge", huge, &d), 0);
+    if (phased)
+        cr_assert_eq(tc_zipw_begin_at(&w, "huge", huge, 4096, 1088, &d), 0, "%s", d.msg);
+    else
+        cr_assert_eq(tc_zipw_begin(&w, "huge", huge, &d), 0);
     uint64_t at;
     cr_assert_eq(tc_zipw_reserve(&w, huge, &at, &d), 0); /* flushes the header */
     cr_assert_eq(at, w.off);
@@ -952,7 +1042,13 @@ Test(zip_write, zip64_sizes_and_offsets_sparse)
     cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
     uint64_t after_lfh = w.off;
     cr_assert_gt(after_lfh, 0xFFFFFFFFull);
-    cr_assert_eq(tc_zipw_add(&w, "after", after, sizeof after, &d), 0, "%s", d.msg);
+    if (phased) {
+        cr_assert_eq(tc_zipw_begin_at(&w, "after", sizeof after, 4096, 4032, &d), 0, "%s", d.msg);
+        cr_assert_eq(tc_zipw_write(&w, after, sizeof after, &d), 0, "%s", d.msg);
+        cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
+    } else {
+        cr_assert_eq(tc_zipw_add(&w, "after", after, sizeof after, &d), 0, "%s", d.msg);
+    }
     cr_assert_eq(tc_zipw_finish(&w, &d), 0, "%s", d.msg);
     tc_zipw_free(&w);
     struct stat st;
@@ -972,8 +1068,10 @@ Test(zip_write, zip64_sizes_and_offsets_sparse)
     cr_assert_eq(rd16(h + 30 + nl + 2), 16);
     cr_assert_eq(tc_le64(h + 30 + nl + 4), huge);
     cr_assert_eq(tc_le64(h + 30 + nl + 12), huge);
+    cr_assert_eq(rd16(h + 30 + nl + 20), 0x4246, "FB padding after the ZIP64 extra");
+    cr_assert_eq(rd16(h + 28), 20 + 4 + rd16(h + 30 + nl + 22));
     uint64_t huge_data = huge_lfh + 30 + nl + rd16(h + 28);
-    cr_assert_eq(huge_data % 64, 0);
+    cr_assert_eq(huge_data % (phased ? 4096 : 64), phased ? 1088 : 0);
     uint8_t dd[24];
     cr_assert_eq(pread(fd, dd, 24, (off_t)(huge_data + huge)), 24);
     cr_assert_eq(rd32(dd), 0x08074b50u);
@@ -1003,7 +1101,8 @@ Test(zip_write, zip64_sizes_and_offsets_sparse)
     const tc_zip_entry *a = tc_zip_find(&z, "big/after");
     cr_assert_not_null(a);
     cr_assert_eq(a->lfh_off, after_lfh);
-    cr_assert_eq(a->data_off % 64, 0);
+    cr_assert_eq(a->data_off % (phased ? 4096 : 64), phased ? 4032 : 0);
+    cr_assert_eq(a->data_off, after_lfh + 30 + strlen("big/after") + 12 + 4 + rd16(h + 30 + nl + 14));
     uint8_t *buf;
     size_t len;
     cr_assert_eq(tc_zip_read_all(&z, a, 1000, &buf, &len, &d), 0, "%s", d.msg);
@@ -1028,3 +1127,6 @@ Test(zip_write, zip64_sizes_and_offsets_sparse)
     close(fd);
     tmpdir_rm(dir);
 }
+
+Test(zip_write, zip64_sizes_and_offsets_sparse) { sparse_zip64(false); }
+Test(zip_write, zip64_phased_sparse) { sparse_zip64(true); }
