@@ -128,7 +128,8 @@ static long holder_index(walker *w)
     for (size_t i = 0; ok && i < nk; i++) {
         char kb[256];
         ok = (keys[i] = strdup(key_text(it[2 * i], kb, sizeof kb))) != NULL;
-        text[i] = it[2 * i]->kind == PK_STR;
+        /* renamed only when the name shows the whole key */
+        text[i] = it[2 * i]->kind == PK_STR && it[2 * i]->len < sizeof kb && strlen(it[2 * i]->s) == it[2 * i]->len;
         bytes += ok ? strlen(keys[i]) + 1 : 0;
     }
     if (!ok)

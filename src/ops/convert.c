@@ -128,7 +128,7 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
     int rc;
     size_t klen = o->key ? strlen(o->key) : 0, nt = tc_ckpt_ntensors(c);
     uint64_t max_expand = o->max_expand ? o->max_expand : TC_DEFAULT_MAX_EXPAND;
-    if ((rc = report_entries(c, o->key, rep, d)))
+    if (!o->no_entries && (rc = report_entries(c, o->key, rep, d)))
         return rc;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
@@ -513,23 +513,30 @@ done:
 static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
                        tc_convert_report *rep, tc_diag *d)
 {
-    size_t nt = tc_ckpt_ntensors(c), n = 0;
+    size_t nt = tc_ckpt_ntensors(c), n = 0, klen = o->key ? strlen(o->key) : 0;
     tc_witem *it = calloc(nt + 1, sizeof *it);
     long *at = malloc((nt + 1) * sizeof *at);  /* tensor -> its item */
     bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
-    int rc = it && at && seen ? report_entries(c, NULL, rep, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = it && at && seen ? (o->no_entries ? 0 : report_entries(c, o->key, rep, d))
+                              : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     for (size_t k = 0; k < nt && !rc; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
+        const char *name = t->name;
         at[k] = -1;
-        if ((o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, t->name)) ||
-            tc_glob_any(o->keys.drop, o->keys.ndrop, t->name)) {
-            rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", t->name);
+        if (o->key) {
+            if (strncmp(name, o->key, klen) || name[klen] != '.')
+                continue;
+            name += klen + 1;
+        }
+        if ((o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, name)) ||
+            tc_glob_any(o->keys.drop, o->keys.ndrop, name)) {
+            rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", name);
             continue;
         }
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
             rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
                             "tensor '%s' is a %s, which a state_dict of plain tensors cannot hold; --drop '%s' "
-                            "leaves it out", t->name, kinds[t->kind], t->name);
+                            "leaves it out", name, kinds[t->kind], name);
             break;
         }
         const tc_out_storage *ps = &p->out[t->storage];
@@ -537,8 +544,8 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
         rep->naliases += seen[t->storage];
         seen[t->storage] = true;
         at[k] = (long)n;
-        it[n++] = (tc_witem){t->name, (size_t)t->storage, ps->cast ? ps->dtype : t->dtype, t->ndim, t->shape,
-                             t->stride, t->offset, t->requires_grad, t->parameter,
+        it[n++] = (tc_witem){name, (size_t)t->storage, ps->cast ? ps->dtype : t->dtype, t->ndim, t->shape,
+                             t->stride, t->offset, o->plain ? false : t->requires_grad, o->plain ? false : t->parameter,
                              t->alias_of >= 0 ? at[t->alias_of] : -1};
     }
     free(at);
@@ -576,11 +583,8 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
     if (o->key)
         return tc_fail(d, TC_ERR_USAGE, "--key selects an entry of a .pt checkpoint; %s files have none",
                        tc_ckpt_format(c));
-    if (tc_ckpt_has_objects(c) && tc_keyops_any(&o->keys))
-        return tc_fail_at(d, TC_ERR_UNSUPPORTED, tc_ckpt_path(c), TC_NO_OFFSET,
-                          "key surgery on a .pt output of a torch checkpoint is not supported yet; "
-                          "convert to .safetensors, or from a .safetensors file");
     tc_rewrite_opts ro = o->ro;
+    ro.keys = tc_ckpt_has_objects(c) && tc_keyops_any(&o->keys) ? &o->keys : NULL; /* whole rewrites: rekey.h */
     ro.all_to = dev;
     ro.maps = NULL;
     ro.nmaps = 0;

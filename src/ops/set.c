@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "rekey.h"
 #include "rewrite.h"
 #include "safety.h"
 #include "shard_index.h"
@@ -190,6 +191,60 @@ static int out_paths(const char *out, const char *idx_name, char **dir, char **i
 
 /* ---- rewriting each shard whole --------------------------------------------------------- */
 
+/* The names shard file's tensors have after key surgery rk, appended to the
+ * new index (names the caller frees through owned), each once in the whole
+ * set; *total grows by the bytes of the storages they still view. */
+static int keyed_names(const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, const char *file, const char ***names,
+                       const char ***files, char ***owned, size_t *n, size_t *cap, tc_strmap *seen, uint64_t *total,
+                       tc_diag *d)
+{
+    size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
+    bool *counted = calloc(ns + 1, sizeof *counted);
+    if (!counted)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    for (size_t t = 0; t < nt && !rc; t++) {
+        const tc_tensor *x = tc_ckpt_tensor(c, t);
+        if (!rk->names[t] || tc_ckpt_find_tensor(c, x->name) != (long)t)
+            continue; /* removed, or a name given twice (listed once) */
+        if (x->storage >= 0 && !counted[x->storage]) {
+            counted[x->storage] = true;
+            *total += p->out[x->storage].nbytes;
+        }
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            const char **a = realloc(*names, nc * sizeof *a), **b = a ? realloc(*files, nc * sizeof *b) : NULL;
+            char **o2 = b ? realloc(*owned, nc * sizeof *o2) : NULL;
+            if (a)
+                *names = a;
+            if (b)
+                *files = b;
+            if (!o2) {
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            *owned = o2;
+            *cap = nc;
+        }
+        char *nm = strdup(rk->names[t]);
+        int put = nm ? tc_strmap_put(seen, nm, *n, NULL) : -1;
+        if (put < 0) {
+            free(nm);
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        } else if (put == 0) {
+            rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                            "after key surgery two tensors of the set are named '%s'", nm);
+            free(nm);
+        } else {
+            (*owned)[*n] = nm;
+            (*names)[*n] = nm;
+            (*files)[(*n)++] = file;
+        }
+    }
+    free(counted);
+    return rc;
+}
+
 static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
                        tc_diag *d)
 {
@@ -214,8 +269,17 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         if (!(rc = not_an_input(&ins, path, d)) && !(rc = not_a_folder(path, d)) && !o->force && lstat(path, &st) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
+    /* key surgery: each shard's dicts on their own, and the index names what they became */
+    bool keyed = tc_keyops_any(&o->co.keys);
+    ro.keys = keyed ? &o->co.keys : NULL;
+    size_t nnames = 0, capnames = 0;
+    const char **names = NULL, **files = NULL;
+    char **owned = NULL;
+    tc_strmap seen = {0};
+    uint64_t total = 0;
     for (size_t i = 0; i < ix->nsh && !rc; i++) {
         tc_plan p = {0};
+        tc_rekey rk = {0};
         free(path);
         path = join(dir, ix->sh[i].file);
         char *sub = path ? strdup(path) : NULL;
@@ -236,10 +300,15 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rc = gate(c, o, d);
         if (!rc)
             rc = tc_plan_make(&p, c, &ro, d);
+        if (!rc && keyed && (rc = tc_rekey_make(c, &o->co.keys, &rk, d)))
+            tc_diag_subject(d, tc_ckpt_path(c));
+        if (!rc && keyed)
+            rc = keyed_names(c, &p, &rk, ix->sh[i].file, &names, &files, &owned, &nnames, &capnames, &seen, &total,
+                             d);
         if (!rc)
             rc = outs_open(os, path, o->force, d);
         if (!rc)
-            rc = tc_rewrite(c, &p, outs_last(os), d);
+            rc = tc_rewrite_keyed(c, &p, &rk, outs_last(os), d);
         if (!rc)
             rc = tc_dst_finish(outs_last(os), d);
         if (!rc) {
@@ -254,11 +323,22 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rep->nshards++;
         }
         tc_plan_free(&p);
+        tc_rekey_free(&rk);
         tc_ckpt_close(c);
         c = NULL;
     }
+    if (!rc && keyed) { /* the index with the new names: its metadata kept, total_size what the shards now hold */
+        if (!(rc = outs_open(os, index, o->force, d)))
+            rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, names, files, nnames, d);
+    }
+    for (size_t k = 0; k < nnames; k++)
+        free(owned[k]);
+    free(owned);
+    free(names);
+    free(files);
+    tc_strmap_free(&seen);
     /* the index, unchanged: shard and tensor names stay */
-    if (!rc) {
+    if (!rc && !keyed) {
         tc_src src = {.fd = -1};
         uint8_t *buf = NULL;
         if (!(rc = tc_src_open_file(&src, ix->path, d)) && !(buf = malloc(src.size ? (size_t)src.size : 1)))
@@ -317,6 +397,7 @@ typedef struct conv {
     tc_engines eng;       /* one pool and one GPU caster for every input's plan */
     char **shards;        /* output paths */
     tc_keymap km;         /* the names after key surgery, over the whole set */
+    tc_ckpt *given;       /* the set's only input, opened by the caller (tc_set_run_ckpt), or NULL */
 } conv;
 
 static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
@@ -340,7 +421,9 @@ static int open_input(conv *S, size_t i, tc_diag *d)
     const tc_set_opts *o = S->o;
     tc_convert_report *sum = &S->rep->sum;
     set_in *in = &S->in[i];
-    int rc = tc_index_open_shard(S->ix, i, &o->lim, &in->c, d);
+    int rc = S->given ? 0 : tc_index_open_shard(S->ix, i, &o->lim, &in->c, d);
+    if (S->given)
+        in->c = S->given;
     if (rc)
         return rc;
     tc_ckpt *c = in->c;
@@ -549,14 +632,14 @@ done:
     return rc;
 }
 
-static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
-                       tc_diag *d)
+static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts *o, outs *os,
+                       tc_set_report *rep, tc_diag *d)
 {
     bool st = o->mode == TC_SET_SAFETENSORS;
     const char *base = st ? "model" : "pytorch_model", *ext = st ? ".safetensors" : ".bin";
     char idx_name[64];
     snprintf(idx_name, sizeof idx_name, "%s%s.index.json", base, ext);
-    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro};
+    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro, .given = given};
     S.ro.engines = &S.eng;
     set_name *names = NULL;
     char *dir = NULL;
@@ -666,7 +749,8 @@ static int convert_set(const tc_index *ix, const char *out, const tc_set_opts *o
         free(S.in[i].sl);
         tc_sd_items_free(&S.in[i].it);
         free(S.in[i].unit);
-        tc_ckpt_close(S.in[i].c);
+        if (S.in[i].c != given)
+            tc_ckpt_close(S.in[i].c);
     }
     for (size_t k = 0; S.shards && k < nshards; k++)
         free(S.shards[k]);
@@ -691,7 +775,7 @@ int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_rep
         tc_index_free(ix);
         return rc;
     }
-    rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d) : convert_set(ix, out, o, &os, rep, d);
+    rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d) : convert_set(ix, NULL, out, o, &os, rep, d);
     if (!rc)
         rc = outs_publish(&os, d);
     outs_free(&os);
@@ -710,4 +794,24 @@ void tc_set_report_free(tc_set_report *r)
     tc_convert_report_free(&r->sum);
     free(r->index_path);
     memset(r, 0, sizeof *r);
+}
+
+int tc_set_run_ckpt(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+{
+    if (o->mode == TC_SET_REWRITE)
+        return tc_fail(d, TC_ERR_USAGE, "a single checkpoint is written as a set only by converting it");
+    const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
+    tc_shard sh = {.file = (char *)(slash ? slash + 1 : path), .path = (char *)path};
+    tc_index ix = {.path = (char *)path, .sh = &sh, .nsh = 1};
+    outs os = {0};
+    rep->ninputs = 1;
+    int rc = convert_set(&ix, c, out, o, &os, rep, d);
+    if (!rc)
+        rc = outs_publish(&os, d);
+    outs_free(&os);
+    if (rc)
+        tc_dst_dirs_remove();
+    else
+        tc_dst_dirs_keep();
+    return rc;
 }
