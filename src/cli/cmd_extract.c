@@ -14,7 +14,7 @@ static const tc_opt o_output = {OPT_OUTPUT, 'o', "output", "OUT",
                                 "write here: .pt/.bin/.pth (torch) or .safetensors, or a set's *.index.json", 0, NULL,
                                 "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
                                 ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; "
-                                "an\n.B .index.json\nname (or a folder, with \\-\\-format) writes a sharded set."};
+                                "an\n.B .index.json\nname writes a sharded set (its shards beside it)."};
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
                                 0, NULL, "The output format, when the extension does not say."};
 static const tc_opt o_from = {
