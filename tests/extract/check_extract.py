@@ -273,6 +273,15 @@ def main(argv):
             after=tied)
     extract("DataParallel state_dict to safetensors, --strip-prefix", p("dp.pt"), "dp.strip.safetensors",
             ["--strip-prefix"], sd)
+    # every surgery option on extract, in its order: choose, strip, rename, add
+    allwant = OrderedDict(("net." + re.sub(r"^blocks\.", "b.", k[len("module."):]), v) for k, v in dp.items()
+                          if not k.endswith("num_batches_tracked") and not k.startswith("module.half."))
+    extract("extract with --drop, --only-keys, --strip-prefix, --rename, --add-prefix", p("dp.pt"), "dp.all.pt",
+            ["--drop", "*.num_batches_tracked", "--only-keys", "module.[a-h]*", "--drop", "module.half.*",
+             "--strip-prefix", "--rename", r"^blocks\.=b.", "--add-prefix", "net."], allwant)
+    extract("extract: two keys renamed onto one is an error naming both", p("dp.pt"), "dp.clash.pt",
+            ["--rename", r"\.(weight|bias)$=.p"], None, expect_rc=2,
+            needles=("'module.blocks.0.weight'", "'module.blocks.0.bias'", "'module.blocks.0.p'"))
     if hasattr(torch, "compile"):
         comp = torch.compile(net).state_dict()
     else:
