@@ -82,7 +82,10 @@ static int hexval(char c)
 static int literal(const line *l, size_t *i, char **out)
 {
     char q = l->p[*i];
-    char *s = malloc(l->n + 1);
+    size_t end = *i + 1;
+    while (end < l->n && l->p[end] != q)
+        end += l->p[end] == '\\' ? 2 : 1;
+    char *s = malloc(end - *i + 1); /* the unquoted text is never longer than the literal */
     size_t k = 0, j = *i + 1;
     if (!s)
         return tc_fail(l->d, TC_ERR_NOMEM, "out of memory");
