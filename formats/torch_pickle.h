@@ -32,6 +32,7 @@ typedef struct tc_script_class {
     size_t nparams;
     char **buffers;
     size_t nbuffers;
+    bool declared;      /* both __parameters__ and __buffers__ are declared */
 } tc_script_class;
 /* The module class named qualname, or NULL. */
 const tc_script_class *tc_script_class_of(const tc_script *s, const char *qualname);

@@ -566,8 +566,18 @@ static int walk_script(walker *w, pk_obj *o, const pk_obj *f)
     const tc_script_class *cls = tc_script_class_of(w->tg->script, qual);
     pk_obj **it;
     size_t n;
-    if (!cls || !o->state || !dict_items(o->state, &it, &n))
-        return 0;
+    if (!cls)
+        return 0; /* no module: a TorchScript class, whose tensors are no state_dict()'s */
+    if (!o->state || !dict_items(o->state, &it, &n))
+        return tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                       "module '%s' (%s) is saved with a state of its own (__getstate__), not its attributes; its "
+                       "state_dict() names cannot be read",
+                       w->path, qual);
+    if (!cls->declared)
+        return tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                       "module class %s declares no __parameters__ or no __buffers__ in its code (an archive of an "
+                       "older torch?); which attributes are parameters and buffers is unknown",
+                       qual);
     if (!w->in_module) {
         if ((w->name_bytes += w->len + strlen(qual)) > w->max_name_bytes)
             return tc_fail(w->d, TC_ERR_LIMIT,

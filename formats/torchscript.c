@@ -280,6 +280,7 @@ int tc_script_parse(tc_script *s, const char *module, const char *what, const ch
             seen_p = true;
         else
             seen_b = true;
+        c->declared = seen_p && seen_b;
     }
     return 0;
 }

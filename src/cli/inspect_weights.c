@@ -38,8 +38,9 @@ void tc_inspect_weights_text(const tc_ckpt *c)
 {
     tc_weights w;
     tc_diag d = TC_DIAG_INIT;
-    if (!tc_ckpt_ntensors(c) || tc_weights_find(c, &w, &d))
-        return;
+    size_t fl = strlen(tc_ckpt_format(c));
+    if (!tc_ckpt_ntensors(c) || (fl > 6 && !strcmp(tc_ckpt_format(c) + fl - 6, "-index")) || tc_weights_find(c, &w, &d))
+        return; /* a set's shards are state_dicts already */
     const char *kind = kind_of(c, &w);
     char ob[32], b[32];
     tc_human_bytes(w.optimizer_bytes, ob, sizeof ob);
