@@ -19,11 +19,9 @@ typedef struct byname {
     size_t *stamp;       /* per storage: the last measure (+1) that counted it */
 } byname;
 
-static const tc_ckpt *sort_ckpt;
-static int cmp_ix(const void *a, const void *b)
+static int cmp_ix(const void *a, const void *b, void *c)
 {
-    return strcmp(tc_ckpt_tensor(sort_ckpt, *(const size_t *)a)->name,
-                  tc_ckpt_tensor(sort_ckpt, *(const size_t *)b)->name);
+    return strcmp(tc_ckpt_tensor(c, *(const size_t *)a)->name, tc_ckpt_tensor(c, *(const size_t *)b)->name);
 }
 
 static int byname_make(byname *b, const tc_ckpt *c, tc_diag *d)
@@ -40,8 +38,7 @@ static int byname_make(byname *b, const tc_ckpt *c, tc_diag *d)
     }
     for (size_t i = 0; i < b->n; i++)
         b->ix[i] = i;
-    sort_ckpt = c;
-    qsort(b->ix, b->n, sizeof *b->ix, cmp_ix);
+    qsort_r(b->ix, b->n, sizeof *b->ix, cmp_ix, (void *)c);
     return 0;
 }
 
