@@ -85,11 +85,20 @@ typedef int (*tc_data_fn)(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32
  * them. Ignoring the hint loses only that. */
 typedef bool (*tc_origin_fn)(void *ctx, size_t k, uint64_t *off);
 
+/* Key surgery on a whole rewrite: item `item` of keyed container `keyed`
+ * (tc_ckpt_keyed) gets the key `key`, or is removed when key is NULL. */
+typedef struct tc_keyedit {
+    size_t keyed, item;
+    const char *key;
+} tc_keyedit;
+
 typedef struct tc_write_job {
     /* Either a whole checkpoint rewritten with its object graph (one block
      * per storage, in order; storages says what becomes of each) ... */
     tc_ckpt *whole;
     const tc_out_storage *storages;
+    const tc_keyedit *edits; /* sorted by (keyed, item), each item at most once; storages no path reaches then are left out */
+    size_t nedits;
     /* ... or a flat state_dict of items over blocks. */
     const tc_witem *items;
     size_t nitems;
@@ -110,10 +119,15 @@ typedef struct tc_write_job {
     size_t nobjs;
 } tc_write_job;
 
+/* What open returns when a file its probe accepted turns out to be another
+ * driver's (a zip that is a TorchScript archive): tc_open starts over with
+ * the next driver whose probe accepts it. */
+#define TC_FORMAT_DECLINE 1
+
 typedef struct tc_format {
     const char *name;
     bool (*probe)(const tc_probe *p);
-    int (*open)(tc_ckpt *c, tc_diag *d);
+    int (*open)(tc_ckpt *c, tc_diag *d); /* 0, a tc_status, or TC_FORMAT_DECLINE */
     int (*open_storage)(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);
     /* NULL for formats tensorctl reads only */
     int (*write)(const tc_write_job *job, tc_dst *dst, tc_diag *d);

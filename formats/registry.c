@@ -8,10 +8,11 @@
 #include <sys/stat.h>
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
-    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp;
+    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript;
 
 const tc_format *const tc_formats[] = {
     &tc_format_torch_zip,
+    &tc_format_torchscript, /* a zip the torch zip driver declines: one with constants.pkl */
     &tc_format_torch_legacy,
     &tc_format_safetensors,
     &tc_format_safetensors_index,
@@ -66,9 +67,11 @@ int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
     if ((rc = tc_src_read(src, 0, head, hn, "header", d)))
         goto fail;
     tc_probe p = {head, hn, src->size, path};
-    for (const tc_format *const *f = tc_formats; *f && !fmt; f++)
-        if ((*f)->probe(&p))
-            fmt = *f;
+    const tc_format *const *next = tc_formats;
+    for (; *next && !fmt; next++)
+        if ((*next)->probe(&p))
+            fmt = *next;
+again:
     if (!fmt) {
         /* torch.load would still unpickle it from byte 0: say so when that imports something */
         char unsafe[1100];
@@ -92,7 +95,19 @@ int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
         goto fail;
     }
     tc_ckpt_set_driver(c, fmt, fmt->name, NULL, NULL);
-    if ((rc = fmt->open(c, d)) || (rc = tc_judge_readings(c, head, hn, d)))
+    if ((rc = fmt->open(c, d)) == TC_FORMAT_DECLINE) {
+        /* another driver's file after all: start over with the next one that probes it */
+        tc_ckpt_close(c);
+        if ((rc = tc_ckpt_new(&c, path, lim, d)))
+            return rc;
+        src = tc_ckpt_src(c);
+        fmt = NULL;
+        for (; *next && !fmt; next++)
+            if ((*next)->probe(&p))
+                fmt = *next;
+        goto again;
+    }
+    if (rc || (rc = tc_judge_readings(c, head, hn, d)))
         goto fail;
     *out = c;
     return 0;

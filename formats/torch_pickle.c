@@ -13,12 +13,13 @@
 
 /* ---- the graph and its side tables ------------------------------------------- */
 
-extern const tc_format tc_format_torch_zip, tc_format_torch_legacy;
+extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_torchscript;
 
 tc_torch_graph *tc_torch_graph_of(const tc_ckpt *c)
 {
     const void *f = tc_ckpt_driver(c);
-    return f == &tc_format_torch_zip || f == &tc_format_torch_legacy ? tc_ckpt_priv(c) : NULL;
+    return f == &tc_format_torch_zip || f == &tc_format_torch_legacy || f == &tc_format_torchscript ? tc_ckpt_priv(c)
+                                                                                                    : NULL;
 }
 
 int tc_torch_graph_init(tc_torch_graph *tg, tc_ckpt *c, tc_diag *d)
@@ -39,6 +40,7 @@ void tc_torch_graph_free(tc_torch_graph *tg)
     free(tg->pids);
     free(tg->tnode);
     free(tg->tparam);
+    free(tg->keyed);
     pk_graph_free(tg->g);
     memset(tg, 0, sizeof *tg);
 }

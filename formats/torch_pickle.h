@@ -23,6 +23,20 @@ typedef struct tc_pids {
     size_t n, cap;
 } tc_pids;
 
+/* TorchScript: the module classes an archive's code declares, by qualified
+ * name ("__torch__.torch.nn.modules.linear.Linear"), each with the
+ * attributes it declares as parameters and buffers, in order (torchscript.c). */
+typedef struct tc_script tc_script;
+typedef struct tc_script_class {
+    char **params;
+    size_t nparams;
+    char **buffers;
+    size_t nbuffers;
+    bool declared;      /* both __parameters__ and __buffers__ are declared */
+} tc_script_class;
+/* The module class named qualname, or NULL. */
+const tc_script_class *tc_script_class_of(const tc_script *s, const char *qualname);
+
 typedef struct tc_torch_graph {
     pk_graph *g;
     pk_obj *root;
@@ -33,6 +47,9 @@ typedef struct tc_torch_graph {
     pk_obj **tparam;    /* per tensor: the Parameter call wrapping it, or NULL */
     size_t ntnode;
     uint64_t pickle_bytes; /* of the pickles read: what the walk's name budget scales with */
+    pk_obj **keyed;     /* per keyed container of the checkpoint (tc_ckpt_keyed): the node holding its items */
+    size_t nkeyed, keyedcap;
+    const tc_script *script; /* TorchScript: modules are named by their declarations, not by _parameters */
 } tc_torch_graph;
 
 /* The object graph of a checkpoint a torch pickle driver opened (zip,
@@ -62,9 +79,12 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d);
 /* The tensors alone (torch_walk.c), for tc_torch_index. */
 int tc_torch_walk(tc_torch_graph *tg, tc_diag *d);
 
-/* The graph of a checkpoint rewritten as out says (storage i becomes record
- * data/<i>), written as a pickle (*pkl: the caller frees it). */
-int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *out, uint32_t max_depth, uint8_t **pkl, size_t *len,
+/* The graph of a checkpoint rewritten as job says: key surgery on its keyed
+ * containers (job->edits), storages re-keyed in order (the k-th written
+ * becomes record data/<k>), written as a pickle (*pkl: the caller frees it).
+ * keep (one per storage) receives whether the written graph still refers to
+ * each storage: an edit that removes every path to one leaves it out. */
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_write_job *job, bool *keep, uint8_t **pkl, size_t *len,
                      tc_diag *d);
 /* A state_dict pickle of the items (block k becomes record data/<k>). */
 int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_diag *d);

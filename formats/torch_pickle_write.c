@@ -2,6 +2,7 @@
  * (storages re-keyed, re-tagged, cast), or a new state_dict. */
 #include "torch_pickle.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,16 +76,113 @@ static int retype_tensor(edit *e, const tc_tensor *t, pk_obj *call, tc_dtype to)
     return 0;
 }
 
-int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *out, uint32_t max_depth, uint8_t **pkl, size_t *len,
+/* Key surgery: the items of each keyed container the edits name get their
+ * new keys, or go (edits sorted by container). */
+static int apply_edits(tc_torch_graph *tg, const tc_keyedit *ed, size_t ned, bool *dropped, tc_diag *d)
+{
+    *dropped = false;
+    for (size_t i = 0; i < ned;) {
+        size_t k = ed[i].keyed, j = i;
+        pk_obj *node = k < tg->nkeyed ? tg->keyed[k] : NULL;
+        if (!node || (node->kind != PK_DICT && !(node->kind == PK_CALL && node->items_kind == PK_ITEMS_DICT)))
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "key surgery names a container that is not a dict");
+        bool gone = false;
+        for (; j < ned && ed[j].keyed == k; j++) {
+            size_t at = 2 * ed[j].item;
+            if (at + 1 >= node->n || !node->items[at])
+                return tc_fail(d, TC_ERR_UNSUPPORTED, "key surgery names item %zu of a dict of %zu", ed[j].item,
+                               node->n / 2);
+            if (!ed[j].key) {
+                node->items[at] = NULL;
+                gone = true;
+            } else if (!(node->items[at] = pk_new_str(tg->g, ed[j].key, strlen(ed[j].key)))) {
+                return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            }
+        }
+        if (gone) {
+            size_t m = 0;
+            for (size_t a = 0; a + 1 < node->n; a += 2)
+                if (node->items[a]) {
+                    node->items[m++] = node->items[a];
+                    node->items[m++] = node->items[a + 1];
+                }
+            node->n = m;
+            *dropped = true;
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* keep[i]: some path from the root still reaches a persistent id of storage i. */
+static int reach(tc_torch_graph *tg, bool *keep, tc_diag *d)
+{
+    size_t n = 0, cap = 1024;
+    pk_obj **st = malloc(cap * sizeof *st);
+    if (!st)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    pk_graph_clear_marks(tg->g);
+    st[n++] = tg->root;
+    tg->root->mark = 1;
+    int rc = 0;
+    while (n && !rc) {
+        pk_obj *o = st[--n];
+        if (o->kind == PK_PERSID && o->args && o->args->kind == PK_TUPLE && o->args->n >= 3 &&
+            o->args->items[2]->kind == PK_STR) {
+            long si = tc_ckpt_find_storage(tg->c, o->args->items[2]->s);
+            if (si >= 0)
+                keep[si] = true;
+        }
+        pk_obj *kids[4] = {o->func, o->args, o->state, o->kwargs};
+        size_t nk = o->kind == PK_GLOBAL ? 0 : o->n; /* a global's name is no child */
+        if (n + 4 + nk > cap) {
+            size_t nc = (n + 4 + nk) * 2;
+            pk_obj **p = realloc(st, nc * sizeof *p);
+            if (!p) {
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            st = p;
+            cap = nc;
+        }
+        for (size_t i = 0; i < 4; i++)
+            if (kids[i] && !kids[i]->mark) {
+                kids[i]->mark = 1;
+                st[n++] = kids[i];
+            }
+        for (size_t i = 0; o->items && i < nk; i++)
+            if (o->items[i] && !o->items[i]->mark) {
+                o->items[i]->mark = 1;
+                st[n++] = o->items[i];
+            }
+    }
+    free(st);
+    pk_graph_clear_marks(tg->g);
+    return rc;
+}
+
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_write_job *job, bool *keep, uint8_t **pkl, size_t *len,
                      tc_diag *d)
 {
     const tc_ckpt *c = tg->c;
+    const tc_out_storage *out = job->storages;
     edit e = {.g = tg->g, .d = d};
-    for (size_t i = 0; i < tc_ckpt_nstorages(c); i++) {
+    bool dropped = false;
+    size_t ns = tc_ckpt_nstorages(c), rank = 0;
+    int rc = apply_edits(tg, job->edits, job->nedits, &dropped, d);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < ns; i++)
+        keep[i] = !dropped;
+    if (dropped && (rc = reach(tg, keep, d)))
+        return rc;
+    for (size_t i = 0; i < ns; i++) {
+        if (!keep[i])
+            continue;
         const tc_storage *s = tc_ckpt_storage(c, i);
         const tc_out_storage *ps = &out[i];
         char key[32];
-        snprintf(key, sizeof key, "%zu", i);
+        snprintf(key, sizeof key, "%zu", rank++);
         pk_obj *k = pk_new_str(tg->g, key, strlen(key));
         pk_obj *loc = intern(&e, PK_STR, ps->location, NULL);
         bool untyped = ps->cast ? tc_dtype_is_v3(ps->dtype) : s->untyped;
@@ -107,13 +205,13 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_out_storage *out, uint32_t max
     }
     for (size_t k = 0; k < tc_ckpt_ntensors(c); k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
-        if (t->storage < 0 || !out[t->storage].cast || t->alias_of >= 0)
+        if (t->storage < 0 || !out[t->storage].cast || t->alias_of >= 0 || !keep[t->storage])
             continue;
-        int rc = retype_tensor(&e, t, tg->tnode[k], out[t->storage].dtype);
-        if (rc)
-            return rc;
+        int rc2 = retype_tensor(&e, t, tg->tnode[k], out[t->storage].dtype);
+        if (rc2)
+            return rc2;
     }
-    return pk_write(tg->g, tg->root, max_depth, pkl, len, d);
+    return pk_write(tg->g, tg->root, job->max_depth, pkl, len, d);
 }
 
 /* ---- a new state_dict ---------------------------------------------------------------- */

@@ -12,6 +12,67 @@
 
 /* ---- walking the graph ----------------------------------------------------------- */
 
+/* Node -> index, open addressing (the holders of keyed containers, looked up per tensor). */
+typedef struct ptrmap {
+    const void **key;
+    size_t *val;
+    size_t n, cap;
+} ptrmap;
+
+static size_t ptr_slot(const ptrmap *m, const void *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & (m->cap - 1);
+}
+
+static bool ptrmap_get(const ptrmap *m, const void *p, size_t *val)
+{
+    if (!m->cap)
+        return false;
+    for (size_t i = ptr_slot(m, p);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->key[i])
+            return false;
+        if (m->key[i] == p) {
+            *val = m->val[i];
+            return true;
+        }
+    }
+}
+
+static int ptrmap_put(ptrmap *m, const void *p, size_t val)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        ptrmap g = {.cap = m->cap ? m->cap * 2 : 64};
+        g.key = calloc(g.cap, sizeof *g.key);
+        g.val = malloc(g.cap * sizeof *g.val);
+        if (!g.key || !g.val) {
+            free(g.key);
+            free(g.val);
+            return -1;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t j = ptr_slot(&g, m->key[i]);
+                while (g.key[j])
+                    j = (j + 1) & (g.cap - 1);
+                g.key[j] = m->key[i];
+                g.val[j] = m->val[i];
+            }
+        g.n = m->n;
+        free(m->key);
+        free(m->val);
+        *m = g;
+    }
+    size_t j = ptr_slot(m, p);
+    while (m->key[j] && m->key[j] != p)
+        j = (j + 1) & (m->cap - 1);
+    if (!m->key[j])
+        m->n++;
+    m->key[j] = p;
+    m->val[j] = val;
+    return 0;
+}
+
 typedef struct walker {
     tc_torch_graph *tg;
     tc_ckpt *c;
@@ -24,7 +85,22 @@ typedef struct walker {
     uint64_t cuts;                 /* cycles cut short so far */
     const char *stack_top;         /* the walk recurses: bound its stack use */
     size_t max_stack;
+    /* the container the next value walked is an item of (key surgery): set before each item, NULL elsewhere */
+    pk_obj *holder;
+    size_t item, holder_len;       /* its item index; the length of its path */
+    bool attrs;                    /* the holder is an object's attributes */
+    ptrmap holders;                /* holder node -> its keyed container index */
+    int in_module;                 /* modules pickled whole around the value walked */
 } walker;
+
+/* The value walked next is item i of holder (whose own path is w->path), or of no keyed container (holder NULL). */
+static void set_holder(walker *w, pk_obj *holder, size_t i, bool attrs)
+{
+    w->holder = holder;
+    w->item = i;
+    w->attrs = attrs;
+    w->holder_len = w->len;
+}
 
 static int path_push(walker *w, const char *comp, size_t *saved)
 {
@@ -88,6 +164,61 @@ static const pk_obj *dict_get(const pk_obj *o, const char *key)
         if (pk_is_str(it[i], key))
             return it[i + 1];
     return NULL;
+}
+
+/* The keyed container of w->holder (recorded the first time a tensor is found in it), or -1. */
+static long holder_index(walker *w)
+{
+    if (!w->holder)
+        return -1;
+    size_t at;
+    if (ptrmap_get(&w->holders, w->holder, &at))
+        return (long)at;
+    pk_obj **it;
+    size_t n;
+    if (!dict_items(w->holder, &it, &n))
+        return -1;
+    size_t nk = n / 2, bytes = 0;
+    char **keys = calloc(nk + 1, sizeof *keys);
+    bool *text = calloc(nk + 1, sizeof *text);
+    char *name = strndup(w->path ? w->path : "", w->holder_len);
+    long k = -1;
+    bool ok = keys && text && name;
+    for (size_t i = 0; ok && i < nk; i++) {
+        char kb[256];
+        ok = (keys[i] = strdup(key_text(it[2 * i], kb, sizeof kb))) != NULL;
+        /* renamed only when the name shows the whole key */
+        text[i] = it[2 * i]->kind == PK_STR && it[2 * i]->len < sizeof kb && strlen(it[2 * i]->s) == it[2 * i]->len;
+        bytes += ok ? strlen(keys[i]) + 1 : 0;
+    }
+    if (!ok)
+        tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+    else if ((w->name_bytes += bytes + w->holder_len) > w->max_name_bytes)
+        tc_fail(w->d, TC_ERR_LIMIT,
+                "the tensor names take more than %" PRIu64
+                " bytes (objects nested very deep or shared very many times; raise with --max-objects)",
+                w->max_name_bytes);
+    else if ((k = tc_ckpt_add_keyed(w->c, name, w->attrs, (const char *const *)keys, text, nk, w->d)) >= 0) {
+        tc_torch_graph *tg = w->tg;
+        if (tg->nkeyed == tg->keyedcap) {
+            size_t cap = tg->keyedcap ? tg->keyedcap * 2 : 16;
+            pk_obj **v = realloc(tg->keyed, cap * sizeof *v);
+            if (!v)
+                k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+            else
+                tg->keyed = v, tg->keyedcap = cap;
+        }
+        if (k >= 0 && ptrmap_put(&w->holders, w->holder, (size_t)k) < 0)
+            k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+        if (k >= 0)
+            tg->keyed[tg->nkeyed++] = w->holder;
+    }
+    for (size_t i = 0; keys && i < nk; i++)
+        free(keys[i]);
+    free(keys);
+    free(text);
+    free(name);
+    return k;
 }
 
 static bool is_rebuild(const pk_obj *g, const char *name)
@@ -179,7 +310,12 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
         return w->d->code;
     if (note_tensor(w->tg, (size_t)ti, call, param, w->d))
         return w->d->code;
+    long kx = w->holder ? holder_index(w) : -1;
+    if (w->holder && kx < 0 && w->d->code)
+        return w->d->code;
     tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
+    t->keyed = kx;
+    t->item = w->item;
     pk_obj *node = param ? param : call; /* tag: the first tensor built by it, + 1 */
     if (node->tag) {
         t->alias_of = (long)node->tag - 1;
@@ -284,11 +420,13 @@ enum { MARK_ON_PATH = 1, MARK_NO_TENSORS = 2 };
 
 static int walk(walker *w, pk_obj *o);
 
-static int walk_dict(walker *w, pk_obj **it, size_t n)
+/* The items it[0..n) of holder (a dict, a dict-like call, an object's state: attrs). */
+static int walk_dict(walker *w, pk_obj *holder, pk_obj **it, size_t n, bool attrs)
 {
     char kb[256];
     for (size_t i = 0; i + 1 < n; i += 2) {
         size_t sv;
+        set_holder(w, holder, i / 2, attrs);
         if (path_push(w, key_text(it[i], kb, sizeof kb), &sv))
             return w->d->code;
         int rc = walk(w, it[i + 1]);
@@ -304,6 +442,7 @@ static int walk_seq(walker *w, pk_obj **it, size_t n)
     char kb[32];
     for (size_t i = 0; i < n; i++) {
         size_t sv;
+        set_holder(w, NULL, 0, false);
         snprintf(kb, sizeof kb, "%zu", i);
         if (path_push(w, kb, &sv))
             return w->d->code;
@@ -318,6 +457,7 @@ static int walk_seq(walker *w, pk_obj **it, size_t n)
 static int walk_named(walker *w, const char *comp, pk_obj *o)
 {
     size_t sv;
+    set_holder(w, NULL, 0, false);
     if (path_push(w, comp, &sv))
         return w->d->code;
     int rc = walk(w, o);
@@ -375,7 +515,8 @@ static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np
     for (int gi = 0; gi < 2; gi++) {
         pk_obj **it;
         size_t n;
-        if (!dict_items(dict_get(state, groups[gi]), &it, &n))
+        pk_obj *group = (pk_obj *)dict_get(state, groups[gi]);
+        if (!dict_items(group, &it, &n))
             continue;
         for (size_t i = 0; i + 1 < n; i += 2) {
             if (it[i + 1]->kind == PK_NONE || it[i]->kind != PK_STR)
@@ -384,6 +525,7 @@ static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np
             if (gi == 1 && tc_strmap_get(np_names, it[i]->s, &at))
                 continue;
             size_t sv;
+            set_holder(w, group, i / 2, true);
             if (path_push(w, it[i]->s, &sv))
                 return w->d->code;
             int rc = walk(w, it[i + 1]);
@@ -400,6 +542,7 @@ static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np
             if (m->kind != PK_CALL || it[i]->kind != PK_STR || !m->state)
                 continue;
             size_t sv;
+            set_holder(w, NULL, 0, false);
             if (path_push(w, it[i]->s, &sv))
                 return w->d->code;
             int rc = walk(w, it[i + 1]);
@@ -433,6 +576,7 @@ static int walk_pairs(walker *w, const pk_obj *l)
     for (size_t i = 0; i < l->n; i++) {
         pk_obj *const *kv = l->items[i]->items;
         size_t sv;
+        set_holder(w, NULL, 0, false); /* pairs in a list: no keyed container key surgery can edit */
         if (path_push(w, key_text(kv[0], kb, sizeof kb), &sv))
             return w->d->code;
         int rc = walk(w, kv[1]);
@@ -454,6 +598,79 @@ static int walk_old_parameter(walker *w, pk_obj *o)
         return walk(w, inner);
     bool rg = args->n < 2 || (args->items[1]->kind == PK_BOOL && args->items[1]->i);
     return add_tensor(w, inner, o, fi, inner->args, true, rg);
+}
+
+/* TorchScript: an object of a module class its code declares is named as
+ * scripted_module.state_dict() names it: the attributes declared as
+ * parameters, then those declared as buffers (None ones left out), then every
+ * attribute holding a module object, recursively. Other objects hold no
+ * state_dict() names. */
+static int walk_script(walker *w, pk_obj *o, const pk_obj *f)
+{
+    char qual[1100];
+    snprintf(qual, sizeof qual, "%s.%s", f->s, f->name);
+    const tc_script_class *cls = tc_script_class_of(w->tg->script, qual);
+    pk_obj **it;
+    size_t n;
+    if (!cls)
+        return 0; /* no module: a TorchScript class, whose tensors are no state_dict()'s */
+    if (!o->state || !dict_items(o->state, &it, &n))
+        return tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                       "module '%s' (%s) is saved with a state of its own (__getstate__), not its attributes; its "
+                       "state_dict() names cannot be read",
+                       w->path, qual);
+    if (!cls->declared)
+        return tc_fail(w->d, TC_ERR_UNSUPPORTED,
+                       "module class %s declares no __parameters__ or no __buffers__ in its code (an archive of an "
+                       "older torch?); which attributes are parameters and buffers is unknown",
+                       qual);
+    if (!w->in_module) {
+        if ((w->name_bytes += w->len + strlen(qual)) > w->max_name_bytes)
+            return tc_fail(w->d, TC_ERR_LIMIT,
+                           "the tensor names take more than %" PRIu64
+                           " bytes (objects nested very deep or shared very many times; raise with --max-objects)",
+                           w->max_name_bytes);
+        int rc = tc_ckpt_add_module(w->c, w->path ? w->path : "", qual, w->d);
+        if (rc)
+            return rc;
+    }
+    tc_strmap attrs = {0};
+    int rc = 0;
+    for (size_t i = 0; i + 1 < n && !rc; i += 2)
+        if (it[i]->kind == PK_STR && tc_strmap_put(&attrs, it[i]->s, i, NULL) < 0)
+            rc = tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+    w->in_module++;
+    for (int g = 0; g < 2 && !rc; g++) {
+        char *const *names = g ? cls->buffers : cls->params;
+        size_t nn = g ? cls->nbuffers : cls->nparams, at;
+        for (size_t k = 0; k < nn && !rc; k++) {
+            if (!tc_strmap_get(&attrs, names[k], &at) || it[at + 1]->kind == PK_NONE)
+                continue;
+            size_t sv;
+            set_holder(w, o->state, at / 2, true);
+            if ((rc = path_push(w, names[k], &sv)))
+                break;
+            rc = walk(w, it[at + 1]);
+            path_pop(w, sv);
+        }
+    }
+    for (size_t i = 0; i + 1 < n && !rc; i += 2) {
+        const pk_obj *fv = pk_call_global(it[i + 1]);
+        if (it[i]->kind != PK_STR || !fv)
+            continue;
+        snprintf(qual, sizeof qual, "%s.%s", fv->s, fv->name);
+        if (!tc_script_class_of(w->tg->script, qual))
+            continue;
+        size_t sv;
+        set_holder(w, NULL, 0, false);
+        if ((rc = path_push(w, it[i]->s, &sv)))
+            break;
+        rc = walk(w, it[i + 1]);
+        path_pop(w, sv);
+    }
+    w->in_module--;
+    tc_strmap_free(&attrs);
+    return rc;
 }
 
 static int walk_call(walker *w, pk_obj *o)
@@ -508,26 +725,43 @@ static int walk_call(walker *w, pk_obj *o)
             return rc;
         }
     }
+    if (w->tg->script && f)
+        return walk_script(w, o, f);
     int rc = 0;
     const pk_obj *pairs = pairs_arg(f, args);
     if (pairs && (rc = walk_pairs(w, pairs)))
         return rc;
     if (o->items_kind == PK_ITEMS_DICT)
-        rc = walk_dict(w, o->items, o->n);
+        rc = walk_dict(w, o, o->items, o->n, false);
     else if (o->items_kind == PK_ITEMS_LIST)
         rc = walk_seq(w, o->items, o->n);
     if (rc || !o->state)
         return rc;
-    if (dict_get(o->state, "_parameters") || dict_get(o->state, "_modules"))
-        return walk_module(w, o->state);
+    if (dict_get(o->state, "_parameters") || dict_get(o->state, "_modules")) {
+        if (!w->in_module && f) { /* the outermost module: where extract finds a state_dict() */
+            char cls[1100];
+            snprintf(cls, sizeof cls, "%s.%s", pk_module_py3(f->s), f->name);
+            if ((w->name_bytes += w->len + strlen(cls)) > w->max_name_bytes)
+                return tc_fail(w->d, TC_ERR_LIMIT,
+                               "the tensor names take more than %" PRIu64
+                               " bytes (objects nested very deep or shared very many times; raise with --max-objects)",
+                               w->max_name_bytes);
+            if ((rc = tc_ckpt_add_module(w->c, w->path ? w->path : "", cls, w->d)))
+                return rc;
+        }
+        w->in_module++;
+        rc = walk_module(w, o->state);
+        w->in_module--;
+        return rc;
+    }
     pk_obj **it;
     size_t n;
     if (dict_items(o->state, &it, &n))
-        return walk_dict(w, it, n);
+        return walk_dict(w, o->state, it, n, true);
     if (o->state->kind == PK_TUPLE) /* (dict state, slot state) */
         for (size_t i = 0; i < o->state->n && !rc; i++)
             if (dict_items(o->state->items[i], &it, &n))
-                rc = walk_dict(w, it, n);
+                rc = walk_dict(w, o->state->items[i], it, n, true);
     return rc;
 }
 
@@ -554,7 +788,7 @@ static int walk(walker *w, pk_obj *o)
     uint64_t cuts = w->cuts;
     o->mark = MARK_ON_PATH;
     switch (o->kind) {
-    case PK_DICT: rc = walk_dict(w, o->items, o->n); break;
+    case PK_DICT: rc = walk_dict(w, o, o->items, o->n, false); break;
     case PK_LIST:
     case PK_TUPLE: rc = walk_seq(w, o->items, o->n); break;
     case PK_CALL: rc = walk_call(w, o); break;
@@ -583,5 +817,7 @@ int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
         rc = walk(&w, tg->root);
     pk_graph_clear_marks(tg->g);
     free(w.path);
+    free(w.holders.key);
+    free(w.holders.val);
     return rc;
 }

@@ -4,43 +4,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "torch_pickle.h"
-#include "zip.h"
+#include "torch_zip.h"
 
 extern const tc_format tc_format_torch_zip;
 
-typedef struct zpriv {
-    tc_torch_graph tg;       /* first: see tc_torch_graph_of */
-    tc_zip zip;
-    char *archive;           /* top folder, without "/" */
-    const tc_zip_entry **rec; /* per storage: its data record */
-} zpriv;
-
-static void zpriv_free(void *p)
+static void tzip_free(void *p)
 {
-    zpriv *z = p;
+    tc_tzip *z = p;
     if (!z)
         return;
     tc_torch_graph_free(&z->tg);
     tc_zip_free(&z->zip);
     free(z->archive);
     free(z->rec);
+    if (z->free_extra)
+        z->free_extra(z->extra);
     free(z);
 }
 
 static bool probe(const tc_probe *p) { return p->n >= 4 && !memcmp(p->head, "PK\x03\x04", 4); }
 
-static const tc_zip_entry *record(const zpriv *z, const char *name)
+const tc_zip_entry *tc_tzip_record(const tc_tzip *z, const char *name)
 {
     char full[512];
     snprintf(full, sizeof full, "%s/%s", z->archive, name);
     return tc_zip_find(&z->zip, full);
 }
 
-static int small_record(tc_ckpt *c, zpriv *z, const char *name, tc_diag *d)
+static int small_record(tc_ckpt *c, tc_tzip *z, const char *name, tc_diag *d)
 {
-    const tc_zip_entry *e = record(z, name);
+    const tc_zip_entry *e = tc_tzip_record(z, name);
     if (!e)
         return 0;
     uint8_t *buf;
@@ -58,12 +51,13 @@ static int small_record(tc_ckpt *c, zpriv *z, const char *name, tc_diag *d)
     return tc_ckpt_add_fact(c, name, v, d);
 }
 
-static int open_zip(tc_ckpt *c, tc_diag *d)
+int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
 {
-    zpriv *z = calloc(1, sizeof *z);
+    tc_tzip *z = calloc(1, sizeof *z);
     if (!z)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_torch_zip, tc_format_torch_zip.name, z, zpriv_free);
+    tc_ckpt_set_driver(c, driver, driver->name, z, tzip_free);
+    *out = z;
     const tc_limits *lim = tc_ckpt_limits(c);
     tc_zip_limits zl = {.max_entries = lim->max_entries};
     int rc = tc_torch_graph_init(&z->tg, c, d);
@@ -82,9 +76,12 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
         if (strncmp(z->zip.e[i].name, z->archive, al) || z->zip.e[i].name[al] != '/')
             return tc_fail(d, TC_ERR_FORMAT, "zip entry '%s' is outside the top folder '%s/' (torch refuses this)",
                            z->zip.e[i].name, z->archive);
-    if (record(z, "constants.pkl"))
-        return tc_fail(d, TC_ERR_UNSUPPORTED,
-                       "a TorchScript archive (torch.jit.save), not a torch.save checkpoint");
+    return 0;
+}
+
+int tc_tzip_facts(tc_ckpt *c, tc_tzip *z, tc_diag *d)
+{
+    int rc;
     if ((rc = tc_ckpt_add_fact(c, "archive", z->archive, d)) || (rc = small_record(c, z, "version", d)) ||
         (rc = small_record(c, z, ".data/version", d)) || (rc = small_record(c, z, "byteorder", d)) ||
         (rc = small_record(c, z, ".format_version", d)) || (rc = small_record(c, z, ".storage_alignment", d)))
@@ -93,30 +90,42 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
         if (!strcmp(tc_ckpt_fact(c, i)->key, "byteorder") && strcmp(tc_ckpt_fact(c, i)->value, "little"))
             return tc_fail(d, TC_ERR_UNSUPPORTED, "byteorder record says '%s'; only little-endian files are supported",
                            tc_ckpt_fact(c, i)->value);
-    if (!record(z, "version") && !record(z, ".data/version"))
+    if (!tc_tzip_record(z, "version") && !tc_tzip_record(z, ".data/version"))
         return tc_fail(d, TC_ERR_FORMAT, "no %s/version record (torch refuses such files)", z->archive);
+    return 0;
+}
 
-    const tc_zip_entry *pe = record(z, "data.pkl");
+int tc_tzip_read(const tc_tzip *z, const tc_ckpt *c, const tc_zip_entry *e, uint8_t **buf, size_t *len,
+                 tc_diag *d)
+{
+    const tc_limits *lim = tc_ckpt_limits(c);
+    if (e->usize > lim->max_pickle_bytes)
+        return tc_fail(d, TC_ERR_LIMIT, "%s is %llu bytes, more than %llu (raise with --max-pickle-size)", e->name,
+                       (unsigned long long)e->usize, (unsigned long long)lim->max_pickle_bytes);
+    uint64_t allowed;
+    if (e->method != 0 && lim->max_inflate_ratio &&
+        (__builtin_mul_overflow(e->csize, lim->max_inflate_ratio, &allowed) ? false
+                                                                              : e->usize > allowed + (1u << 20)))
+        return tc_fail(d, TC_ERR_LIMIT,
+                       "%s inflates from %llu to %llu bytes, more than %llu times past its first MiB "
+                       "(raise with --max-inflate-ratio)",
+                       e->name, (unsigned long long)e->csize, (unsigned long long)e->usize,
+                       (unsigned long long)lim->max_inflate_ratio);
+    return tc_zip_read_all(&z->zip, e, lim->max_pickle_bytes, buf, len, d);
+}
+
+int tc_tzip_data(tc_ckpt *c, tc_tzip *z, tc_diag *d)
+{
+    const tc_zip_entry *pe = tc_tzip_record(z, "data.pkl");
     if (!pe)
         return tc_fail(d, TC_ERR_FORMAT, "no %s/data.pkl record", z->archive);
     uint8_t *pkl;
     size_t plen;
-    if (pe->usize > lim->max_pickle_bytes)
-        return tc_fail(d, TC_ERR_LIMIT, "%s is %llu bytes, more than %llu (raise with --max-pickle-size)", pe->name,
-                       (unsigned long long)pe->usize, (unsigned long long)lim->max_pickle_bytes);
-    uint64_t allowed;
-    if (pe->method != 0 && lim->max_inflate_ratio &&
-        (__builtin_mul_overflow(pe->csize, lim->max_inflate_ratio, &allowed) ? false
-                                                                               : pe->usize > allowed + (1u << 20)))
-        return tc_fail(d, TC_ERR_LIMIT,
-                       "%s inflates from %llu to %llu bytes, more than %llu times past its first MiB "
-                       "(raise with --max-inflate-ratio)",
-                       pe->name, (unsigned long long)pe->csize, (unsigned long long)pe->usize,
-                       (unsigned long long)lim->max_inflate_ratio);
-    if ((rc = tc_zip_read_all(&z->zip, pe, lim->max_pickle_bytes, &pkl, &plen, d)))
+    int rc = tc_tzip_read(z, c, pe, &pkl, &plen, d);
+    if (rc)
         return rc;
     pk_read_opts o = tc_torch_read_opts(&z->tg, "data.pkl");
-    z->tg.pickle_bytes = plen;
+    z->tg.pickle_bytes += plen;
     rc = pk_read(z->tg.g, pkl, plen, &o, &z->tg.root, NULL, d);
     free(pkl);
     if (rc)
@@ -128,7 +137,7 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
         tc_storage *s = tc_ckpt_storage_mut(c, i);
         char name[256];
         snprintf(name, sizeof name, "data/%s", s->key);
-        const tc_zip_entry *e = record(z, name);
+        const tc_zip_entry *e = tc_tzip_record(z, name);
         if (!e)
             return tc_fail(d, TC_ERR_FORMAT, "storage '%s': no record %s/%s (file incomplete?)", s->key,
                            z->archive, name);
@@ -143,6 +152,19 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
         s->crc_known = true;
         s->crc = e->crc;
     }
+    return 0;
+}
+
+static int open_zip(tc_ckpt *c, tc_diag *d)
+{
+    tc_tzip *z;
+    int rc = tc_tzip_open(c, &tc_format_torch_zip, &z, d);
+    if (rc)
+        return rc;
+    if (tc_tzip_record(z, "constants.pkl"))
+        return TC_FORMAT_DECLINE; /* a TorchScript archive (torchscript.c) */
+    if ((rc = tc_tzip_facts(c, z, d)) || (rc = tc_tzip_data(c, z, d)))
+        return rc;
     return tc_torch_index(&z->tg, d);
 }
 
@@ -160,9 +182,9 @@ static void inflate_close(tc_rd *r)
     r->state = NULL;
 }
 
-static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+int tc_tzip_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 {
-    const zpriv *z = tc_ckpt_priv(c);
+    const tc_tzip *z = tc_ckpt_priv(c);
     const tc_storage *s = tc_ckpt_storage(c, i);
     if (s->stored) {
         tc_rd_range(r, tc_ckpt_src(c), s->file_off, s->nbytes);
@@ -203,11 +225,11 @@ static uint32_t data_phase(const tc_write_job *job, size_t k, uint64_t size, uin
     return (uint32_t)(at % TC_SHARE_BLOCK);
 }
 
-/* Block k as record data/<k>: laid out here, its bytes put by the job's callback. */
-static int write_block(tc_zipw *w, const tc_write_job *job, size_t k, uint64_t size, tc_diag *d)
+/* Block k as record data/<as>: laid out here, its bytes put by the job's callback. */
+static int write_block(tc_zipw *w, const tc_write_job *job, size_t as, size_t k, uint64_t size, tc_diag *d)
 {
     char name[48];
-    snprintf(name, sizeof name, "data/%zu", k);
+    snprintf(name, sizeof name, "data/%zu", as);
     uint64_t off;
     uint32_t crc = 0, mod, phase = data_phase(job, k, size, &mod);
     int rc = tc_zipw_begin_at(w, name, size, mod, phase, d);
@@ -230,12 +252,21 @@ static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     tc_torch_graph *tg = job->whole ? tc_torch_graph_of(job->whole) : NULL;
     if (job->whole && !tg)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "%s files have no object graph to rewrite", tc_ckpt_format(job->whole));
-    if (tg)
-        rc = tc_torch_rewrite(tg, job->storages, job->max_depth, &pkl, &plen, d);
-    else
+    size_t n = tg ? tc_ckpt_nstorages(job->whole) : job->nblocks;
+    bool *keep = calloc(n + 1, sizeof *keep);
+    if (!keep)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (tg) {
+        rc = tc_torch_rewrite(tg, job, keep, &pkl, &plen, d);
+    } else {
+        for (size_t k = 0; k < n; k++)
+            keep[k] = true;
         rc = tc_torch_state_dict(job, &pkl, &plen, d);
-    if (rc)
+    }
+    if (rc) {
+        free(keep);
         return rc;
+    }
     char archive[256];
     tc_zip_archive_name(dst->path, archive, sizeof archive);
     tc_zipw w;
@@ -245,9 +276,10 @@ static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     free(pkl);
     if (!rc)
         rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
-    size_t n = tg ? tc_ckpt_nstorages(job->whole) : job->nblocks;
-    for (size_t k = 0; k < n && !rc; k++)
-        rc = write_block(&w, job, k, tg ? job->storages[k].nbytes : job->blocks[k].nbytes, d);
+    for (size_t k = 0, as = 0; k < n && !rc; k++)
+        if (keep[k])
+            rc = write_block(&w, job, as++, k, tg ? job->storages[k].nbytes : job->blocks[k].nbytes, d);
+    free(keep);
     if (!rc)
         rc = tc_zipw_add(&w, "version", "3\n", 2, d);
     if (!rc)
@@ -256,4 +288,4 @@ static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     return rc;
 }
 
-const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip, open_storage, write_zip};
+const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip, tc_tzip_open_storage, write_zip};

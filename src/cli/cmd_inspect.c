@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "format.h"
 #include "hash.h"
+#include "inspect_weights.h"
 #include "safety.h"
 
 static const tc_opt o_json = {
@@ -254,6 +255,7 @@ static void print_text(const tc_ckpt *c)
     }
     if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c))
         contents(c, NULL);
+    tc_inspect_weights_text(c);
     bool cuda = false;
     for (size_t i = 0; i < ndev; i++)
         cuda |= !strncmp(dev[i].key, "cuda", 4);
@@ -465,6 +467,8 @@ static void print_json(const tc_ckpt *c)
         jnext(&first, "contents", "  ");
         jput(m);
     }
+    jnext(&first, "weights", "  ");
+    jput(tc_inspect_weights_json(c));
     fputs("\n}\n", stdout);
 }
 

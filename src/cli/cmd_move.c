@@ -50,9 +50,8 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
 
 #define MOVE_OPTS                                                                                         \
     &tc_opt_help, &o_output, &tc_opt_force, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
-        &o_engine, &tc_opt_part, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc, &tc_opt_quiet,   \
-        &o_verbose, \
-        TC_LIMIT_OPTS
+        TC_KEY_OPTS, &o_engine, &tc_opt_part, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc,          \
+        &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS
 
 static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
 static const tc_opt *const cuda_opts[] = {&o_device, MOVE_OPTS, NULL};
@@ -308,7 +307,7 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
  * all of it or nothing. */
 static int move_index(const char *in, const char *out, bool force, tc_move_req *r, const tc_args *a)
 {
-    tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o}, .force = force, .allow_unsafe = r->allow_unsafe,
+    tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o, .keys = r->keys}, .force = force, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
         return TC_EXIT_USAGE;
@@ -355,8 +354,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     memset(&r, 0, sizeof r);
-    if (tc_move_parse_common(&a, &r))
+    if (tc_move_parse_common(&a, &r) || tc_keyops_from_args(&a, &r.keys))
         goto done;
+    r.o.keys = tc_keyops_any(&r.keys) ? &r.keys : NULL;
     bool cuda = !strcmp(cmd->name, "to-cuda");
     char dev[32] = "cpu";
     if (cuda) {

@@ -3,6 +3,7 @@
 #define TC_MOVE_H
 
 #include "cli.h"
+#include "keys.h"
 #include "rewrite.h"
 
 typedef struct tc_move_req tc_move_req;
@@ -16,6 +17,7 @@ struct tc_move_req {
     char **safe_globals;  /* --safe-globals, split */
     size_t nsafe;
     char *safe_buf;
+    tc_keyops keys;       /* key surgery (to-cpu, to-cuda: on the dicts holding tensors) */
     void (*check_cuda)(tc_move_req *r, const tc_ckpt *c, const tc_plan *p);
 };
 

@@ -34,6 +34,10 @@ struct tc_ckpt {
     char **shards;
     size_t nshards;
     struct ckpt_ext *ext;  /* chunks and nested checkpoints (distributed checkpoints), at the end of this file */
+    tc_keyed *keyed;
+    size_t nkeyed, keyedcap;
+    tc_module *mods;
+    size_t nmods, modcap;
 };
 
 static void ext_free(struct ckpt_ext *x);
@@ -113,6 +117,19 @@ void tc_ckpt_close(tc_ckpt *c)
     for (size_t i = 0; i < c->nshards; i++)
         free(c->shards[i]);
     free(c->shards);
+    for (size_t i = 0; i < c->nkeyed; i++) {
+        for (size_t k = 0; k < c->keyed[i].nkeys; k++)
+            free(c->keyed[i].keys[k]);
+        free(c->keyed[i].keys);
+        free(c->keyed[i].text);
+        free(c->keyed[i].name);
+    }
+    free(c->keyed);
+    for (size_t i = 0; i < c->nmods; i++) {
+        free(c->mods[i].prefix);
+        free(c->mods[i].cls);
+    }
+    free(c->mods);
     tc_strmap_free(&c->tnames);
     tc_strmap_free(&c->skeys);
     tc_strmap_free(&c->gnames);
@@ -142,6 +159,10 @@ size_t tc_ckpt_nentries(const tc_ckpt *c) { return c->nent; }
 const tc_entry *tc_ckpt_entry(const tc_ckpt *c, size_t i) { return &c->ent[i]; }
 size_t tc_ckpt_nshards(const tc_ckpt *c) { return c->nshards; }
 const char *tc_ckpt_shard(const tc_ckpt *c, size_t i) { return c->shards[i]; }
+size_t tc_ckpt_nkeyed(const tc_ckpt *c) { return c->nkeyed; }
+const tc_keyed *tc_ckpt_keyed(const tc_ckpt *c, size_t i) { return &c->keyed[i]; }
+size_t tc_ckpt_nmodules(const tc_ckpt *c) { return c->nmods; }
+const tc_module *tc_ckpt_module(const tc_ckpt *c, size_t i) { return &c->mods[i]; }
 const void *tc_ckpt_driver(const tc_ckpt *c) { return c->driver; }
 const char *tc_ckpt_format(const tc_ckpt *c) { return c->format; }
 void *tc_ckpt_priv(const tc_ckpt *c) { return c->priv; }
@@ -253,6 +274,7 @@ long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d)
     memset(t, 0, sizeof *t);
     t->storage = -1;
     t->alias_of = -1;
+    t->keyed = -1;
     if (!(t->name = strdup(name)) || tc_strmap_put(&c->tnames, t->name, c->nt, NULL) < 0) {
         free(t->name);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
@@ -525,3 +547,48 @@ int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const cha
 
 size_t tc_ckpt_nobjects(const tc_ckpt *c) { return c->ext ? c->ext->nobj : 0; }
 const tc_object *tc_ckpt_object(const tc_ckpt *c, size_t i) { return &c->ext->obj[i]; }
+
+long tc_ckpt_add_keyed(tc_ckpt *c, const char *name, bool attrs, const char *const *keys, const bool *text, size_t n,
+                       tc_diag *d)
+{
+    if (reserve(&c->keyed, c->nkeyed, &c->keyedcap, sizeof *c->keyed, d))
+        return -1;
+    tc_keyed *k = &c->keyed[c->nkeyed];
+    memset(k, 0, sizeof *k);
+    k->attrs = attrs;
+    k->name = strdup(name);
+    k->keys = calloc(n + 1, sizeof *k->keys);
+    k->text = calloc(n + 1, sizeof *k->text);
+    bool ok = k->name && k->keys && k->text;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok = (k->keys[i] = strdup(keys[i])) != NULL;
+        k->text[i] = text[i];
+        k->nkeys = i + 1;
+    }
+    if (!ok) {
+        for (size_t i = 0; k->keys && i < k->nkeys; i++)
+            free(k->keys[i]);
+        free(k->keys);
+        free(k->text);
+        free(k->name);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
+    }
+    k->nkeys = n;
+    return (long)c->nkeyed++;
+}
+
+int tc_ckpt_add_module(tc_ckpt *c, const char *prefix, const char *cls, tc_diag *d)
+{
+    if (reserve(&c->mods, c->nmods, &c->modcap, sizeof *c->mods, d))
+        return d->code;
+    tc_module *m = &c->mods[c->nmods];
+    m->prefix = strdup(prefix);
+    m->cls = strdup(cls);
+    if (!m->prefix || !m->cls) {
+        free(m->prefix);
+        free(m->cls);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    c->nmods++;
+    return 0;
+}

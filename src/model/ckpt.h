@@ -64,6 +64,8 @@ typedef struct tc_tensor {
     long alias_of;         /* the first tensor that is the same Python object, or -1 */
     bool aux;              /* part of another tensor (quantizer scales): never cast */
     bool subclass;         /* a tensor subclass, or with Python state: its bytes are kept, never cast */
+    long keyed;            /* the container holding it under a key (tc_ckpt_keyed), or -1 (a list element, a part of another tensor) */
+    size_t item;           /* its key's position among that container's items */
 } tc_tensor;
 
 /* A Python global the file names, as CPython would import it. */
@@ -94,6 +96,26 @@ typedef struct tc_entry {
     bool has_items;        /* it has named entries of its own (listed at depth 2 when depth is 1) */
     bool attr;             /* an attribute of an object (its state), not an item of a dict */
 } tc_entry;
+
+/* A container of the object graph that holds tensors directly under keys: a
+ * dict (a state_dict, an optimizer's per-parameter state) or the parameters
+ * and buffers of a pickled object (nn.Module). Where key surgery on a whole
+ * rewrite acts: it renames and removes the items of dicts; attributes of
+ * objects it cannot rename. */
+typedef struct tc_keyed {
+    char *name;            /* its tensors are named name + "." + key ("" at the root: key alone); the first path found */
+    bool attrs;            /* attributes of an object, not items of a dict */
+    size_t nkeys;
+    char **keys;           /* every item's key as tensor names show it */
+    bool *text;            /* per item: its key is a str (other keys are never renamed) */
+} tc_keyed;
+
+/* An nn.Module pickled whole (torch.save(model)), not inside another: its
+ * tensors are named prefix + "." + what its state_dict() would name them. */
+typedef struct tc_module {
+    char *prefix;          /* "" when it is the file's root object */
+    char *cls;             /* its class, "module.Name" */
+} tc_module;
 
 typedef struct tc_limits {
     uint64_t max_pickle_bytes;
@@ -148,6 +170,10 @@ size_t tc_ckpt_nentries(const tc_ckpt *c);
 const tc_entry *tc_ckpt_entry(const tc_ckpt *c, size_t i);
 size_t tc_ckpt_nshards(const tc_ckpt *c);
 const char *tc_ckpt_shard(const tc_ckpt *c, size_t i);
+size_t tc_ckpt_nkeyed(const tc_ckpt *c);
+const tc_keyed *tc_ckpt_keyed(const tc_ckpt *c, size_t i);
+size_t tc_ckpt_nmodules(const tc_ckpt *c);
+const tc_module *tc_ckpt_module(const tc_ckpt *c, size_t i);
 /* The location a tensor's data would load on: its storage's, or its own. */
 const char *tc_tensor_device(const tc_ckpt *c, const tc_tensor *t);
 
@@ -168,7 +194,7 @@ long tc_ckpt_add_storage(tc_ckpt *c, const char *key, tc_diag *d);
 tc_storage *tc_ckpt_storage_mut(tc_ckpt *c, size_t i);
 /* Forget every storage (a driver reading again from the start). */
 void tc_ckpt_clear_storages(tc_ckpt *c);
-/* A new tensor named name (copied), zeroed, storage and alias_of -1; returns its index or -1. */
+/* A new tensor named name (copied), zeroed, storage, alias_of and keyed -1; returns its index or -1. */
 long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d);
 tc_tensor *tc_ckpt_tensor_mut(tc_ckpt *c, size_t i);
 /* Count one more mention of a global "module.name"; the verdict is taken the first time. */
@@ -178,6 +204,11 @@ int tc_ckpt_add_hazard(tc_ckpt *c, const char *text, tc_diag *d);
 int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d);
 /* An entry (its strings copied). */
 int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d);
+/* A keyed container (name, keys[0..n) and text copied); returns its index or -1. */
+long tc_ckpt_add_keyed(tc_ckpt *c, const char *name, bool attrs, const char *const *keys, const bool *text, size_t n,
+                       tc_diag *d);
+/* A module pickled whole (strings copied). */
+int tc_ckpt_add_module(tc_ckpt *c, const char *prefix, const char *cls, tc_diag *d);
 /* A shard name (copied); returns its index or -1. */
 long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d);
 /* Sort the globals by name (once every global is added). */

@@ -25,29 +25,6 @@ static const char *under(const char *name, const char *key)
     return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
 }
 
-int tc_sd_items_under(tc_sd_items *it, const char *key, tc_convert_report *rep, tc_diag *d)
-{
-    long *map = malloc((it->n + 1) * sizeof *map);
-    if (!map)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    size_t n = 0;
-    for (size_t i = 0; i < it->n; i++) {
-        const char *rel = under(it->v[i].name, key);
-        map[i] = -1;
-        if (!rel) {
-            rep->ntensors -= rep->ntensors > 0;
-            continue;
-        }
-        map[i] = (long)n;
-        it->v[n] = it->v[i];
-        it->v[n].name = rel;
-        it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
-        n++;
-    }
-    it->n = n;
-    free(map);
-    return 0;
-}
 
 /* Block k of the .pt output is storage blk[k] of c. */
 typedef struct pt_data {
@@ -192,8 +169,7 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
                                      under(ob->name, so->co.key), ob->kind);
         }
         if (!rc)
-            rc = tc_set_run_one(c, out, so, &rep->set, d);
-        c = NULL; /* the set closed it */
+            rc = tc_set_run_ckpt(c, out, so, &rep->set, d);
         goto done;
     }
     if ((rc = tc_dst_open(&dst, out, so->force ? TC_DST_FORCE : 0, d)))

@@ -44,8 +44,5 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
                    tc_diag *d);
 void tc_consolidate_report_free(tc_consolidate_report *r);
 
-/* Keep only the items under key (named key.X), renamed X; rep->ntensors
- * counts the tensors left out less. For the sets' torch outputs. */
-int tc_sd_items_under(tc_sd_items *it, const char *key, tc_convert_report *rep, tc_diag *d);
 
 #endif

@@ -128,7 +128,7 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
     int rc;
     size_t klen = o->key ? strlen(o->key) : 0, nt = tc_ckpt_ntensors(c);
     uint64_t max_expand = o->max_expand ? o->max_expand : TC_DEFAULT_MAX_EXPAND;
-    if ((rc = report_entries(c, o->key, rep, d)))
+    if (!o->no_entries && (rc = report_entries(c, o->key, rep, d)))
         return rc;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
@@ -515,23 +515,30 @@ done:
 static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
                        tc_convert_report *rep, tc_diag *d)
 {
-    size_t nt = tc_ckpt_ntensors(c), n = 0;
+    size_t nt = tc_ckpt_ntensors(c), n = 0, klen = o->key ? strlen(o->key) : 0;
     tc_witem *it = calloc(nt + 1, sizeof *it);
     long *at = malloc((nt + 1) * sizeof *at);  /* tensor -> its item */
     bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
-    int rc = it && at && seen ? report_entries(c, NULL, rep, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = it && at && seen ? (o->no_entries ? 0 : report_entries(c, o->key, rep, d))
+                              : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     for (size_t k = 0; k < nt && !rc; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
+        const char *name = t->name;
         at[k] = -1;
-        if ((o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, t->name)) ||
-            tc_glob_any(o->keys.drop, o->keys.ndrop, t->name)) {
-            rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", t->name);
+        if (o->key) {
+            if (strncmp(name, o->key, klen) || name[klen] != '.')
+                continue;
+            name += klen + 1;
+        }
+        if ((o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, name)) ||
+            tc_glob_any(o->keys.drop, o->keys.ndrop, name)) {
+            rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", name);
             continue;
         }
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
             rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
                             "tensor '%s' is a %s, which a state_dict of plain tensors cannot hold; --drop '%s' "
-                            "leaves it out", t->name, kinds[t->kind], t->name);
+                            "leaves it out", name, kinds[t->kind], name);
             break;
         }
         const tc_out_storage *ps = &p->out[t->storage];
@@ -539,8 +546,8 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
         rep->naliases += seen[t->storage];
         seen[t->storage] = true;
         at[k] = (long)n;
-        it[n++] = (tc_witem){t->name, (size_t)t->storage, ps->cast ? ps->dtype : t->dtype, t->ndim, t->shape,
-                             t->stride, t->offset, t->requires_grad, t->parameter,
+        it[n++] = (tc_witem){name, (size_t)t->storage, ps->cast ? ps->dtype : t->dtype, t->ndim, t->shape,
+                             t->stride, t->offset, o->plain ? false : t->requires_grad, o->plain ? false : t->parameter,
                              t->alias_of >= 0 ? at[t->alias_of] : -1};
     }
     free(at);
@@ -553,11 +560,49 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
     return 0;
 }
 
+/* Name relative to key: name without "key." when it starts so, else NULL. */
+static const char *under_key(const char *name, const char *key)
+{
+    size_t l = strlen(key);
+    return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
+}
+
+/* The items under entry key, named relative to it (a checkpoint without an object graph: the
+ * graph's items are chosen as they are made). */
+static int items_under(tc_sd_items *it, const char *key, tc_convert_report *rep, tc_diag *d)
+{
+    long *map = malloc((it->n + 1) * sizeof *map);
+    if (!map)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < it->n; i++) {
+        const char *rel = under_key(it->v[i].name, key);
+        map[i] = -1;
+        if (!rel) {
+            rep->ntensors -= rep->ntensors > 0;
+            continue;
+        }
+        map[i] = (long)n;
+        it->v[n] = it->v[i];
+        it->v[n].name = rel;
+        it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
+        n++;
+    }
+    it->n = n;
+    free(map);
+    return 0;
+}
+
 int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,
                      tc_convert_report *rep, tc_diag *d)
 {
     memset(out, 0, sizeof *out);
-    return tc_ckpt_has_objects(c) ? graph_items(c, o, p, out, rep, d) : st_items(c, p, out, rep, d);
+    if (tc_ckpt_has_objects(c))
+        return graph_items(c, o, p, out, rep, d);
+    int rc = st_items(c, p, out, rep, d);
+    if (!rc && o->key)
+        rc = items_under(out, o->key, rep, d);
+    return rc;
 }
 
 void tc_sd_items_free(tc_sd_items *s)
@@ -578,11 +623,8 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
     if (o->key)
         return tc_fail(d, TC_ERR_USAGE, "--key selects an entry of a .pt checkpoint; %s files have none",
                        tc_ckpt_format(c));
-    if (tc_ckpt_has_objects(c) && tc_keyops_any(&o->keys))
-        return tc_fail_at(d, TC_ERR_UNSUPPORTED, tc_ckpt_path(c), TC_NO_OFFSET,
-                          "key surgery on a .pt output of a torch checkpoint is not supported yet; "
-                          "convert to .safetensors, or from a .safetensors file");
     tc_rewrite_opts ro = o->ro;
+    ro.keys = tc_ckpt_has_objects(c) && tc_keyops_any(&o->keys) ? &o->keys : NULL; /* whole rewrites: rekey.h */
     ro.all_to = dev;
     ro.maps = NULL;
     ro.nmaps = 0;

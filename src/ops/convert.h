@@ -43,6 +43,9 @@ typedef struct tc_convert_opts {
     const char *device;   /* location tag of .pt output storages (NULL: "cpu") */
     tc_keyops keys;       /* key surgery: --drop and --only-keys choose, the rest renames */
     uint64_t max_expand;  /* a view written out may take this many times its storage's bytes (0: default) */
+    bool no_entries;      /* leave the objects that are not tensors out of the report (extract lists them itself) */
+    bool plain;           /* a flat state_dict of a torch checkpoint's tensors: plain tensors, requires_grad off,
+                             as state_dict() gives them (not Parameters) */
 } tc_convert_opts;
 
 typedef struct tc_convert_report {
@@ -94,9 +97,10 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
 int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d);
 
 /* c as the items of a flat state_dict over blocks = c's storages as p plans
- * them: its dense tensors (Parameters and sharing kept), or a safetensors
- * file's tensors with the aliases its __metadata__ records restored. A
- * tensor it cannot hold is an error unless o's --drop names it. */
+ * them: its dense tensors (Parameters and sharing kept; only those under
+ * o->key, named relative to it, when given), or a safetensors file's tensors
+ * with the aliases its __metadata__ records restored. A tensor it cannot
+ * hold is an error unless o's --drop names it. */
 typedef struct tc_sd_items {
     tc_witem *v;
     size_t n;

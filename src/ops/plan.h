@@ -45,6 +45,7 @@ typedef struct tc_rewrite_opts {
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
     tc_engines *engines;         /* lent to every plan made with these options; NULL: each its own */
+    const struct tc_keyops *keys; /* whole rewrites: key surgery on the dicts holding tensors (rekey.h); NULL: none */
 } tc_rewrite_opts;
 
 /* What the cast of one storage did. */

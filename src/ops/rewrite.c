@@ -1,6 +1,9 @@
 #include "rewrite.h"
 
+#include <string.h>
+
 #include "format.h"
+#include "rekey.h"
 #include "stream.h"
 
 int tc_storage_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
@@ -15,11 +18,29 @@ bool tc_storage_origin_fn(void *ctx, size_t k, uint64_t *off)
     return tc_stream_origin(s->p, s->c, k, off);
 }
 
-int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d)
+int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const tc_rekey *rk, tc_dst *dst, tc_diag *d)
 {
+    if (!strcmp(tc_ckpt_format(c), "torchscript"))
+        return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                          "a TorchScript archive cannot be rewritten whole (its code/ would be lost); 'tensorctl "
+                          "extract' writes its parameters and buffers as a state_dict");
     tc_storage_data sd = {p, c};
     tc_write_job job = {.whole = c, .storages = p->out, .data = tc_storage_data_fn, .origin = tc_storage_origin_fn,
-                        .ctx = &sd, .max_depth = p->o->max_depth};
+                        .ctx = &sd, .max_depth = p->o->max_depth, .edits = rk ? rk->edits : NULL,
+                        .nedits = rk ? rk->nedits : 0};
     p->total = p->in_bytes;
     return tc_format_named("torch-zip")->write(&job, dst, d);
+}
+
+int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d)
+{
+    tc_rekey rk = {0};
+    int rc = 0;
+    if (tc_keyops_any(p->o->keys) && (rc = tc_rekey_make(c, p->o->keys, &rk, d))) {
+        tc_diag_subject(d, tc_ckpt_path(c));
+        return rc;
+    }
+    rc = tc_rewrite_keyed(c, p, &rk, dst, d);
+    tc_rekey_free(&rk);
+    return rc;
 }

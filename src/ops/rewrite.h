@@ -8,9 +8,13 @@
 #include "dest.h"
 #include "plan.h"
 
-/* Write c as p plans into dst (an open, empty destination); c's object graph
- * is modified. */
+/* Write c as p plans into dst (an open, empty destination), with the key
+ * surgery p's options ask for (rekey.h); c's object graph is modified.
+ * TorchScript archives are refused (their code would be lost). */
 int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d);
+/* The same with the surgery already worked out (rk may be NULL: none). */
+struct tc_rekey;
+int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const struct tc_rekey *rk, tc_dst *dst, tc_diag *d);
 
 /* A tc_data_fn for plans: block k is storage k of the planned checkpoint. */
 typedef struct tc_storage_data {

@@ -35,6 +35,11 @@ void tc_safety_why(const tc_ckpt *c, char *buf, size_t n)
     buf[0] = 0;
     if (nd)
         snprintf(buf, n, "loading it runs %s", dl);
+    else if (nu && !strcmp(tc_ckpt_format(c), "torchscript"))
+        snprintf(buf, n,
+                 "a TorchScript archive: torch.load(weights_only=True) refuses it, and torch.jit.load (what "
+                 "torch.load(weights_only=False) calls) compiles its code/ files and runs what its classes define: %s",
+                 ul);
     else if (nu)
         snprintf(buf, n, "loading it needs weights_only=False for globals outside torch's allowlist: %s", ul);
     else if (tc_ckpt_nhazards(c))

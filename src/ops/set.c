@@ -9,6 +9,7 @@
 
 #include "consolidate.h"
 #include "format.h"
+#include "rekey.h"
 #include "rewrite.h"
 #include "safety.h"
 #include "shard_index.h"
@@ -240,6 +241,60 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *c
 
 /* ---- rewriting each shard whole --------------------------------------------------------- */
 
+/* The names shard file's tensors have after key surgery rk, appended to the
+ * new index (names the caller frees through owned), each once in the whole
+ * set; *total grows by the bytes of the storages they still view. */
+static int keyed_names(const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, const char *file, const char ***names,
+                       const char ***files, char ***owned, size_t *n, size_t *cap, tc_strmap *seen, uint64_t *total,
+                       tc_diag *d)
+{
+    size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
+    bool *counted = calloc(ns + 1, sizeof *counted);
+    if (!counted)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    for (size_t t = 0; t < nt && !rc; t++) {
+        const tc_tensor *x = tc_ckpt_tensor(c, t);
+        if (!rk->names[t] || tc_ckpt_find_tensor(c, x->name) != (long)t)
+            continue; /* removed, or a name given twice (listed once) */
+        if (x->storage >= 0 && !counted[x->storage]) {
+            counted[x->storage] = true;
+            *total += p->out[x->storage].nbytes;
+        }
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            const char **a = realloc(*names, nc * sizeof *a), **b = a ? realloc(*files, nc * sizeof *b) : NULL;
+            char **o2 = b ? realloc(*owned, nc * sizeof *o2) : NULL;
+            if (a)
+                *names = a;
+            if (b)
+                *files = b;
+            if (!o2) {
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            *owned = o2;
+            *cap = nc;
+        }
+        char *nm = strdup(rk->names[t]);
+        int put = nm ? tc_strmap_put(seen, nm, *n, NULL) : -1;
+        if (put < 0) {
+            free(nm);
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        } else if (put == 0) {
+            rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                            "after key surgery two tensors of the set are named '%s'", nm);
+            free(nm);
+        } else {
+            (*owned)[*n] = nm;
+            (*names)[*n] = nm;
+            (*files)[(*n)++] = file;
+        }
+    }
+    free(counted);
+    return rc;
+}
+
 static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o, outs *os, tc_set_report *rep,
                        tc_diag *d)
 {
@@ -286,8 +341,20 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         free(names);
         tc_ckpt_close(inc);
     }
+    /* key surgery: each shard's dicts on their own, and the index names what they became */
+    bool keyed = tc_keyops_any(&o->co.keys);
+    if (!rc && keyed && (o->nparts || o->index_only))
+        rc = tc_fail(d, TC_ERR_USAGE, "key surgery on a set rewritten whole cannot be split into --part runs "
+                                      "(the index names what every shard's keys became); run it in one process");
+    ro.keys = keyed ? &o->co.keys : NULL;
+    size_t nnames = 0, capnames = 0;
+    const char **names = NULL, **files = NULL;
+    char **owned = NULL;
+    tc_strmap seen = {0};
+    uint64_t total = 0;
     for (size_t i = 0; i < ix->nsh && !rc; i++) {
         tc_plan p = {0};
+        tc_rekey rk = {0};
         if (!mine(o, i))
             continue;
         free(path);
@@ -310,10 +377,15 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rc = gate(c, o, d);
         if (!rc)
             rc = tc_plan_make(&p, c, &ro, d);
+        if (!rc && keyed && (rc = tc_rekey_make(c, &o->co.keys, &rk, d)))
+            tc_diag_subject(d, tc_ckpt_path(c));
+        if (!rc && keyed)
+            rc = keyed_names(c, &p, &rk, ix->sh[i].file, &names, &files, &owned, &nnames, &capnames, &seen, &total,
+                             d);
         if (!rc)
             rc = outs_open(os, path, o->force, d);
         if (!rc)
-            rc = tc_rewrite(c, &p, outs_last(os), d);
+            rc = tc_rewrite_keyed(c, &p, &rk, outs_last(os), d);
         rep->sum.shared_bytes += p.shared;
         rep->sum.copied_bytes += p.copied;
         if (!rc) {
@@ -332,11 +404,22 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rep->nshards++;
         }
         tc_plan_free(&p);
+        tc_rekey_free(&rk);
         tc_ckpt_close(c);
         c = NULL;
     }
+    if (!rc && keyed) { /* the index with the new names: its metadata kept, total_size what the shards now hold */
+        if (!(rc = outs_open(os, index, o->force, d)))
+            rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, names, files, nnames, d);
+    }
+    for (size_t k = 0; k < nnames; k++)
+        free(owned[k]);
+    free(owned);
+    free(names);
+    free(files);
+    tc_strmap_free(&seen);
     /* the index, unchanged: shard and tensor names stay */
-    if (!rc && writes_index(o)) {
+    if (!rc && !keyed && writes_index(o)) {
         tc_src src = {.fd = -1};
         uint8_t *buf = NULL;
         if (!(rc = tc_src_open_file(&src, ix->path, d)) && !(buf = malloc(src.size ? (size_t)src.size : 1)))
@@ -396,7 +479,7 @@ typedef struct conv {
     tc_engines eng;       /* one pool and one GPU caster for every input's plan */
     char **shards;        /* output paths */
     tc_keymap km;         /* the names after key surgery, over the whole set */
-    tc_ckpt *single;      /* the one input, opened already (a checkpoint that is not an index) */
+    tc_ckpt *given;       /* the set's only input, opened by the caller (tc_set_run_ckpt), or NULL */
 } conv;
 
 static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
@@ -420,13 +503,11 @@ static int open_input(conv *S, size_t i, tc_diag *d)
     const tc_set_opts *o = S->o;
     tc_convert_report *sum = &S->rep->sum;
     set_in *in = &S->in[i];
-    int rc = 0;
-    if (S->single) {
-        in->c = S->single;
-        S->single = NULL;
-    } else if ((rc = tc_index_open_shard(S->ix, i, &o->lim, &in->c, d))) {
+    int rc = S->given ? 0 : tc_index_open_shard(S->ix, i, &o->lim, &in->c, d);
+    if (S->given)
+        in->c = S->given;
+    if (rc)
         return rc;
-    }
     tc_ckpt *c = in->c;
     if ((rc = gate(c, o, d)))
         return rc;
@@ -458,8 +539,7 @@ static int open_input(conv *S, size_t i, tc_diag *d)
         return rc;
     }
     /* to torch: one unit per storage, in the order its first item comes */
-    if ((rc = tc_sd_items_make(c, &o->co, &in->p, &in->it, sum, d)) ||
-        (o->co.key && (rc = tc_sd_items_under(&in->it, o->co.key, sum, d))))
+    if ((rc = tc_sd_items_make(c, &o->co, &in->p, &in->it, sum, d)))
         return rc;
     for (size_t k = 0; k < in->it.n && !rc; k++) {
         size_t s = in->it.v[k].block;
@@ -643,14 +723,14 @@ done:
     return rc;
 }
 
-static int convert_set(const tc_index *ix, tc_ckpt *single, const char *out, const tc_set_opts *o, outs *os,
+static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts *o, outs *os,
                        tc_set_report *rep, tc_diag *d)
 {
     bool st = o->mode == TC_SET_SAFETENSORS;
     const char *base = st ? "model" : "pytorch_model", *ext = st ? ".safetensors" : ".bin";
     char idx_name[64];
     snprintf(idx_name, sizeof idx_name, "%s%s.index.json", base, ext);
-    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro, .single = single};
+    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro, .given = given};
     S.ro.engines = &S.eng;
     set_name *names = NULL;
     char *dir = NULL;
@@ -785,14 +865,14 @@ static int convert_set(const tc_index *ix, tc_ckpt *single, const char *out, con
         rep->sum.copied_bytes += S.in[i].p.copied;
     }
     free(names);
-    tc_ckpt_close(S.single); /* not taken when a failure came first */
     for (size_t i = 0; S.in && i < ix->nsh; i++) {
         if (S.in[i].planned)
             tc_plan_free(&S.in[i].p);
         free(S.in[i].sl);
         tc_sd_items_free(&S.in[i].it);
         free(S.in[i].unit);
-        tc_ckpt_close(S.in[i].c);
+        if (S.in[i].c != given)
+            tc_ckpt_close(S.in[i].c);
     }
     for (size_t k = 0; S.shards && k < nshards; k++)
         free(S.shards[k]);
@@ -821,16 +901,15 @@ static int index_of_one(const char *in, tc_ckpt *c, tc_index **out, tc_diag *d)
     return 0;
 }
 
-static int run(tc_index *ix, tc_ckpt *single, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+/* ix, or given (not closed here) as the one shard of ix. */
+static int run(tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
 {
     outs os = {0};
     rep->ninputs = ix->nsh;
-    int rc = single ? 0 : tc_index_check_shards(ix, d);
+    int rc = given ? 0 : tc_index_check_shards(ix, d);
     if (!rc)
         rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
-                                       : convert_set(ix, single, out, o, &os, rep, d);
-    else
-        tc_ckpt_close(single);
+                                       : convert_set(ix, given, out, o, &os, rep, d);
     if (!rc)
         rc = outs_publish(&os, d);
     outs_free(&os);
@@ -848,23 +927,24 @@ int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_rep
     if (!tc_index_path(in) && o->mode != TC_SET_REWRITE) {
         tc_ckpt *c;
         int rc = tc_open(&c, in, &o->lim, d);
-        return rc ? rc : tc_set_run_one(c, out, o, rep, d);
+        if (!rc)
+            rc = tc_set_run_ckpt(c, out, o, rep, d);
+        tc_ckpt_close(c);
+        return rc;
     }
     int rc = tc_index_open(&ix, in, &o->lim, d);
     return rc ? rc : run(ix, NULL, out, o, rep, d);
 }
 
-int tc_set_run_one(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
+int tc_set_run_ckpt(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
 {
     tc_index *ix = NULL;
     int rc = o->mode == TC_SET_REWRITE
-                 ? tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "a set rewritten whole needs an index")
+                 ? tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                              "a set is rewritten whole only from its index; a single checkpoint is written as a set "
+                              "by converting it")
                  : index_of_one(tc_ckpt_path(c), c, &ix, d);
-    if (rc) {
-        tc_ckpt_close(c);
-        return rc;
-    }
-    return run(ix, c, out, o, rep, d);
+    return rc ? rc : run(ix, c, out, o, rep, d);
 }
 
 void tc_set_report_free(tc_set_report *r)
@@ -875,3 +955,4 @@ void tc_set_report_free(tc_set_report *r)
     free(r->index_path);
     memset(r, 0, sizeof *r);
 }
+

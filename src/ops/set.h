@@ -69,8 +69,9 @@ typedef struct tc_set_report {
  * or a folder (the index then keeps the input index's name when rewriting,
  * else model.safetensors.index.json or pytorch_model.bin.index.json). */
 int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
-/* The same for one checkpoint opened already (converting only; c is closed by the run). */
-int tc_set_run_one(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
+/* A set written from one checkpoint already open (extract's sharded output):
+ * c is the set's only input (the caller keeps it; converting modes only). */
+int tc_set_run_ckpt(tc_ckpt *c, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
 void tc_set_report_free(tc_set_report *r);
 
 #endif

@@ -726,6 +726,105 @@ def g_index_metadata(d, n):
         ix['metadata']['note%06d' % i] = 'value %d' % i
     return write(os.path.join(d, 'model.safetensors.index.json'), json.dumps(ix, indent=2).encode())
 
+
+def ts_object(p, cls, items):
+    """A TorchScript object: GLOBAL __torch__ cls, NEWOBJ, a dict of items (each emits key and value), BUILD."""
+    p.glob('__torch__', cls)
+    p.emit(b')\x81')
+    p.put()
+    p.emit(b'}')
+    p.put()
+    batched(p, items)
+    p.emit(b'b')
+
+
+def g_ts_many_classes(d, n):
+    # a TorchScript archive: n module classes in code/__torch__.py (each with a method whose body
+    # assigns __parameters__, deeper indented), the root holding one object of each
+    code = ['class Root(Module):\n  __parameters__ = []\n  __buffers__ = []\n  training : bool\n']
+    for i in range(n):
+        code.append('class M%d(Module):\n  __parameters__ = ["w", ]\n  __buffers__ = ["b", ]\n  w : Tensor\n'
+                    '  def forward(self: __torch__.M%d,\n    x: Tensor) -> Tensor:\n    __parameters__ = x\n'
+                    '    return x\n' % (i, i))
+    p = Pickle(2)
+    pid = p.storage_memo('0', 2 * n)
+
+    def child(i):
+        def f():
+            p.str('c%d' % i)
+            ts_object(p, 'M%d' % i, [lambda: (p.str('w'), p.tensor(offset=2 * i, shape=(1,), pid_memo=pid)),
+                                     lambda: (p.str('b'), p.tensor(offset=2 * i + 1, shape=(1,), pid_memo=pid))])
+        return f
+    ts_object(p, 'Root', [lambda: (p.str('training'), p.emit(TRUE))] + [child(i) for i in range(n)])
+    extra = [('archive/code/__torch__.py', ''.join(code).encode()), ('archive/constants.pkl', PROTO2 + b')' + STOP)]
+    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 2 * n}, extra=extra))
+
+
+def g_ts_long_declaration(d, n):
+    # a TorchScript module declaring n parameters on one line, its object holding them and n other attributes
+    names = ['p%d' % i for i in range(n)]
+    code = 'class Root(Module):\n  __parameters__ = [%s]\n  __buffers__ = ["x\\x41\\\\\\"", ]\n' % ''.join(
+        '"%s", ' % nm for nm in names)
+    p = Pickle(2)
+    pid = p.storage_memo('0', n)
+    items = [lambda: (p.str('training'), p.emit(TRUE))]
+    for i in range(n):
+        items.append(lambda i=i: (p.str('p%d' % i), p.tensor(offset=i, shape=(1,), pid_memo=pid)))
+        items.append(lambda i=i: (p.str('other%d' % i), p.int(i)))
+    ts_object(p, 'Root', items)
+    extra = [('archive/code/__torch__.py', code.encode()), ('archive/constants.pkl', PROTO2 + b')' + STOP)]
+    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}, extra=extra))
+
+
+def g_weights_many_candidates(d, n):
+    # n top-level EMA-looking entries, each a state_dict of one tensor: n candidates extract lists
+    p = Pickle(2)
+    pid = p.storage_memo('0', n)
+    p.emit(b'}')
+    p.put()
+
+    def one(i):
+        def f():
+            p.str('model_ema_%d' % i)
+            p.emit(b'}')
+            p.put()
+            p.str('w')
+            p.tensor(offset=i, shape=(1,), pid_memo=pid)
+            p.emit(b's')
+        return f
+    batched(p, (one(i) for i in range(n)))
+    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
+
+
+def g_rekey_dicts(d, n):
+    # n dicts, each holding two tensors under 'module.' keys: key surgery on a whole rewrite, dict by dict
+    p = Pickle(2)
+    pid = p.storage_memo('0', 2 * n)
+    p.emit(b'}')
+    p.put()
+
+    def one(i):
+        def f():
+            p.str('d%d' % i)
+            p.emit(b'}')
+            p.put()
+            p.emit(MARK)
+            p.str('module.a')
+            p.tensor(offset=2 * i, shape=(1,), pid_memo=pid)
+            p.str('module.b')
+            p.tensor(offset=2 * i + 1, shape=(1,), pid_memo=pid)
+            p.emit(b'u')
+        return f
+    batched(p, (one(i) for i in range(n)))
+    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 2 * n}))
+
+
+def g_rekey_keys(d, n):
+    # one state_dict of n tensors under 'module.' keys, each on its own storage
+    p = Pickle(2)
+    flat_state_dict(p, ['module.w%d' % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,)))
+    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {str(i): F1 for i in range(n)}))
+
 def g_tiny(d, n):
     p = Pickle(2)
     p.emit(b'}')
@@ -796,6 +895,8 @@ TO_PT = ['convert', '-q', '{in}', '{out}/out.pt']
 INSPECT_UNSAFE = (INSPECT, {'expect': (4, 'UNSAFE')})
 TOCPU_UNSAFE = ['to-cpu', '-q', '--allow-unsafe', '{in}', '-o', '{out}/out.pt']
 IX_ST = ['convert', '-q', '{in}', '{out}/o/model.safetensors.index.json']
+EXTRACT = ['extract', '-q', '--allow-unsafe', '{in}', '-o', '{out}/out.pt']
+EXTRACT_ST = ['extract', '-q', '--allow-unsafe', '{in}', '-o', '{out}/out.safetensors']
 IX_PT = ['convert', '-q', '{in}', '{out}/o/pytorch_model.bin.index.json']
 DCP_ST = ['consolidate', '-q', '{in}', '-o', '{out}/out.safetensors']
 DCP_PT = ['consolidate', '-q', '{in}', '-o', '{out}/out.pt']
@@ -864,7 +965,7 @@ CASES = {
     'long_decimal_ints': (g_long_decimals, 8, [INSPECT],
                           '200 protocol-0 LONG texts of 512 digits (8n: 4096, the most the reader takes)'),
     'index_many_metadata': (g_index_metadata, 20000, [INSPECT, IX_ST], 'an index whose metadata has 20k keys'),
-    'module_buffers': (g_module_buffers, 4000, [INSPECT_UNSAFE],
+    'module_buffers': (g_module_buffers, 4000, [INSPECT_UNSAFE, EXTRACT],
                        'a pickled nn.Module with 4k buffers, 2k of them non-persistent'),
     'dcp_row_chunks': (g_dcp_row_chunks, 1000, [INSPECT, DCP_ST, DCP_PT],
                        'a distributed checkpoint: one tensor in 1000 chunks of one row each'),
@@ -874,6 +975,21 @@ CASES = {
                     'a distributed checkpoint: a 100000x2 tensor in two column chunks (200000 runs of one element)'),
     'dcp_many_items': (g_dcp_items, 2000, [INSPECT, DCP_PT],
                        'a distributed checkpoint with 2000 pickled items under one key'),
+    'ts_many_classes': (g_ts_many_classes, 2000, [INSPECT_UNSAFE, EXTRACT],
+                        'a TorchScript archive: 2k module classes in its code, an object of each'),
+    'ts_long_declaration': (g_ts_long_declaration, 8000, [INSPECT_UNSAFE, EXTRACT, EXTRACT_ST],
+                            'a TorchScript module declaring 8k parameters on one line, 8k other attributes'),
+    'weights_many_candidates': (g_weights_many_candidates, 4000,
+                                [INSPECT, JSON, (EXTRACT, {'expect': (2, 'sets of weights')}),
+                                 ['extract', '-q', '{in}', '-o', '{out}/out.pt', '--from', 'model_ema_7']],
+                                '4k top-level EMA-looking state_dicts: 4k candidates listed'),
+    'rekey_many_dicts': (g_rekey_dicts, 4000, [TOCPU + ['--strip-prefix', '--drop', 'd1*.module.a']],
+                         'key surgery on a whole rewrite: 4k dicts of two module. keys each'),
+    'rekey_many_keys': (g_rekey_keys, 6000, [TOCPU + ['--strip-prefix', '--rename', 'w(1[0-9]*)=v\\1',
+                                                     '--drop', 'module.w2*'],
+                                             ['extract', '-q', '--strip-prefix', '--add-prefix', 'x.', '{in}', '-o',
+                                              '{out}/out.pt']],
+                        'key surgery on a state_dict of 6k tensors, 6k storages, some left out'),
 }
 
 # ---- measuring ------------------------------------------------------------------------
