@@ -153,6 +153,16 @@ void tc_progress_init(tc_progress *p, const char *label, bool enabled);
 void tc_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void tc_progress_end(tc_progress *p);
 
+/* The output format a path's name asks for (".safetensors", ".pt", ".bin", ".pth",
+ * ".ckpt", and their ".index.json" sets): TC_OUTNAME_* */
+enum { TC_OUTNAME_NONE, TC_OUTNAME_PT, TC_OUTNAME_ST };
+int tc_outname_format(const char *path);
+/* The output format --format gives, else OUT's name: TC_OUTNAME_PT or _ST; -1 after printing. */
+int tc_output_format(const tc_args *a, const char *out);
+bool tc_ends_with(const char *s, const char *suffix);
+/* "tensorctl: OUT: WHAT: a, b, c" on stderr, the list cut short (with its count) past a line. */
+void tc_warn_list(const char *out, const char *what, char *const *v, size_t n);
+
 /* 1536 -> "1.5 KiB" */
 void tc_human_bytes(uint64_t b, char *out, size_t n);
 

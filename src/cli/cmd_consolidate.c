@@ -41,36 +41,13 @@ static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from
                                      &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
 
-/* TC_OUT_* from a name, -1 when it does not say. */
-static int format_of(const char *path)
-{
-    if (ends_with(path, ".safetensors") || ends_with(path, ".safetensors.index.json"))
-        return TC_OUT_ST;
-    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
-                                     ".pth.index.json", NULL};
-    for (const char *const *p = pt; *p; p++)
-        if (ends_with(path, *p))
-            return TC_OUT_PT;
-    return -1;
-}
 
 static void summary(const char *out, const tc_consolidate_report *r, const tc_consolidate_opts *o)
 {
     const tc_convert_report *s = &r->set.sum;
     if (s->ndropped && !o->set.nparts) { /* said once: by a whole run, or by the index step of one in parts */
-        char line[900];
-        size_t l = 0;
-        for (size_t i = 0; i < s->ndropped && l < sizeof line - 80; i++)
-            l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", s->dropped[i]);
-        if (l >= sizeof line - 80)
-            snprintf(line + l, sizeof line - l, ", ... (%zu in all)", s->ndropped);
-        tc_warn(out, "not carried, dropped: %s", line);
+        tc_warn_list(out, "not carried, dropped", s->dropped, s->ndropped);
     }
     if (s->overflow)
         tc_warn(out, "%" PRIu64 " values too large for %s became inf/NaN", s->overflow,
@@ -140,22 +117,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     struct stat st;
-    bool folder = ends_with(out, "/") || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
-    int fmt = format_of(out);
-    if (a.set[OPT_FORMAT]) {
-        const char *f = a.val[OPT_FORMAT];
-        fmt = !strcmp(f, "pt") ? TC_OUT_PT : !strcmp(f, "safetensors") ? TC_OUT_ST : -2;
-        if (fmt == -2) {
-            tc_err(NULL, "--format '%s': choose pt or safetensors", f);
-            goto done;
-        }
-    }
-    if (fmt < 0) {
-        tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "
-               ".index.json); give --format");
+    bool folder = tc_ends_with(out, "/") || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+    int fmt = tc_output_format(&a, out);
+    if (fmt < 0)
         goto done;
-    }
-    o.format = (tc_out_format)fmt;
+    o.format = fmt == TC_OUTNAME_ST ? TC_OUT_ST : TC_OUT_PT;
     o.sharded = folder || tc_index_path(out) || a.set[OPT_MAX_SHARD] || a.set[OPT_PART];
     if (o.sharded && !folder && !tc_index_path(out)) {
         tc_err(out, "a sharded output (--max-shard-size, --part) goes to a folder (ending in '/') or an index "

@@ -40,43 +40,16 @@ static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
 
-enum { FMT_NONE, FMT_PT, FMT_ST };
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
 
-static int format_of(const char *path)
-{
-    if (ends_with(path, ".safetensors") || ends_with(path, ".safetensors.index.json"))
-        return FMT_ST;
-    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
-                                     ".pth.index.json", NULL};
-    for (const char *const *p = pt; *p; p++)
-        if (ends_with(path, *p))
-            return FMT_PT;
-    return FMT_NONE;
-}
 
-static void warn_list(const char *out, const char *what, char **v, size_t n)
-{
-    char line[900];
-    size_t l = 0;
-    for (size_t i = 0; i < n && l < sizeof line - 80; i++)
-        l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", v[i]);
-    if (n && l >= sizeof line - 80)
-        snprintf(line + l, sizeof line - l, ", ... (%zu in all)", n);
-    tc_warn(out, "%s: %s", what, line);
-}
 
 /* Warnings, then (verbosity 1+) what was written: out, or `wrote` when given. */
 static void summary(const char *out, const char *wrote, const tc_convert_report *r, bool st, const tc_convert_opts *o,
                     uint64_t file_bytes)
 {
     if (r->ndropped)
-        warn_list(out, "not representable, dropped", r->dropped, r->ndropped);
+        tc_warn_list(out, "not representable, dropped", r->dropped, r->ndropped);
     if (r->ncopies)
         tc_warn(out, "%zu tensors shared storages that no saved tensor covers whole; written as separate copies",
                 r->ncopies);
@@ -117,7 +90,7 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
     }
     tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
     /* a .pt output of a .pt input keeps its object graph; anything else keeps only tensors */
-    tc_keeps keeps = fmt == FMT_PT && tc_ckpt_has_objects(c) ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS;
+    tc_keeps keeps = fmt == TC_OUTNAME_PT && tc_ckpt_has_objects(c) ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS;
     if (tc_safety_gate(c, keeps, "convert", r->allow_unsafe, &d)) {
         tc_ckpt_close(c);
         return tc_err_diag(&d);
@@ -125,7 +98,7 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
     if (keeps == TC_KEEPS_TENSORS && !tc_ckpt_is_safe(c) && !r->allow_unsafe)
         tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
     size_t nt = tc_ckpt_ntensors(c);
-    if (fmt == FMT_ST && !o->key && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
+    if (fmt == TC_OUTNAME_ST && !o->key && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
         static const char *const common[] = {"state_dict", "model", "module", "model_state_dict", NULL};
         for (const char *const *k = common; *k; k++) {
             size_t l = strlen(*k), n = 0;
@@ -143,7 +116,7 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
     tc_progress_init(&prog, "converting", true);
     o->ro.progress = tc_progress_cb;
     o->ro.progress_ctx = &prog;
-    if (fmt == FMT_ST) {
+    if (fmt == TC_OUTNAME_ST) {
         /* a safetensors input's own __metadata__ carries over */
         size_t nm = tc_ckpt_has_objects(c) ? 0 : tc_ckpt_nmeta(c);
         tc_kv *meta = calloc(nm + 1, sizeof *meta);
@@ -158,7 +131,7 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
     uint64_t file_bytes = dst.pos;
     if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
-    summary(out, NULL, &rep, fmt == FMT_ST, o, file_bytes);
+    summary(out, NULL, &rep, fmt == TC_OUTNAME_ST, o, file_bytes);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
@@ -190,20 +163,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (tc_move_parse_common(&a, &r))
         goto done;
     const char *in = a.pos[0], *out = a.pos[1];
-    int fmt = format_of(out);
-    if (a.set[OPT_FORMAT]) {
-        const char *f = a.val[OPT_FORMAT];
-        fmt = !strcmp(f, "pt") ? FMT_PT : !strcmp(f, "safetensors") ? FMT_ST : -1;
-        if (fmt < 0) {
-            tc_err(NULL, "--format '%s': choose pt or safetensors", f);
-            goto done;
-        }
-    }
-    if (fmt == FMT_NONE) {
-        tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "
-               ".index.json); give --format");
+    int fmt = tc_output_format(&a, out);
+    if (fmt < 0)
         goto done;
-    }
     tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
     if (tc_keyops_from_args(&a, &o.keys))
         goto done;
@@ -211,7 +173,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     if (a.set[OPT_DEVICE]) {
         const char *dv = a.val[OPT_DEVICE];
-        if (fmt != FMT_PT) {
+        if (fmt != TC_OUTNAME_PT) {
             tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
             goto done;
         }
@@ -221,7 +183,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         }
         o.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
     }
-    if (o.key && fmt != FMT_ST) {
+    if (o.key && fmt != TC_OUTNAME_ST) {
         tc_err(NULL, "--key '%s' selects what goes into a safetensors file; it does not apply to .pt output", o.key);
         goto done;
     }
@@ -262,7 +224,7 @@ done:
 static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
                          const tc_convert_opts *o, uint64_t max_shard, const tc_args *a)
 {
-    tc_set_opts so = {.mode = fmt == FMT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
+    tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
                       .force = force, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
@@ -279,7 +241,7 @@ static int convert_index(const char *in, const char *out, int fmt, bool force, c
         tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
         snprintf(wrote, sizeof wrote, "%s and %zu shard(s) of at most %s (from %zu)", rep.index_path, rep.nshards,
                  lim_text, rep.ninputs);
-        summary(rep.index_path, wrote, &rep.sum, fmt == FMT_ST, o, rep.file_bytes);
+        summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     }
     tc_set_report_free(&rep);
     return tc_exit_for(rc);

@@ -36,24 +36,7 @@ static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from
                                      &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
 
-/* 1 safetensors, 0 torch, -1 unknown */
-static int format_of(const char *path)
-{
-    if (ends_with(path, ".safetensors") || ends_with(path, ".safetensors.index.json"))
-        return 1;
-    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
-                                     ".pth.index.json", NULL};
-    for (const char *const *p = pt; *p; p++)
-        if (ends_with(path, *p))
-            return 0;
-    return -1;
-}
 
 static void cand_line(const tc_wcand *w)
 {
@@ -67,15 +50,8 @@ static void summary(const char *out, const tc_wcand *w, const tc_extract_report 
                     bool st, bool stripped)
 {
     char b[32];
-    if (conv->ndropped) {
-        char line[900];
-        size_t l = 0;
-        for (size_t i = 0; i < conv->ndropped && l < sizeof line - 80; i++)
-            l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", conv->dropped[i]);
-        if (l >= sizeof line - 80)
-            snprintf(line + l, sizeof line - l, ", ... (%zu in all)", conv->ndropped);
-        tc_warn(out, "left out: %s", line);
-    }
+    if (conv->ndropped)
+        tc_warn_list(out, "left out", conv->dropped, conv->ndropped);
     if (conv->ncopies)
         tc_warn(out, "%zu tensors shared storages that no saved tensor covers whole; written as separate copies",
                 conv->ncopies);
@@ -137,21 +113,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_extract_opts o = {.co = {.ro = r.o}};
     if (tc_keyops_from_args(&a, &o.co.keys) || tc_max_expand_from_args(&a, &o.co.max_expand))
         goto done;
-    int fmt = format_of(out);
-    if (a.set[OPT_FORMAT]) {
-        const char *f = a.val[OPT_FORMAT];
-        fmt = !strcmp(f, "pt") ? 0 : !strcmp(f, "safetensors") ? 1 : -2;
-        if (fmt == -2) {
-            tc_err(NULL, "--format '%s': choose pt or safetensors", f);
-            goto done;
-        }
-    }
-    if (fmt < 0) {
-        tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "
-               ".index.json); give --format");
+    int fmt = tc_output_format(&a, out);
+    if (fmt < 0)
         goto done;
-    }
-    o.safetensors = fmt == 1;
+    o.safetensors = fmt == TC_OUTNAME_ST;
     uint64_t max_shard = 0;
     if (a.set[OPT_MAX_SHARD] && (tc_parse_size(a.val[OPT_MAX_SHARD], &max_shard) || !max_shard)) {
         tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a.val[OPT_MAX_SHARD]);

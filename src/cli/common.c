@@ -120,6 +120,55 @@ void tc_progress_end(tc_progress *p)
         fprintf(stderr, "\r\033[K");
 }
 
+bool tc_ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+int tc_outname_format(const char *path)
+{
+    if (tc_ends_with(path, ".safetensors") || tc_ends_with(path, ".safetensors.index.json"))
+        return TC_OUTNAME_ST;
+    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
+                                     ".pth.index.json", NULL};
+    for (const char *const *p = pt; *p; p++)
+        if (tc_ends_with(path, *p))
+            return TC_OUTNAME_PT;
+    return TC_OUTNAME_NONE;
+}
+
+int tc_output_format(const tc_args *a, const char *out)
+{
+    if (a->set[OPT_FORMAT]) {
+        const char *f = a->val[OPT_FORMAT];
+        if (!strcmp(f, "pt"))
+            return TC_OUTNAME_PT;
+        if (!strcmp(f, "safetensors"))
+            return TC_OUTNAME_ST;
+        tc_err(NULL, "--format '%s': choose pt or safetensors", f);
+        return -1;
+    }
+    int fmt = tc_outname_format(out);
+    if (fmt == TC_OUTNAME_NONE) {
+        tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "
+               ".index.json); give --format");
+        return -1;
+    }
+    return fmt;
+}
+
+void tc_warn_list(const char *out, const char *what, char *const *v, size_t n)
+{
+    char line[900];
+    size_t l = 0;
+    for (size_t i = 0; i < n && l < sizeof line - 80; i++)
+        l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", v[i]);
+    if (n && l >= sizeof line - 80)
+        snprintf(line + l, sizeof line - l, ", ... (%zu in all)", n);
+    tc_warn(out, "%s: %s", what, line);
+}
+
 void tc_human_bytes(uint64_t b, char *out, size_t n)
 {
     if (b < 1024)

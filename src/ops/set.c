@@ -164,6 +164,8 @@ static bool mine(const tc_set_opts *o, size_t k)
 /* The index is this process's to write. */
 static bool writes_index(const tc_set_opts *o) { return o->index_only || !o->nparts; }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 /* Output shard `path` is there, complete, and holds exactly the names the
  * plan gives it (n of them, each in want, sorted; the index step of a set
  * written in parts). */
@@ -178,15 +180,7 @@ static int check_written(const char *path, const char *const *want, size_t n, co
     int rc = 0;
     for (size_t t = 0; t < tc_ckpt_ntensors(c) && !rc; t++) {
         const char *name = tc_ckpt_tensor(c, t)->name;
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(want[mid], name) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == n || strcmp(want[lo], name))
+        if (!bsearch(&name, want, n, sizeof *want, cmp_str))
             rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
                             "holds tensor '%s', which this set's plan puts elsewhere (a shard of another run? run "
                             "every --part again)", name);
@@ -237,7 +231,6 @@ static int out_paths(const char *out, const char *idx_name, char **dir, char **i
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* ---- rewriting each shard whole --------------------------------------------------------- */
 
