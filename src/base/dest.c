@@ -180,6 +180,7 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
     bool exists = lstat(path, &st) == 0;
     if (exists && !(flags & (TC_DST_FORCE | TC_DST_IN_PLACE)))
         return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
+    o->sync = !(flags & TC_DST_NO_SYNC) || (flags & TC_DST_IN_PLACE);
     if (!(o->path = strdup(path)))
         return nomem(o, d);
     /* in place, a link is followed: its target is rewritten and the link kept */
@@ -310,6 +311,8 @@ void tc_dst_writeback(const tc_dst *o, uint64_t off, uint64_t n)
     /* whole pages only: a partial page at either end is shared with what is
      * written next to the range (a header, a descriptor), and that write
      * should not wait for the page's write-back */
+    if (!o->sync)
+        return;
     long ps = sysconf(_SC_PAGESIZE);
     uint64_t page = ps > 0 ? (uint64_t)ps : 4096;
     uint64_t a = (off + page - 1) / page * page, b = (off + n) / page * page;
@@ -332,7 +335,7 @@ int tc_dst_finish(tc_dst *o, tc_diag *d)
     if (o->fd < 0)
         return 0;
     int rc = 0;
-    if (fsync(o->fd) < 0)
+    if (o->sync && fsync(o->fd) < 0)
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "fsync failed: %s", strerror(errno));
     if (close(o->fd) < 0 && !rc)
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "close failed: %s", strerror(errno));
@@ -351,7 +354,7 @@ int tc_dst_publish(tc_dst *o, tc_diag *d)
         return rc;
     }
     pending_drop(o->tmp);
-    char *copy = strdup(o->target);
+    char *copy = o->sync ? strdup(o->target) : NULL;
     if (copy) {
         int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {

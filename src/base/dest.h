@@ -4,7 +4,7 @@
  * writes go there (sequentially with tc_dst_write, or at given offsets with
  * tc_dst_pwrite, which several threads may call at once). tc_dst_finish
  * makes the bytes durable (fsync) and closes the file; tc_dst_publish renames
- * it into place and syncs the folder. tc_dst_commit does both; a set of
+ * it into place and syncs the folder (neither syncs with TC_DST_NO_SYNC). tc_dst_commit does both; a set of
  * outputs is finished one by one and published together. tc_dst_abort
  * removes the temporary. A process killed in between leaves at most a hidden
  * temporary, and with tc_dst_cleanup_on_signals not even that.
@@ -30,6 +30,9 @@
 enum {
     TC_DST_FORCE = 1,    /* replace an existing file */
     TC_DST_IN_PLACE = 2, /* the path is the input itself: keep its mode, owner and links */
+    TC_DST_NO_SYNC = 4,  /* leave durability to the system: no fsync of the file or its folder and no
+                          * early write-back (the output still appears whole, but a crash of the machine
+                          * soon after may lose it); ignored in place, where the input is at stake */
 };
 
 typedef struct tc_dst {
@@ -39,6 +42,7 @@ typedef struct tc_dst {
     char *tmp;           /* the temporary beside target */
     uint64_t pos;        /* tc_dst_write's position */
     uint64_t synced;     /* write-back started up to here */
+    bool sync;           /* durable: fsync before the rename, write-back started early */
 } tc_dst;
 
 #define TC_DST_INIT {.fd = -1}

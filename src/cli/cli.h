@@ -71,7 +71,7 @@ enum {
     OPT_MAP, OPT_DTYPE, OPT_KEEP, OPT_ONLY, OPT_ALLOW_UNSAFE, OPT_ENGINE, OPT_MAX_PICKLE, OPT_MAX_DEPTH,
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
     OPT_MAX_HEADER, OPT_MAX_INFLATE, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_STRIP_PREFIX, OPT_ADD_PREFIX, OPT_RENAME,
-    OPT_ONLY_KEYS, OPT_ATOL, OPT_RTOL, OPT_EQUAL_NAN, OPT_STATS, OPT_STRICT, OPT_THREADS, OPT_PART, OPT_FROM, OPT_EMA, OPT_COUNT_
+    OPT_ONLY_KEYS, OPT_ATOL, OPT_RTOL, OPT_EQUAL_NAN, OPT_STATS, OPT_STRICT, OPT_THREADS, OPT_PART, OPT_FROM, OPT_EMA, OPT_NO_SYNC, OPT_COUNT_
 };
 
 /* Rows shared by several commands (opts.c). */
@@ -81,6 +81,9 @@ extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt
 
 extern const tc_opt tc_opt_strip_prefix, tc_opt_add_prefix, tc_opt_rename, tc_opt_drop, tc_opt_only_keys;
 extern const tc_opt tc_opt_max_expand;
+
+/* --no-sync: outputs not fsync'd (tc_dst_flags_from_args). */
+extern const tc_opt tc_opt_no_sync;
 
 /* --part I/N | index: a sharded output written by several processes (tc_part_from_args). */
 extern const tc_opt tc_opt_part;
@@ -138,6 +141,8 @@ int tc_keyops_from_args(const tc_args *a, struct tc_keyops *k);
 /* --part: I/N (*part I, *nparts N) or "index" (*index_only); all 0 when not given.
  * Returns -1 after printing when malformed. */
 int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only);
+/* The tc_dst flags --force and --no-sync ask for. */
+unsigned tc_dst_flags_from_args(const tc_args *a);
 /* "5GB", "100MiB", "1024" -> bytes. */
 int tc_parse_size(const char *s, uint64_t *out);
 /* A count: decimal digits only ("1000"; no sign, suffix or fraction). */

@@ -38,7 +38,7 @@ static const tc_opt o_max_shard = {
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &tc_opt_dtype, &tc_opt_keep,
                                      &tc_opt_only, &o_device, TC_KEY_OPTS, &o_max_shard, &tc_opt_part,
-                                     &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
+                                     &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
 
 
@@ -145,7 +145,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         so->co.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
     }
     so->mode = o.format == TC_OUT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH;
-    so->force = a.set[OPT_FORCE];
+    so->dst_flags = tc_dst_flags_from_args(&a);
     so->allow_unsafe = r.allow_unsafe;
     so->safe_globals = (const char *const *)r.safe_globals;
     so->nsafe = r.nsafe;

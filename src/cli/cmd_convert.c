@@ -35,7 +35,7 @@ static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (b
                                  "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
                                  "unchanged, and were written (casts, the pickle, headers and padding)."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force,
+                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -71,7 +71,7 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
 }
 
 /* One file to one file. */
-static int convert_file(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
+static int convert_file(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
                         tc_convert_opts *o)
 {
     tc_ckpt *c = NULL;
@@ -111,7 +111,7 @@ static int convert_file(const char *in, const char *out, int fmt, bool force, co
             }
         }
     }
-    if ((rc = tc_dst_open(&dst, out, force ? TC_DST_FORCE : 0, &d)))
+    if ((rc = tc_dst_open(&dst, out, dst_flags, &d)))
         goto fail;
     tc_progress_init(&prog, "converting", true);
     o->ro.progress = tc_progress_cb;
@@ -144,7 +144,7 @@ fail:
     return tc_err_diag(&d);
 }
 
-static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
+static int convert_index(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
                          const tc_convert_opts *o, uint64_t max_shard, const tc_args *a);
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
@@ -198,7 +198,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     tc_dst_cleanup_on_signals();
     if (tc_index_path(in)) {
-        ex = convert_index(in, out, fmt, a.set[OPT_FORCE], &r, &o, max_shard, &a);
+        ex = convert_index(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, max_shard, &a);
         goto done;
     }
     if (a.set[OPT_PART]) {
@@ -211,7 +211,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (max_shard)
         tc_warn(NULL, "--max-shard-size applies to index conversions; writing one file");
-    ex = convert_file(in, out, fmt, a.set[OPT_FORCE], &r, &o);
+    ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o);
 done:
     tc_move_req_free(&r);
     free(a.pos);
@@ -221,11 +221,11 @@ done:
 /* ---- sharded sets ------------------------------------------------------------ */
 
 /* A shard set through its index: planned and written by tc_set_run; this prints. */
-static int convert_index(const char *in, const char *out, int fmt, bool force, const tc_move_req *r,
+static int convert_index(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
                          const tc_convert_opts *o, uint64_t max_shard, const tc_args *a)
 {
     tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
-                      .force = force, .allow_unsafe = r->allow_unsafe,
+                      .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
         return TC_EXIT_USAGE;

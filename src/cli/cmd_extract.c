@@ -33,7 +33,7 @@ static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 
                                  "Also list every candidate set of weights."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_ema, &tc_opt_dtype,
                                      &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard,
-                                     &tc_opt_force, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
+                                     &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
 
 
@@ -173,10 +173,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     o.co.ro.progress = tc_progress_cb;
     o.co.ro.progress_ctx = &prog;
     if (set) {
-        tc_set_opts so = {.max_shard = max_shard, .force = a.set[OPT_FORCE], .allow_unsafe = r.allow_unsafe,
+        tc_set_opts so = {.max_shard = max_shard, .dst_flags = tc_dst_flags_from_args(&a), .allow_unsafe = r.allow_unsafe,
                           .safe_globals = (const char *const *)r.safe_globals, .nsafe = r.nsafe, .lim = r.lim};
         rc = tc_extract_set(c, &w, &o, &so, out, &srep, &d);
-    } else if (!(rc = tc_dst_open(&dst, out, a.set[OPT_FORCE] ? TC_DST_FORCE : 0, &d)) &&
+    } else if (!(rc = tc_dst_open(&dst, out, tc_dst_flags_from_args(&a), &d)) &&
                !(rc = tc_extract(c, &w, &o, &dst, &rep, &d))) {
         rc = tc_dst_commit(&dst, &d);
     }

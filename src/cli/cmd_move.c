@@ -49,7 +49,7 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
                                 "The device every storage goes to."};
 
 #define MOVE_OPTS                                                                                         \
-    &tc_opt_help, &o_output, &tc_opt_force, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
+    &tc_opt_help, &o_output, &tc_opt_force, &tc_opt_no_sync, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
         TC_KEY_OPTS, &o_engine, &tc_opt_part, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc,          \
         &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS
 
@@ -305,9 +305,9 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
 
 /* A sharded set: each shard rewritten under its own name, the index copied;
  * all of it or nothing. */
-static int move_index(const char *in, const char *out, bool force, tc_move_req *r, const tc_args *a)
+static int move_index(const char *in, const char *out, unsigned dst_flags, tc_move_req *r, const tc_args *a)
 {
-    tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o, .keys = r->keys}, .force = force, .allow_unsafe = r->allow_unsafe,
+    tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o, .keys = r->keys}, .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
         return TC_EXIT_USAGE;
@@ -381,7 +381,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             goto done;
         }
         tc_dst_cleanup_on_signals();
-        ex = move_index(in, a.val[OPT_OUTPUT], a.set[OPT_FORCE], &r, &a);
+        ex = move_index(in, a.val[OPT_OUTPUT], tc_dst_flags_from_args(&a), &r, &a);
         goto done;
     }
     if (a.set[OPT_PART]) {
@@ -410,7 +410,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     tc_dst_cleanup_on_signals();
-    ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : a.set[OPT_FORCE] ? TC_DST_FORCE : 0, &r);
+    ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : tc_dst_flags_from_args(&a), &r);
 done:
     tc_move_req_free(&r);
     free(out);

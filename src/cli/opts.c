@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "dest.h"
 #include "keys.h"
 #include "verdict.h"
 
@@ -39,6 +40,14 @@ const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", 0, NU
 
 const tc_opt tc_opt_force = {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", 0, NULL,
                              "Replace \\fIOUT\\fR if it exists."};
+
+const tc_opt tc_opt_no_sync = {
+    OPT_NO_SYNC, 0, "no-sync", NULL, "do not fsync the output before renaming it into place", 0, NULL,
+    "Do not wait for the output to reach the disk (no fsync of the file and its folder):\n"
+    "faster where the disk is slower than the page cache, and the output still appears\n"
+    "whole or not at all, but a crash of the machine soon after may lose it. For\n"
+    "scratch space and pipelines that sync on their own; ignored with\n.BR \\-\\-in\\-place ,\n"
+    "where the input is at stake."};
 
 const tc_opt tc_opt_dtype = {
     OPT_DTYPE, 0, "dtype", "TYPE",
@@ -347,6 +356,11 @@ int tc_keyops_from_args(const tc_args *a, tc_keyops *k)
         return -1;
     }
     return 0;
+}
+
+unsigned tc_dst_flags_from_args(const tc_args *a)
+{
+    return (a->set[OPT_FORCE] ? TC_DST_FORCE : 0) | (a->set[OPT_NO_SYNC] ? TC_DST_NO_SYNC : 0);
 }
 
 int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only)

@@ -172,7 +172,7 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
             rc = tc_set_run_ckpt(c, out, so, &rep->set, d);
         goto done;
     }
-    if ((rc = tc_dst_open(&dst, out, so->force ? TC_DST_FORCE : 0, d)))
+    if ((rc = tc_dst_open(&dst, out, so->dst_flags, d)))
         goto done;
     if (o->format == TC_OUT_ST)
         rc = tc_convert_to_safetensors(c, &so->co, NULL, 0, &dst, &rep->set.sum, d);

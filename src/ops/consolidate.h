@@ -31,7 +31,7 @@ typedef enum tc_out_format { TC_OUT_PT, TC_OUT_ST } tc_out_format;
 typedef struct tc_consolidate_opts {
     tc_out_format format;
     bool sharded;           /* a set: out is its folder or its index */
-    tc_set_opts set;        /* the set's options (and, for one file: co, force, allow_unsafe, safe globals, limits) */
+    tc_set_opts set;        /* the set's options (and, for one file: co, dst_flags, allow_unsafe, safe globals, limits) */
 } tc_consolidate_opts;
 
 typedef struct tc_consolidate_report {

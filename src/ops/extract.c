@@ -81,6 +81,12 @@ static int items_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_
     return tc_stream_storage(x->p, x->c, x->storage[k], dst, off, crc, d);
 }
 
+static bool items_origin_fn(void *ctx, size_t k, uint64_t *off)
+{
+    items_data *x = ctx;
+    return tc_stream_origin(x->p, x->c, x->storage[k], off);
+}
+
 /* Only the storages the items view become records, each once, in the order the items first view them. */
 static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char *device, uint32_t max_depth,
                        tc_dst *dst, uint64_t *bytes, tc_diag *d)
@@ -109,7 +115,7 @@ static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char
     if (!rc) {
         items_data x = {p, c, storage};
         tc_write_job job = {.items = it->v, .nitems = it->n, .blocks = blocks, .nblocks = nb, .data = items_data_fn,
-                            .ctx = &x, .max_depth = max_depth};
+                            .origin = items_origin_fn, .ctx = &x, .max_depth = max_depth};
         rc = tc_format_named("torch-zip")->write(&job, dst, d);
     }
     free(block);

@@ -22,7 +22,7 @@ typedef struct outs {
     size_t n, cap;
 } outs;
 
-static int outs_open(outs *o, const char *path, bool force, tc_diag *d)
+static int outs_open(outs *o, const char *path, unsigned flags, tc_diag *d)
 {
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 16;
@@ -32,7 +32,7 @@ static int outs_open(outs *o, const char *path, bool force, tc_diag *d)
         o->v = v;
         o->cap = cap;
     }
-    int rc = tc_dst_open(&o->v[o->n], path, force ? TC_DST_FORCE : 0, d);
+    int rc = tc_dst_open(&o->v[o->n], path, flags, d);
     if (!rc)
         o->n++;
     return rc;
@@ -311,7 +311,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         struct stat st;
         if (i < ix->nsh ? !mine(o, i) : !writes_index(o))
             continue;
-        if (!(rc = not_an_input(&ins, path, d)) && !(rc = not_a_folder(path, d)) && !o->force && lstat(path, &st) == 0)
+        if (!(rc = not_an_input(&ins, path, d)) && !(rc = not_a_folder(path, d)) && !(o->dst_flags & TC_DST_FORCE) && lstat(path, &st) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
     for (size_t i = 0; i < ix->nsh && !rc && o->index_only; i++) { /* the parts wrote every shard */
@@ -376,7 +376,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rc = keyed_names(c, &p, &rk, ix->sh[i].file, &names, &files, &owned, &nnames, &capnames, &seen, &total,
                              d);
         if (!rc)
-            rc = outs_open(os, path, o->force, d);
+            rc = outs_open(os, path, o->dst_flags, d);
         if (!rc)
             rc = tc_rewrite_keyed(c, &p, &rk, outs_last(os), d);
         rep->sum.shared_bytes += p.shared;
@@ -402,7 +402,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         c = NULL;
     }
     if (!rc && keyed) { /* the index with the new names: its metadata kept, total_size what the shards now hold */
-        if (!(rc = outs_open(os, index, o->force, d)))
+        if (!(rc = outs_open(os, index, o->dst_flags, d)))
             rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, names, files, nnames, d);
     }
     for (size_t k = 0; k < nnames; k++)
@@ -420,7 +420,7 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
         if (!rc)
             rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d);
         if (!rc)
-            rc = outs_open(os, index, o->force, d);
+            rc = outs_open(os, index, o->dst_flags, d);
         if (!rc)
             rc = tc_dst_write(outs_last(os), buf, (size_t)src.size, d);
         rep->file_bytes += rc ? 0 : src.size;
@@ -797,7 +797,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
         struct stat sb;
         if (k < nshards ? !mine(o, k) : !writes_index(o))
             continue;
-        if (!(rc = not_an_input(&ins, p, d)) && !(rc = not_a_folder(p, d)) && !o->force && lstat(p, &sb) == 0)
+        if (!(rc = not_an_input(&ins, p, d)) && !(rc = not_a_folder(p, d)) && !(o->dst_flags & TC_DST_FORCE) && lstat(p, &sb) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, p, TC_NO_OFFSET, "exists (use --force to replace it)");
     }
     inputs_free(&ins);
@@ -823,7 +823,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
     for (size_t k = 0; k < nshards && !rc; k++) {
         if (!mine(o, k))
             continue;
-        if (!(rc = outs_open(os, S.shards[k], o->force, d)) && !(rc = write_shard(&S, k, outs_last(os), d))) {
+        if (!(rc = outs_open(os, S.shards[k], o->dst_flags, d)) && !(rc = write_shard(&S, k, outs_last(os), d))) {
             rep->file_bytes += outs_last(os)->pos;
             rc = tc_dst_finish(outs_last(os), d);
         }
@@ -840,7 +840,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
             nv[i] = names[i].name;
             fv[i] = strrchr(S.shards[names[i].shard], '/') + 1;
         }
-        if (!rc && !(rc = outs_open(os, rep->index_path, o->force, d)) &&
+        if (!rc && !(rc = outs_open(os, rep->index_path, o->dst_flags, d)) &&
             !(rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, nv, fv, nnames, d)))
             rep->file_bytes += outs_last(os)->pos;
         free(nv);

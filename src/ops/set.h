@@ -46,7 +46,7 @@ typedef struct tc_set_opts {
     tc_set_mode mode;
     tc_convert_opts co;   /* rewrite: co.ro as given (devices, maps, casts); convert: as convert takes it */
     uint64_t max_shard;   /* bytes of tensor data per shard; 0: TC_DEFAULT_MAX_SHARD */
-    bool force;           /* replace existing outputs */
+    unsigned dst_flags;   /* of every output: TC_DST_FORCE (replace existing ones), TC_DST_NO_SYNC */
     bool allow_unsafe;    /* rewrite shards that are not safe to load */
     const char *const *safe_globals; /* globals admitted as safe (--safe-globals) */
     size_t nsafe;

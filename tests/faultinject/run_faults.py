@@ -14,6 +14,10 @@ never changes.
 
 rofs: OUT in a read-only folder (as an unprivileged user when run as root).
 
+sync: the shim counts the fsync calls of to-cpu, convert and extract: each
+output is made durable (fsync of the file and its folder) unless --no-sync
+says not to, and --in-place syncs whatever --no-sync says.
+
 kill: a ~200 MB checkpoint (made here with zipfile, no torch) is frozen
 (SIGSTOP) once its temporary appears, then SIGKILLed: no OUT, input intact;
 the same with SIGTERM: no OUT and the temporary removed.
@@ -144,6 +148,47 @@ def part_rofs(a, tmp, fails):
         print('read-only folder: exit %d: %s' % (p.returncode, errl[:1]))
 
 
+def part_sync(a, tmp, fails):
+    src = os.path.join(tmp, 'in.pt')
+    shutil.copy(a.input, src)
+    out_pt, out_st = os.path.join(tmp, 'out.pt'), os.path.join(tmp, 'out.safetensors')
+    out_set = os.path.join(tmp, 'set', 'model.safetensors.index.json')  # a sharded set: several shards, an index
+    cases = [(['to-cpu', src, '-o', out_pt], out_pt), (['convert', src, out_pt], out_pt),
+             (['convert', src, out_st], out_st), (['extract', src, '-o', out_st], out_st),
+             (['extract', src, '-o', out_pt], out_pt), (['to-cpu', '--dtype', 'bfloat16', src, '-o', out_pt], out_pt),
+             (['extract', '--max-shard-size', '1KB', src, '-o', out_set], out_set)]
+    for args, out in cases:
+        for no_sync in (False, True):
+            cmd = [a.tensorctl, args[0], '-q'] + (['--no-sync'] if no_sync else []) + args[1:]
+            log = os.path.join(tmp, 'sync.log')
+            p = subprocess.run(cmd, env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            n = counts_of(log).get('fsync', -1)
+            what = ' '.join(args[:1] + (['--no-sync'] if no_sync else []) + [os.path.basename(out)])
+            if p.returncode != 0:
+                fails.append('%s: exit %d: %s' % (what, p.returncode, p.stderr.decode(errors='replace')))
+            elif subprocess.run([a.tensorctl, 'inspect', out], stdout=subprocess.DEVNULL).returncode != 0:
+                fails.append('%s: the output does not read back' % what)
+            elif no_sync and n != 0:
+                fails.append('%s: %d fsync calls, expected none' % (what, n))
+            elif not no_sync and n < 2:
+                fails.append('%s: %d fsync calls, expected the file and its folder' % (what, n))
+            print('%s: %d fsync calls' % (what, n))
+            for f in (out, log):
+                if os.path.exists(f):
+                    os.unlink(f)
+            shutil.rmtree(os.path.dirname(out_set), ignore_errors=True)
+    log = os.path.join(tmp, 'sync.log')
+    p = subprocess.run([a.tensorctl, 'to-cpu', '-q', '--no-sync', '--in-place', src],
+                       env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    n = counts_of(log).get('fsync', -1)
+    if p.returncode != 0 or n < 2:
+        fails.append('to-cpu --in-place --no-sync: exit %d, %d fsync calls (the input is at stake: expected the '
+                     'file and its folder)' % (p.returncode, n))
+    print('to-cpu --in-place --no-sync: %d fsync calls' % n)
+
+
 def big_checkpoint(path, mib=200):
     """A torch zip with one float32 tensor of `mib` MiB, stored, made without torch."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'hostile'))
@@ -212,14 +257,14 @@ def main():
     ap.add_argument('--tensorctl', required=True)
     ap.add_argument('--shim', required=True)
     ap.add_argument('--input', required=True)
-    ap.add_argument('--part', choices=['calls', 'rofs', 'kill'], default='calls')
+    ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync'], default='calls')
     a = ap.parse_args()
     a.tensorctl, a.shim = os.path.abspath(a.tensorctl), os.path.abspath(a.shim)
     before = digest(a.input)
     tmp = tempfile.mkdtemp(prefix='faultinject-')
     fails = []
     try:
-        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill}[a.part](a, tmp, fails)
+        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill, 'sync': part_sync}[a.part](a, tmp, fails)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if digest(a.input) != before:
