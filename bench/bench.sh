@@ -61,6 +61,7 @@ bench_run "cp" "$dir/out.pt" 0 cp "$ckpt" "$dir/out.pt"
 # tensorctl fsyncs its output before renaming it into place; this is cp made as durable
 bench_run "cp + fsync" "$dir/out.pt" 0 sh -c 'cp "$1" "$2" && sync "$2"' sh "$ckpt" "$dir/out.pt"
 bench_run "tensorctl to-cpu" "$dir/out.pt" 0 "$tool" to-cpu "$ckpt" -o "$dir/out.pt"
+bench_run "tensorctl to-cpu --no-sync" "$dir/out.pt" 0 "$tool" to-cpu --no-sync "$ckpt" -o "$dir/out.pt"
 bench_run "torch load+save" "$dir/out.pt" 0 "$py" -c "$torch_cpu" "$ckpt" "$dir/out.pt"
 bench_run "tensorctl to-cpu --dtype bfloat16" "$dir/out.pt" 0 "$tool" to-cpu --dtype bfloat16 "$ckpt" -o "$dir/out.pt"
 bench_run "torch load+bf16+save" "$dir/out.pt" 0 "$py" -c "$torch_cast" "$ckpt" "$dir/out.pt"
