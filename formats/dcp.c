@@ -17,7 +17,12 @@
  * storage of its own: a plain range of its .distcp file); the chunks must
  * tile the global shape exactly. Byte items become objects of the model,
  * with their globals judged as torch.load(weights_only=False), which is how
- * DCP loads them. */
+ * DCP loads them.
+ *
+ * Longer than ~800 lines on purpose: a format is one file behind the driver
+ * vtable (docs/architecture.md), and DCP's reading is four steps that share
+ * this file's private state: the metadata, the chunk archives, the tiling
+ * check and the byte items (one section each below). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

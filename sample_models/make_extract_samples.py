@@ -23,20 +23,12 @@ inspect lists, named as tensorctl names them (a module pickled whole as its stat
 """
 
 import collections
-import contextlib
-import importlib
-import json
 import os
-import shutil
-import sys
-import tempfile
 
 import torch
 import torch.nn as nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import torch_verify  # noqa: E402
+from sample_common import HERE, tagged, throwaway_module, write_expect
 
 THROWAWAY = "tensorctl_throwaway_models"
 MODELS_SRC = '''
@@ -67,33 +59,8 @@ class Net(nn.Module):
 '''
 
 
-@contextlib.contextmanager
-def tagged(tag):
-    orig = torch.serialization.location_tag
-    torch.serialization.location_tag = lambda s: tag
-    try:
-        yield
-    finally:
-        torch.serialization.location_tag = orig
-
-
-@contextlib.contextmanager
-def throwaway_module(src, name=THROWAWAY):
-    """Import `src` as module `name` from a temporary folder; on leaving, the module is gone."""
-    d = tempfile.mkdtemp()
-    with open(os.path.join(d, name + ".py"), "w") as f:
-        f.write(src)
-    sys.path.insert(0, d)
-    try:
-        yield importlib.import_module(name)
-    finally:
-        sys.path.remove(d)
-        sys.modules.pop(name, None)
-        shutil.rmtree(d)
-
-
 def pickled_module():
-    with throwaway_module(MODELS_SRC) as m:
+    with throwaway_module(MODELS_SRC, THROWAWAY) as m:
         torch.manual_seed(11)
         net = m.Net()
         net.train()
@@ -196,20 +163,6 @@ SAMPLES = [
     ("train_ema_cpu.pt", train_ema),
     ("lightning_dp_cpu.ckpt", lightning_dp),
 ]
-
-
-def write_expect(path, note, tag):
-    loaded = torch_verify.load_checkpoint(path)
-    entries = torch_verify.expect_entries(path, loaded)
-    for e in entries:
-        if e["device"] != tag:
-            raise SystemExit("%s: %s loaded with device %s, saved as %s" % (path, e["path"], e["device"], tag))
-    doc = collections.OrderedDict([("file", os.path.basename(path)), ("note", note),
-                                   ("torch", torch.__version__), ("tensors", entries)])
-    with open(path + ".expect.json", "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    return entries
 
 
 def main():

@@ -16,29 +16,12 @@ non-executing loader of tests/torch_verify.py) and checked against what was save
 """
 
 import collections
-import contextlib
-import json
 import os
-import sys
 
 import torch
 import torch.nn as nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import torch_verify  # noqa: E402
-
-
-@contextlib.contextmanager
-def tagged(tag_for):
-    """Make torch.save tag storages with tag_for(storage) (a str: every storage)."""
-    orig = torch.serialization.location_tag
-    fn = (lambda s: tag_for) if isinstance(tag_for, str) else tag_for
-    torch.serialization.location_tag = fn
-    try:
-        yield
-    finally:
-        torch.serialization.location_tag = orig
+from sample_common import HERE, tagged, torch_verify, write_expect
 
 
 class TinyMLP(nn.Module):
@@ -169,21 +152,6 @@ SAMPLES = [
     ("fp32_for_cast.pt", fp32_for_cast, {}),
     ("bigger_than_a_chunk.pt", bigger_than_a_chunk, {}),
 ]
-
-
-def write_expect(path, note, tag):
-    loaded = torch_verify.load_checkpoint(path)
-    entries = torch_verify.expect_entries(path, loaded)
-    for e in entries:
-        if e["device"] != tag:
-            raise SystemExit("%s: %s loaded with device %s, saved as %s"
-                             % (path, "/".join(e["path"]), e["device"], tag))
-    doc = collections.OrderedDict([("file", os.path.basename(path)), ("note", note),
-                                   ("torch", torch.__version__), ("tensors", entries)])
-    with open(path + ".expect.json", "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    return entries
 
 
 def same_tensors(a, b):

@@ -5,6 +5,7 @@ As a module:
     load_checkpoint(path)          -> Loaded (obj, device tags), through a safe unpickler
     flatten(obj)                   -> {path tuple: tensor}, paths as in the corpus expect files
     compare(inp, out, ...)         -> list of problems (empty when the output is right)
+    same_tensors(got, want)        -> problems between two {name: tensor} maps, bit for bit
     scan_pickle(path)              -> globals and storage persistent ids, read with no torch at all
     user_load_check(path, ...)     -> what a user's plain torch.load does with the file
 
@@ -514,6 +515,25 @@ def is_castable_float(dt):
 
 # ---------------------------------------------------------------------------
 # Comparison
+
+def same_tensors(got, want, plain=False):
+    """Problems between two {name: tensor} maps: the names, then each tensor's dtype, shape and
+    elements bit for bit; with plain, each must also be a plain torch.Tensor without grad."""
+    if sorted(got) != sorted(want):
+        extra, missing = sorted(set(got) - set(want)), sorted(set(want) - set(got))
+        return ["names: extra %s, missing %s" % (extra[:5], missing[:5])]
+    probs = []
+    for k, w in want.items():
+        g = got[k]
+        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
+            probs.append("%s: %s %s, want %s %s" % (k, g.dtype, tuple(g.shape), w.dtype, tuple(w.shape)))
+        elif tensor_bytes(g) != tensor_bytes(w):
+            probs.append("%s: bits differ" % k)
+        elif plain and (type(g) is not torch.Tensor or g.requires_grad):
+            probs.append("%s: a %s with requires_grad=%s, not a plain tensor" % (k, type(g).__name__,
+                                                                                 g.requires_grad))
+    return probs
+
 
 def _parse_map(maps):
     out = {}

@@ -1,3 +1,11 @@
+/* The one shard-set driver of every command: a set of inputs (an index, or
+ * one checkpoint) planned into shards, each written under a temporary name,
+ * all published together with the index, or written in parts (--part I/N)
+ * by several processes and joined by the index step.
+ *
+ * Longer than ~800 lines on purpose: planning, the parts, whole-shard
+ * rewrites with key surgery and the all-or-nothing publish share the plan's
+ * state (one section each below); split, each would re-derive the plan. */
 #include "set.h"
 
 #include <inttypes.h>

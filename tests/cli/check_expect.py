@@ -17,6 +17,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from judge import Report, compare_names  # noqa: E402
+
 
 def compare(tool, path, expect):
     run = subprocess.run([tool, "inspect", "--json", "--hash", path], capture_output=True, text=True)
@@ -31,11 +34,9 @@ def compare(tool, path, expect):
             problems.append("name listed twice: %s" % t["name"])
         by_name[t["name"]] = t
     want = {".".join(t["path"]): t for t in expect["tensors"]}
-    for name in sorted(set(by_name) - set(want)):
-        problems.append("unexpected tensor %s" % name)
-    for name in sorted(set(want) - set(by_name)):
-        problems.append("missing tensor %s" % name)
-    for name in sorted(set(want) & set(by_name)):
+    names, both = compare_names(by_name, want)
+    problems += names
+    for name in both:
         w, g = want[name], by_name[name]
         pairs = [("dtype", "dtype"), ("shape", "shape"), ("stride", "stride"),
                  ("storage_offset", "storage_offset"), ("parameter", "parameter"),
@@ -62,11 +63,10 @@ def main():
         print(__doc__)
         return 2
     tool, dirs = sys.argv[1], sys.argv[2:]
-    passed = failed = 0
+    rep = Report(shown=20)
     for d in dirs:
         if not os.path.isdir(d):
-            failed += 1
-            print("FAIL %s: folder not found (the corpus tests need it)" % d)
+            rep.check(d, ["folder not found (the corpus tests need it)"])
             continue
         in_dir = 0
         for root, _, files in sorted(os.walk(d)):
@@ -76,32 +76,17 @@ def main():
                 ckpt = os.path.join(root, f[: -len(".expect.json")])
                 in_dir += 1
                 if not os.path.exists(ckpt):
-                    failed += 1
-                    print("FAIL %s: expect file without its checkpoint" % ckpt)
+                    rep.check(ckpt, ["expect file without its checkpoint"])
                     continue
                 with open(os.path.join(root, f)) as fh:
                     expect = json.load(fh)
                 if not expect.get("tensors"):
-                    failed += 1
-                    print("FAIL %s: the expect file lists no tensor, so it checks nothing" % ckpt)
+                    rep.check(ckpt, ["the expect file lists no tensor, so it checks nothing"])
                     continue
-                problems = compare(tool, ckpt, expect)
-                if problems:
-                    failed += 1
-                    print("FAIL %s" % ckpt)
-                    for p in problems[:20]:
-                        print("    " + p)
-                else:
-                    passed += 1
-                    print("ok   %s (%d tensors)" % (ckpt, len(expect["tensors"])))
+                rep.check("%s (%d tensors)" % (ckpt, len(expect["tensors"])), compare(tool, ckpt, expect))
         if in_dir == 0:
-            failed += 1
-            print("FAIL %s: no checkpoint with an expect file in it: nothing to check" % d)
-    print("%d passed, %d failed" % (passed, failed))
-    if passed == 0:
-        print("FAIL: no checkpoint was checked")
-        return 1
-    return 1 if failed else 0
+            rep.check(d, ["no checkpoint with an expect file in it: nothing to check"])
+    return rep.finish()
 
 
 if __name__ == "__main__":

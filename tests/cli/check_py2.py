@@ -24,8 +24,6 @@ import glob
 import hashlib
 import json
 import os
-import struct
-import subprocess
 import sys
 import warnings
 
@@ -35,12 +33,10 @@ sys.path.insert(0, HERE)
 import torch_verify  # noqa: E402
 from torch_verify import torch  # noqa: E402
 import check_expect  # noqa: E402
+import st_read  # noqa: E402
+from judge import Report, run  # noqa: E402
 
 warnings.filterwarnings("ignore")
-
-ST_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
-             "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
-             "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
 
 
 def sha_file(path):
@@ -48,41 +44,26 @@ def sha_file(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.returncode, (r.stderr.strip() or r.stdout.strip())
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n].decode("utf-8"))
-    return header, data[8 + n:]
-
-
-def st_tensor(header, body, name):
-    e = header[name]
-    dt = torch_verify.dtype_from_name(ST_DTYPES[e["dtype"]])
-    a, b = e["data_offsets"]
-    t = torch.frombuffer(bytearray(body[a:b]), dtype=dt) if b > a else torch.empty(0, dtype=dt)
-    return t, e["shape"]
+def run_msg(cmd):
+    """(exit status, stderr, or stdout where stderr is empty)"""
+    rc, out, err = run(cmd)
+    return rc, (err.strip() or out.strip())
 
 
 def check_safetensors(inp_path, st_path):
     problems = []
     loaded = torch_verify.load_checkpoint(inp_path)
-    header, body = read_safetensors(st_path)
-    meta = header.pop("__metadata__", None) or {}
+    header, body = st_read.read_raw(st_path)
     try:
-        aliases = json.loads(meta.get("tensorctl.aliases", "{}"))
+        aliases = st_read.aliases(header)
     except ValueError:
         return ["__metadata__ tensorctl.aliases is not JSON"]
+    header.pop("__metadata__", None)
     want = {".".join(p): t for p, t in torch_verify.flatten(loaded.obj).items()}
     for name, t in want.items():
         ref = t.detach()
         if name in header:
-            flat, shape = st_tensor(header, body, name)
+            flat, shape = st_read.stored(header, body, name), header[name]["shape"]
             if flat.dtype != ref.dtype:
                 problems.append("%s: dtype %s, expected %s" % (name, torch_verify.dtype_name(flat.dtype),
                                                                 torch_verify.dtype_name(ref.dtype)))
@@ -96,7 +77,7 @@ def check_safetensors(inp_path, st_path):
             if al.get("of") not in header:
                 problems.append("%s: alias of %r, which is not in the file" % (name, al.get("of")))
                 continue
-            flat, _ = st_tensor(header, body, al["of"])
+            flat = st_read.stored(header, body, al["of"])
             try:
                 got = flat.as_strided(al["shape"], al["stride"], al["offset"])
             except Exception as e:  # noqa: BLE001
@@ -116,23 +97,6 @@ def check_safetensors(inp_path, st_path):
     return problems
 
 
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, what, problems):
-        if problems:
-            self.failed += 1
-            print("FAIL %s" % what)
-            for p in problems[:12]:
-                print("    " + p)
-            if len(problems) > 12:
-                print("    ... %d more" % (len(problems) - 12))
-        else:
-            self.passed += 1
-            print("PASS %s" % what)
-
-
 def check_file(tool, outdir, path, rep):
     name = os.path.basename(path)
     stem = name[:-3] if name.endswith(".pt") else name
@@ -146,7 +110,7 @@ def check_file(tool, outdir, path, rep):
         out = os.path.join(outdir, stem + (".bf16" if dtype else "") + ".cpu.pt")
         if os.path.exists(out):
             os.remove(out)
-        rc, msg = run([tool, "to-cpu", "-q", "-f", path, "-o", out] + extra)
+        rc, msg = run_msg([tool, "to-cpu", "-q", "-f", path, "-o", out] + extra)
         if rc != 0:
             rep.check("%s %s" % (name, label), ["exit %d: %s" % (rc, msg)])
             continue
@@ -156,7 +120,7 @@ def check_file(tool, outdir, path, rep):
     st = os.path.join(outdir, stem + ".safetensors")
     if os.path.exists(st):
         os.remove(st)
-    rc, msg = run([tool, "convert", "-q", "-f", path, st])
+    rc, msg = run_msg([tool, "convert", "-q", "-f", path, st])
     if rc != 0:
         rep.check("%s convert .safetensors" % name, ["exit %d: %s" % (rc, msg)])
     else:
@@ -195,8 +159,7 @@ def main(argv=None):
     rep = Report()
     for path in files:
         check_file(tool, outdir, path, rep)
-    print("%d passed, %d failed" % (rep.passed, rep.failed))
-    return 1 if rep.failed else 0
+    return rep.finish()
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ RSS is its own). Inputs and outputs go to /dev/shm when it is usable (an
 fsync there costs nothing and does not vary), else to the system's temporary
 folder; outputs are removed after every run.
 """
-import argparse, io, json, math, os, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
+import argparse, json, math, os, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
 
 # ---- pickle bytes (the style of tests/hostile/hostile.py) ------------------------
 
@@ -88,12 +88,34 @@ class Pickle:
     def get(self, i):
         self.ops.append(b'h' + bytes([i]) if i < 256 else b'j' + struct.pack('<I', i))
 
+    def empty(self, op):
+        """An empty dict (b'}') or list (b']'), memoized: its memo index."""
+        self.ops.append(op)
+        return self.put()
+
+    def obj(self, mod, name):
+        """mod.name() built with NEWOBJ (the state follows: BUILD), memoized."""
+        self.glob(mod, name)
+        self.ops.append(b')\x81')
+        return self.put()
+
+    def ordered_dict(self):
+        """collections.OrderedDict(), memoized."""
+        self.glob('collections', 'OrderedDict')
+        self.ops.append(b')R')
+        return self.put()
+
     def str(self, s):
         b = s.encode()
         if self.proto >= 4 and len(b) < 256:
             self.ops.append(b'\x8c' + bytes([len(b)]) + b)
         else:
             self.ops.append(op_str(s))
+
+    def key(self, s):
+        """A string memoized as the pickler memoizes it (each new one): a dict key, mostly."""
+        self.str(s)
+        return self.put()
 
     def mstr(self, s):
         """A string written once and fetched from the memo after."""
@@ -162,9 +184,7 @@ class Pickle:
         self.tuple_of_ints(list(shape))
         self.tuple_of_ints(list(stride))
         self.ops.append(FALSE)
-        self.glob('collections', 'OrderedDict')
-        self.ops.append(b')R')
-        self.put()
+        self.ordered_dict()
         if dtype:
             self.glob('torch', dtype)
         self.ops.append(b't')
@@ -196,14 +216,32 @@ class Pickle:
         return b''.join(out)
 
 
-def batched(p, items, setitems=True):
-    """MARK ... SETITEMS/APPENDS in batches of 1000, as the pickler writes them; items emit their own ops."""
-    items = list(items)
-    for i in range(0, len(items), 1000):
+def batched(p, keys, item, setitems=True):
+    """MARK ... SETITEMS (or APPENDS) in batches of 1000, as the pickler writes them: item(k)
+    emits the ops of one entry, for each k of keys."""
+    keys = list(keys)
+    for i in range(0, len(keys), 1000):
         p.emit(MARK)
-        for f in items[i:i + 1000]:
-            f()
+        for k in keys[i:i + 1000]:
+            item(k)
         p.emit(b'u' if setitems else b'e')
+
+
+def w_dict(p, **tensor):
+    """Open {'w': tensor, ...} on p, its MARK left open for more items (SETITEMS closes it):
+    (the dict's memo index, the tensor's). tensor: Pickle.tensor's arguments."""
+    dm = p.empty(b'}')
+    p.emit(MARK)
+    p.key('w')
+    return dm, p.tensor(**tensor)
+
+
+def tiny_sd():
+    """The pickle of {'w': a tensor of four floats}."""
+    p = Pickle(2)
+    w_dict(p)
+    p.emit(b'u')
+    return p.bytes()
 
 # ---- containers --------------------------------------------------------------------
 
@@ -237,6 +275,16 @@ def write(path, data):
         f.write(data)
     return path
 
+
+def in_pt(d, pkl, records=None, **zip_args):
+    """d/in.pt: a torch zip of pkl and records (by default storage '0' of four floats)."""
+    return write(os.path.join(d, 'in.pt'), torch_zip(pkl, records or {'0': F1 * 4}, **zip_args))
+
+
+def in_st(d, tensors, metadata=None):
+    """d/in.safetensors (see safetensors)."""
+    return write(os.path.join(d, 'in.safetensors'), safetensors(tensors, metadata))
+
 # ---- the shapes ----------------------------------------------------------------------
 # Each generator writes its input(s) into folder d for size n and returns the
 # path tensorctl is given.
@@ -245,49 +293,23 @@ def write(path, data):
 def g_vocab(d, n, proto):
     # a state_dict plus a tokenizer vocabulary: {'w': tensor, 'vocab': {str: int}}
     p = Pickle(proto)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
-    p.str('vocab')
-    p.put()
-    p.emit(b'}')
-    p.put()
-
-    def entry(i):
-        def f():
-            p.str('tok%07d' % i)
-            p.put()
-            p.int(i)
-        return f
-    batched(p, (entry(i) for i in range(n)))
+    w_dict(p)
+    p.key('vocab')
+    p.empty(b'}')
+    batched(p, range(n), lambda i: (p.key('tok%07d' % i), p.int(i)))
     p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, p.bytes())
 
 
 def g_many_globals(d, n):
     # n distinct (harmless) globals in a list next to the state_dict
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
-    p.str('objects')
-    p.put()
-    p.emit(b']')
-    p.put()
-
-    def one(i):
-        def f():
-            p.glob('userlib.m%d' % (i % 97), 'Thing%d' % i)
-        return f
-    batched(p, (one(i) for i in range(n)), setitems=False)
+    w_dict(p)
+    p.key('objects')
+    p.empty(b']')
+    batched(p, range(n), lambda i: p.glob('userlib.m%d' % (i % 97), 'Thing%d' % i), setitems=False)
     p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, p.bytes())
 
 
 def st_shards(d, shards, meta_total=True):
@@ -325,20 +347,14 @@ def g_shared_doubling(d, n):
     # 2^n paths through 2n objects, each path a name of about 200 n bytes
     p = Pickle(2)
     k1, k2 = 'a' * 200, 'b' * 200
-    p.emit(b'}')
-    prev = p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
+    prev, _ = w_dict(p)
     p.emit(b'u', b'0')
     p.mstr(k1)
     p.emit(b'0')
     p.mstr(k2)
     p.emit(b'0')
     for _ in range(n):
-        p.emit(b'}')
-        cur = p.put()
+        cur = p.empty(b'}')
         p.emit(MARK)
         p.mstr(k1)
         p.get(prev)
@@ -347,7 +363,7 @@ def g_shared_doubling(d, n):
         p.emit(b'u', b'0')
         prev = cur
     p.get(prev)
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, p.bytes())
 
 
 def g_deep_names(d, n, depth=200):
@@ -360,92 +376,47 @@ def g_deep_names(d, n, depth=200):
     p.mstr(key)
     p.emit(b'0')
     for _ in range(depth):
-        p.emit(b'}')
-        p.put()
+        p.empty(b'}')
         p.emit(MARK)
         p.mstr(key)
-    p.emit(b'}')
-    p.put()
+    p.empty(b'}')
+    batched(p, range(n), lambda i: (p.str('t%d' % i), p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid)))
+    p.emit(*[b'u'] * depth)
+    return in_pt(d, p.bytes(), {'0': F1 * n})
 
-    def one(i):
-        def f():
-            p.str('t%d' % i)
-            p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid)
-        return f
-    batched(p, (one(i) for i in range(n)))
-    for _ in range(depth):
-        p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
+
+def g_nones(d, n, method=zipfile.ZIP_STORED):
+    # a list of n Nones before the state_dict in data.pkl (stored: the graph's own memory per input byte)
+    return in_pt(d, PROTO2 + b']q\x00(' + b'N' * n + b'e0' + tiny_sd()[2:], method=method)
 
 
 def g_inflate_objects(d, n):
-    # a deflated data.pkl: a list of 1000 n Nones (about n bytes deflated)
-    body = b']q\x00(' + b'N' * (1000 * n) + b'e0'
-    p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
-    p.emit(b'u')
-    pkl = PROTO2 + body + p.bytes()[2:]
-    return write(os.path.join(d, 'in.pt'), torch_zip(pkl, {'0': F1 * 4}, method=zipfile.ZIP_DEFLATED))
+    # the same, deflated: 1000 n Nones in about n bytes
+    return g_nones(d, 1000 * n, zipfile.ZIP_DEFLATED)
 
 
 def g_inflate_string(d, n):
     # a deflated data.pkl holding one 8000 n-byte string (about 8 n bytes deflated)
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
+    w_dict(p)
     p.str('blob')
     p.emit(b'X' + struct.pack('<I', 8000 * n) + b'x' * (8000 * n))
     p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}, method=zipfile.ZIP_DEFLATED))
-
-
-def g_many_small_objects(d, n):
-    # the same list of Nones, stored: memory per input byte of the object graph
-    body = b']q\x00(' + b'N' * n + b'e0'
-    p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
-    p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(PROTO2 + body + p.bytes()[2:], {'0': F1 * 4}))
+    return in_pt(d, p.bytes(), method=zipfile.ZIP_DEFLATED)
 
 
 def g_stride0(d, n):
     # one float, viewed as a vector of 2^26 n elements with stride 0 (a 500-byte file)
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor(numel=1, shape=((1 << 26) * n,), stride=(0,))
+    w_dict(p, numel=1, shape=((1 << 26) * n,), stride=(0,))
     p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1}))
+    return in_pt(d, p.bytes(), {'0': F1})
 
 
 def flat_state_dict(p, names, tensor_fn):
-    p.emit(b'}')
-    p.put()
-
-    def one(i, nm):
-        def f():
-            p.str(nm)
-            p.put()
-            tensor_fn(i)
-        return f
-    batched(p, (one(i, nm) for i, nm in enumerate(names)))
+    """{names[i]: tensor_fn(i)}: tensor_fn emits the i-th tensor."""
+    p.empty(b'}')
+    batched(p, range(len(names)), lambda i: (p.key(names[i]), tensor_fn(i)))
 
 
 def g_views_one_storage(d, n):
@@ -454,75 +425,53 @@ def g_views_one_storage(d, n):
     p = Pickle(2)
     flat_state_dict(p, ['p.%d' % i for i in range(n)],
                     lambda i: p.tensor('0', n, offset=i, shape=(1,), stride=(1,)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
+    return in_pt(d, p.bytes(), {'0': F1 * n})
 
 
-def g_many_storages(d, n):
-    # a plain state_dict: n tensors, n storages, n data/ records
+def g_own_storages(d, n, name='layer.%d.weight'):
+    # a plain state_dict: n tensors (named name % i), n storages, n data/ records
     p = Pickle(2)
-    flat_state_dict(p, ['layer.%d.weight' % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {str(i): F1 for i in range(n)}))
+    flat_state_dict(p, [name % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,)))
+    return in_pt(d, p.bytes(), {str(i): F1 for i in range(n)})
+
+
+def g_rekey_keys(d, n):
+    # the same under 'module.' keys
+    return g_own_storages(d, n, 'module.w%d')
 
 
 def g_tied_pairs(d, n):
     # n storages, each seen by two tensors (the whole and a slice), side by side
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-
-    def pair(i):
-        def f():
-            p.str('a.%d' % i)
-            p.put()
-            p.tensor(str(i), 4, shape=(4,))
-            p.str('b.%d' % i)
-            p.put()
-            p.tensor(str(i), 4, offset=2, shape=(2,))
-        return f
-    batched(p, (pair(i) for i in range(n)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {str(i): F1 * 4 for i in range(n)}))
+    p.empty(b'}')
+    batched(p, range(n), lambda i: (p.key('a.%d' % i), p.tensor(str(i), 4, shape=(4,)),
+                                    p.key('b.%d' % i), p.tensor(str(i), 4, offset=2, shape=(2,))))
+    return in_pt(d, p.bytes(), {str(i): F1 * 4 for i in range(n)})
 
 
 def g_top_level_mixed(d, n):
     # a top-level dict of n tensors (one storage, one persistent id) and n ints
     p = Pickle(2)
     pid = p.storage_memo('0', n)
-    p.emit(b'}')
-    p.put()
-
-    def one(i):
-        def f():
-            p.str('w%d' % i)
-            p.put()
-            p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid)
-            p.str('step%d' % i)
-            p.put()
-            p.int(i)
-        return f
-    batched(p, (one(i) for i in range(n)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
+    p.empty(b'}')
+    batched(p, range(n), lambda i: (p.key('w%d' % i), p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid),
+                                    p.key('step%d' % i), p.int(i)))
+    return in_pt(d, p.bytes(), {'0': F1 * n})
 
 
 def g_deep_nesting(d, n, depth=900):
     # n chains of 900 nested 1-tuples (near the default --max-depth 1000), each
     # around the same tensor
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    t = p.tensor()
-    p.str('chains')
-    p.put()
-    p.emit(b']')
-    p.put()
+    _, t = w_dict(p)
+    p.key('chains')
+    p.empty(b']')
     p.emit(MARK)
     for _ in range(n):
         p.get(t)
         p.emit(b'\x85' * depth)
     p.emit(b'e', b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, p.bytes())
 
 
 def g_long_names(d, n):
@@ -531,110 +480,73 @@ def g_long_names(d, n):
     pid = p.storage_memo('0', n)
     flat_state_dict(p, [('%06d' % i) * 33 + 'xx' for i in range(n)],
                     lambda i: p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
+    return in_pt(d, p.bytes(), {'0': F1 * n})
 
 
 def g_st_tensors(d, n):
-    return write(os.path.join(d, 'in.safetensors'),
-                 safetensors([('model.layers.%d.weight' % i, 'F32', [1], F1) for i in range(n)]))
+    return in_st(d, [('model.layers.%d.weight' % i, 'F32', [1], F1) for i in range(n)])
 
 
 def g_st_aliases(d, n):
     # one written tensor of n elements and n aliases of it (views) in __metadata__
     al = {'view.%d' % i: {'of': 'base', 'offset': i, 'shape': [1], 'stride': [1], 'same': False} for i in range(n)}
-    return write(os.path.join(d, 'in.safetensors'),
-                 safetensors([('base', 'F32', [n], F1 * n)], {'format': 'pt', 'tensorctl.aliases': json.dumps(al)}))
+    return in_st(d, [('base', 'F32', [n], F1 * n)], {'format': 'pt', 'tensorctl.aliases': json.dumps(al)})
 
 
 def g_st_metadata(d, n):
-    meta = {'key%07d' % i: 'value%d' % i for i in range(n)}
-    return write(os.path.join(d, 'in.safetensors'), safetensors([('w', 'F32', [1], F1)], meta))
+    return in_st(d, [('w', 'F32', [1], F1)], {'key%07d' % i: 'value%d' % i for i in range(n)})
 
 
 def g_st_keep(d, n):
-    return write(os.path.join(d, 'in.safetensors'),
-                 safetensors([('block%d.sub%d.weight' % (i // 7, i % 7), 'F32', [1], F1) for i in range(n)]))
+    return in_st(d, [('block%d.sub%d.weight' % (i // 7, i % 7), 'F32', [1], F1) for i in range(n)])
 
 
 def g_zip_entries(d, n):
+    return in_pt(d, tiny_sd(), extra=[('archive/extra/%d' % i, b'x') for i in range(n)])
+
+
+def g_legacy(d, n, elem=F1, dtype=None):
+    # a legacy (pre-1.6) file: n one-element tensors, each on its own storage holding elem
+    # (dtype: _rebuild_tensor_v3 on UntypedStorages)
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
-    p.emit(b'u')
-    extra = [('archive/extra/%d' % i, b'x') for i in range(n)]
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}, extra=extra))
-
-
-def legacy_sd(n, dtype=None):
-    p = Pickle(2)
-    if dtype:
-        flat_state_dict(p, ['w%d' % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,), dtype=dtype))
-    else:
-        flat_state_dict(p, ['w%d' % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,)))
-    return p.bytes()
-
-
-def g_legacy_storages(d, n):
-    return write(os.path.join(d, 'in.pt'), legacy(legacy_sd(n), [str(i) for i in range(n)], [(1, F1)] * n))
+    flat_state_dict(p, ['w%d' % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,), dtype=dtype))
+    return write(os.path.join(d, 'in.pt'), legacy(p.bytes(), [str(i) for i in range(n)], [(1, elem)] * n))
 
 
 def g_untyped_storages(d, n):
     # float8 tensors (_rebuild_tensor_v3 on UntypedStorages), one storage each; legacy container
-    return write(os.path.join(d, 'in.pt'),
-                 legacy(legacy_sd(n, 'float8_e4m3fn'), [str(i) for i in range(n)], [(1, b'\x38')] * n))
+    return g_legacy(d, n, b'\x38', 'float8_e4m3fn')
+
+
+def g_cast_overflow(d, n):
+    # n float32 storages each holding 1e30 (overflows float16), legacy container
+    return g_legacy(d, n, struct.pack('<f', 1e30))
 
 
 def g_module_buffers(d, n):
     # a whole nn.Module pickled: n buffers, half of them non-persistent
     p = Pickle(2)
     pid = p.storage_memo('0', n)
-    p.glob('mymodels', 'Net')
-    p.emit(b')\x81')
-    p.put()
-    p.emit(b'}')
-    p.put()
+    p.obj('mymodels', 'Net')
+    p.empty(b'}')
     p.emit(MARK)
     p.str('training')
     p.emit(TRUE)
     p.str('_parameters')
-    p.glob('collections', 'OrderedDict')
-    p.emit(b')R')
-    p.put()
+    p.ordered_dict()
     p.str('_buffers')
-    p.glob('collections', 'OrderedDict')
-    p.emit(b')R')
-    p.put()
-
-    def buf(i):
-        def f():
-            p.str('buf%d' % i)
-            p.put()
-            p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid)
-        return f
-    batched(p, (buf(i) for i in range(n)))
+    p.ordered_dict()
+    batched(p, range(n), lambda i: (p.key('buf%d' % i), p.tensor(offset=i, shape=(1,), stride=(1,), pid_memo=pid)))
     p.str('_non_persistent_buffers_set')
     p.glob('builtins', 'set')
-    p.emit(b']')
-    p.put()
-
-    def name(i):
-        def f():
-            p.str('buf%d' % i)
-        return f
-    batched(p, (name(i) for i in range(0, n, 2)), setitems=False)
+    p.empty(b']')
+    batched(p, range(0, n, 2), lambda i: p.str('buf%d' % i), setitems=False)
     p.emit(b'\x85R')
     p.put()
     p.str('_modules')
-    p.glob('collections', 'OrderedDict')
-    p.emit(b')R')
-    p.put()
+    p.ordered_dict()
     p.emit(b'ub')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
-
+    return in_pt(d, p.bytes(), {'0': F1 * n})
 
 
 def fnv_collisions(count, bits=20, target=0x5a5a5):
@@ -668,56 +580,36 @@ def fnv_collisions(count, bits=20, target=0x5a5a5):
 
 def g_st_hash_collisions(d, n):
     # n safetensors tensors whose names all land in one bucket of the storage hash table
-    return write(os.path.join(d, 'in.safetensors'),
-                 safetensors([(nm, 'F32', [1], F1) for nm in fnv_collisions(n)]))
-
-
-def g_cast_overflow(d, n):
-    # n float32 storages each holding 1e30 (overflows float16), legacy container
-    big = struct.pack('<f', 1e30)
-    return write(os.path.join(d, 'in.pt'), legacy(legacy_sd(n), [str(i) for i in range(n)], [(1, big)] * n))
+    return in_st(d, [(nm, 'F32', [1], F1) for nm in fnv_collisions(n)])
 
 
 def g_shared_subtree(d, n):
     # one dict of n ints, referenced n times from a list: n^2 paths, no tensor among them
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
+    w_dict(p)
     p.str('shared')
-    p.emit(b'}')
-    sub = p.put()
-    batched(p, [(lambda i=i: (p.str('k%d' % i), p.int(i))) for i in range(n)])
+    sub = p.empty(b'}')
+    batched(p, range(n), lambda i: (p.str('k%d' % i), p.int(i)))
     p.str('refs')
-    p.emit(b']')
-    p.put()
+    p.empty(b']')
     p.emit(MARK)
     for _ in range(n):
         p.get(sub)
     p.emit(b'e', b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, p.bytes())
 
 
 def g_long_decimals(d, n, count=200):
     # protocol-0 LONG text: 200 integers of 64 n decimal digits (the reader takes up to 4096)
     p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
+    w_dict(p)
     p.str('ints')
-    p.emit(b']')
-    p.put()
+    p.empty(b']')
     p.emit(MARK)
     for i in range(count):
         p.emit(b'L' + (str(i + 1) * (64 * n))[:64 * n].encode() + b'L\n')
     p.emit(b'e', b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, p.bytes())
 
 
 def g_index_metadata(d, n):
@@ -727,15 +619,21 @@ def g_index_metadata(d, n):
     return write(os.path.join(d, 'model.safetensors.index.json'), json.dumps(ix, indent=2).encode())
 
 
-def ts_object(p, cls, items):
-    """A TorchScript object: GLOBAL __torch__ cls, NEWOBJ, a dict of items (each emits key and value), BUILD."""
-    p.glob('__torch__', cls)
-    p.emit(b')\x81')
-    p.put()
-    p.emit(b'}')
-    p.put()
-    batched(p, items)
+def ts_object(p, cls, items, training=False):
+    """A TorchScript object: GLOBAL __torch__ cls, NEWOBJ, a dict of items (each a function that
+    emits a key and its value; 'training': True first with training), BUILD."""
+    p.obj('__torch__', cls)
+    p.empty(b'}')
+    if training:
+        items = [lambda: (p.str('training'), p.emit(TRUE))] + list(items)
+    batched(p, items, lambda item: item())
     p.emit(b'b')
+
+
+def in_ts(d, p, code, records):
+    """d/in.pt: a TorchScript archive of p, its code/__torch__.py code and an empty constants.pkl."""
+    return in_pt(d, p.bytes(), records, extra=[('archive/code/__torch__.py', code.encode()),
+                                              ('archive/constants.pkl', PROTO2 + b')' + STOP)])
 
 
 def g_ts_many_classes(d, n):
@@ -750,14 +648,11 @@ def g_ts_many_classes(d, n):
     pid = p.storage_memo('0', 2 * n)
 
     def child(i):
-        def f():
-            p.str('c%d' % i)
-            ts_object(p, 'M%d' % i, [lambda: (p.str('w'), p.tensor(offset=2 * i, shape=(1,), pid_memo=pid)),
-                                     lambda: (p.str('b'), p.tensor(offset=2 * i + 1, shape=(1,), pid_memo=pid))])
-        return f
-    ts_object(p, 'Root', [lambda: (p.str('training'), p.emit(TRUE))] + [child(i) for i in range(n)])
-    extra = [('archive/code/__torch__.py', ''.join(code).encode()), ('archive/constants.pkl', PROTO2 + b')' + STOP)]
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 2 * n}, extra=extra))
+        p.str('c%d' % i)
+        ts_object(p, 'M%d' % i, [lambda: (p.str('w'), p.tensor(offset=2 * i, shape=(1,), pid_memo=pid)),
+                                 lambda: (p.str('b'), p.tensor(offset=2 * i + 1, shape=(1,), pid_memo=pid))])
+    ts_object(p, 'Root', [lambda i=i: child(i) for i in range(n)], training=True)
+    return in_ts(d, p, ''.join(code), {'0': F1 * 2 * n})
 
 
 def g_ts_long_declaration(d, n):
@@ -767,79 +662,47 @@ def g_ts_long_declaration(d, n):
         '"%s", ' % nm for nm in names)
     p = Pickle(2)
     pid = p.storage_memo('0', n)
-    items = [lambda: (p.str('training'), p.emit(TRUE))]
+    items = []
     for i in range(n):
         items.append(lambda i=i: (p.str('p%d' % i), p.tensor(offset=i, shape=(1,), pid_memo=pid)))
         items.append(lambda i=i: (p.str('other%d' % i), p.int(i)))
-    ts_object(p, 'Root', items)
-    extra = [('archive/code/__torch__.py', code.encode()), ('archive/constants.pkl', PROTO2 + b')' + STOP)]
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}, extra=extra))
+    ts_object(p, 'Root', items, training=True)
+    return in_ts(d, p, code, {'0': F1 * n})
 
 
 def g_weights_many_candidates(d, n):
     # n top-level EMA-looking entries, each a state_dict of one tensor: n candidates extract lists
     p = Pickle(2)
     pid = p.storage_memo('0', n)
-    p.emit(b'}')
-    p.put()
-
-    def one(i):
-        def f():
-            p.str('model_ema_%d' % i)
-            p.emit(b'}')
-            p.put()
-            p.str('w')
-            p.tensor(offset=i, shape=(1,), pid_memo=pid)
-            p.emit(b's')
-        return f
-    batched(p, (one(i) for i in range(n)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * n}))
+    p.empty(b'}')
+    batched(p, range(n), lambda i: (p.str('model_ema_%d' % i), p.empty(b'}'), p.str('w'),
+                                    p.tensor(offset=i, shape=(1,), pid_memo=pid), p.emit(b's')))
+    return in_pt(d, p.bytes(), {'0': F1 * n})
 
 
 def g_rekey_dicts(d, n):
     # n dicts, each holding two tensors under 'module.' keys: key surgery on a whole rewrite, dict by dict
     p = Pickle(2)
     pid = p.storage_memo('0', 2 * n)
-    p.emit(b'}')
-    p.put()
+    p.empty(b'}')
 
     def one(i):
-        def f():
-            p.str('d%d' % i)
-            p.emit(b'}')
-            p.put()
-            p.emit(MARK)
-            p.str('module.a')
-            p.tensor(offset=2 * i, shape=(1,), pid_memo=pid)
-            p.str('module.b')
-            p.tensor(offset=2 * i + 1, shape=(1,), pid_memo=pid)
-            p.emit(b'u')
-        return f
-    batched(p, (one(i) for i in range(n)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 2 * n}))
+        p.str('d%d' % i)
+        p.empty(b'}')
+        p.emit(MARK)
+        p.str('module.a')
+        p.tensor(offset=2 * i, shape=(1,), pid_memo=pid)
+        p.str('module.b')
+        p.tensor(offset=2 * i + 1, shape=(1,), pid_memo=pid)
+        p.emit(b'u')
+    batched(p, range(n), one)
+    return in_pt(d, p.bytes(), {'0': F1 * 2 * n})
 
-
-def g_rekey_keys(d, n):
-    # one state_dict of n tensors under 'module.' keys, each on its own storage
-    p = Pickle(2)
-    flat_state_dict(p, ['module.w%d' % i for i in range(n)], lambda i: p.tensor(str(i), 1, shape=(1,)))
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {str(i): F1 for i in range(n)}))
 
 def g_tiny(d, n):
-    p = Pickle(2)
-    p.emit(b'}')
-    p.put()
-    p.emit(MARK)
-    p.str('w')
-    p.put()
-    p.tensor()
-    p.emit(b'u')
-    return write(os.path.join(d, 'in.pt'), torch_zip(p.bytes(), {'0': F1 * 4}))
+    return in_pt(d, tiny_sd())
 
 # ---- distributed checkpoints (the .metadata and .distcp makers of tests/hostile/hostile.py) ----
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'hostile'))
-import hostile  # noqa: E402
 
 
 def dcp_folder(d, tensors, items=()):
@@ -848,36 +711,40 @@ def dcp_folder(d, tensors, items=()):
     data, sdm, storage = bytearray(), [], []
     cache = {}
     for name, shape, chunks, blob in tensors:
-        sdm.append((hostile.op_str(name), hostile.tensor_md(shape, chunks)))
+        sdm.append((H.op_str(name), H.tensor_md(shape, chunks)))
         for off, sz in chunks:
             b = cache.get(tuple(sz)) or cache.setdefault(tuple(sz), blob(sz))
-            storage.append((hostile.meta_index(name, off), hostile.storage_info('__0_0.distcp', len(data), len(b))))
+            storage.append((H.meta_index(name, off), H.storage_info('__0_0.distcp', len(data), len(b))))
             data += b
     for name, b in items:
-        sdm.append((hostile.op_str(name), hostile.newobj(hostile.DCPM, 'BytesStorageMetadata')))
-        storage.append((hostile.meta_index(name, None), hostile.storage_info('__0_0.distcp', len(data), len(b))))
+        sdm.append((H.op_str(name), H.newobj(H.DCPM, 'BytesStorageMetadata')))
+        storage.append((H.meta_index(name, None), H.storage_info('__0_0.distcp', len(data), len(b))))
         data += b
-    md = hostile.PROTO + hostile.newobj(hostile.DCPM, 'Metadata', hostile.dict_of([
-        ('state_dict_metadata', hostile.dict_raw(sdm)), ('planner_data', b'N'),
-        ('storage_data', hostile.dict_raw(storage)), ('version', op_str('1.0.0'))])) + STOP
+    md = H.PROTO + H.newobj(H.DCPM, 'Metadata', H.dict_of([
+        ('state_dict_metadata', H.dict_raw(sdm)), ('planner_data', b'N'),
+        ('storage_data', H.dict_raw(storage)), ('version', op_str('1.0.0'))])) + STOP
     f = os.path.join(d, 'dcp')
     os.makedirs(f, exist_ok=True)
     write(os.path.join(f, '__0_0.distcp'), bytes(data))
     write(os.path.join(f, '.metadata'), md)
     return f
 
+
 def g_dcp_row_chunks(d, n):
-    return dcp_folder(d, [('w', (n, 4), [((i, 0), (1, 4)) for i in range(n)], hostile.chunk_blob)])
+    return dcp_folder(d, [('w', (n, 4), [((i, 0), (1, 4)) for i in range(n)], H.chunk_blob)])
+
 
 def g_dcp_grid_chunks(d, n):
-    return dcp_folder(d, [('w', (n, 8), [((i, j), (1, 1)) for i in range(n) for j in range(8)], hostile.chunk_blob)])
+    return dcp_folder(d, [('w', (n, 8), [((i, j), (1, 1)) for i in range(n) for j in range(8)], H.chunk_blob)])
+
 
 def g_dcp_columns(d, n):
-    return dcp_folder(d, [('w', (n, 2), [((0, 0), (n, 1)), ((0, 1), (n, 1))], hostile.chunk_blob)])
+    return dcp_folder(d, [('w', (n, 2), [((0, 0), (n, 1)), ((0, 1), (n, 1))], H.chunk_blob)])
+
 
 def g_dcp_items(d, n):
-    step = hostile.torch_zip(hostile.PROTO + op_int(7) + STOP)
-    return dcp_folder(d, [('w', (2, 2), [((0, 0), (2, 2))], hostile.chunk_blob)],
+    step = H.torch_zip(H.PROTO + op_int(7) + STOP)
+    return dcp_folder(d, [('w', (2, 2), [((0, 0), (2, 2))], H.chunk_blob)],
                       [('opt.group%d.step' % i, step) for i in range(n)])
 
 # ---- cases ---------------------------------------------------------------------------
@@ -929,7 +796,7 @@ CASES = {
                    '400 tensors at the bottom of a chain of 200 dicts under one 255-byte key (51 KB names)'),
     'inflate_bomb_objects': (g_inflate_objects, 256, [INSPECT], 'deflated data.pkl: 256k Nones in ~300 bytes'),
     'inflate_bomb_string': (g_inflate_string, 1024, [INSPECT], 'deflated data.pkl: an 8 MB string in ~8 KB'),
-    'many_small_objects': (g_many_small_objects, 200000, [INSPECT],
+    'many_small_objects': (g_nones, 200000, [INSPECT],
                            'stored data.pkl: 200k Nones (the graph\'s own memory per byte: the control)'),
     'stride0_view': (g_stride0, 1, [(TO_ST, {'expect': (2, '--max-expand')}), ['inspect', '--hash', '{in}'], TOCPU],
                      'one float viewed as 2^26 elements with stride 0 (convert would write 256 MiB: refused '
@@ -938,7 +805,7 @@ CASES = {
                           '20k tensors viewing one storage, each with its own persistent id'),
     'views_one_storage_convert': (g_views_one_storage, 4000, [TO_ST],
                                   '4k tensors viewing one storage, converted (each written as a copy)'),
-    'many_storages': (g_many_storages, 6000, [INSPECT, JSON, TOCPU, TO_ST],
+    'many_storages': (g_own_storages, 6000, [INSPECT, JSON, TOCPU, TO_ST],
                       'a state_dict of 6k tensors, 6k storages, 6k data/ records'),
     'tied_pairs': (g_tied_pairs, 2000, [INSPECT, TO_ST], '2k storages each seen by two tensors'),
     'top_level_mixed': (g_top_level_mixed, 4000, [INSPECT], 'a top-level dict of 4k tensors and 4k ints'),
@@ -951,13 +818,13 @@ CASES = {
     'keep_patterns': (g_st_keep, 2000, [TO_PT + ['--dtype', 'float16'] + KEEPS],
                       '2k tensors cast with 256 --keep patterns (the most the CLI takes)'),
     'zip_many_entries': (g_zip_entries, 20000, [INSPECT, TOCPU], 'a torch zip with 20k extra records'),
-    'legacy_many_storages': (g_legacy_storages, 4000, [INSPECT, JSON, TOCPU],
+    'legacy_many_storages': (g_legacy, 4000, [INSPECT, JSON, TOCPU],
                              'legacy (pre-1.6) file: 4k tensors on 4k storages'),
     'untyped_storages': (g_untyped_storages, 6000, [TOCPU, TO_ST],
                          '6k float8 tensors (_rebuild_tensor_v3, UntypedStorage), one storage each'),
     'st_hash_collisions': (g_st_hash_collisions, 10000, [INSPECT],
                            'safetensors: 10k tensor names that collide in the storage hash table (FNV-1a low bits)'),
-    'cast_overflow_storages': (lambda d, n: g_cast_overflow(d, n), 4000,
+    'cast_overflow_storages': (g_cast_overflow, 4000,
                                [['to-cpu', '-q', '--dtype', 'float16', '{in}', '-o', '{out}/out.pt']],
                                'legacy file: 4k float32 storages whose values overflow float16 (one warning each)'),
     'shared_subtree': (g_shared_subtree, 1000, [INSPECT, TOCPU],
@@ -1053,16 +920,22 @@ def split(cmd):
     return (cmd[0], cmd[1]) if isinstance(cmd, tuple) else (cmd, {})
 
 
-def run_once(tensorctl, cmd, inp, tmp, meter, budget):
-    """One run; budget in the meter's unit (cpu seconds, or instructions for callgrind)."""
+def prepare(cmd, inp, outdir):
+    """(the arguments of cmd for input inp and output folder outdir, its options); the file it
+    asks to be there first is made."""
     argv, opts = split(cmd)
-    outdir = tempfile.mkdtemp(dir=tmp, prefix='out-')
     if opts.get('precreate'):
         pc = os.path.join(outdir, opts['precreate'])
         os.makedirs(os.path.dirname(pc), exist_ok=True)
         write(pc, b'{}')
+    return [a.replace('{in}', inp).replace('{out}', outdir) for a in argv], opts
+
+
+def run_once(tensorctl, cmd, inp, tmp, meter, budget):
+    """One run; budget in the meter's unit (cpu seconds, or instructions for callgrind)."""
+    outdir = tempfile.mkdtemp(dir=tmp, prefix='out-')
+    args, opts = prepare(cmd, inp, outdir)
     errpath = os.path.join(tmp, 'stderr')
-    args = [a.replace('{in}', inp).replace('{out}', outdir) for a in argv]
     cmd = [tensorctl] + args
     cg = None
     if meter == 'callgrind':
@@ -1285,21 +1158,18 @@ def profile(a):
             os.makedirs(d)
             inp = gen(d, n * a.scale)
             for i, cmd in enumerate(cmds):
-                argv, opts = split(cmd)
                 if a.command is not None and i != a.command:
                     continue
                 outdir = tempfile.mkdtemp(dir=tmp)
                 cg = os.path.join(tmp, 'cg.out')
-                args = [x.replace('{in}', inp).replace('{out}', outdir) for x in argv]
-                if opts.get('precreate'):
-                    os.makedirs(os.path.dirname(os.path.join(outdir, opts['precreate'])), exist_ok=True)
-                    write(os.path.join(outdir, opts['precreate']), b'{}')
+                args, _ = prepare(cmd, inp, outdir)
                 subprocess.run(['valgrind', '--tool=callgrind', '--callgrind-out-file=' + cg, '-q',
                                 os.path.abspath(a.tensorctl)] + args,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 ann = subprocess.run(['callgrind_annotate', '--inclusive=no', cg], stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL).stdout.decode(errors='replace').splitlines()
-                print('== %s: tensorctl %s (n x %d, %d input bytes)' % (c, ' '.join(argv), a.scale, input_bytes(d)))
+                print('== %s: tensorctl %s (n x %d, %d input bytes)' % (c, ' '.join(split(cmd)[0]), a.scale,
+                                                                        input_bytes(d)))
                 start = next((k for k, l in enumerate(ann) if 'file:function' in l), 0)
                 print('\n'.join(ann[max(0, start - 4):start + 16]))
                 shutil.rmtree(outdir, ignore_errors=True)

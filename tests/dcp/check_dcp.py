@@ -23,44 +23,19 @@ import hashlib
 import json
 import os
 import shutil
-import struct
-import subprocess
 import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-try:
-    import torch
-except ImportError:
-    print("SKIP: torch cannot be imported")
-    sys.exit(77)
+from judge import Report, compare_names, out_dir, run, torch_or_skip  # noqa: E402
+
+torch = torch_or_skip()
 import torch_verify  # noqa: E402
+from st_read import ST_DTYPES, read_raw  # noqa: E402
 
 warnings.filterwarnings("ignore")
-ST_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
-             "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 FLOATS = {"float64", "float32", "float16", "bfloat16"}
-
-
-class Report:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, what, problems):
-        if problems:
-            self.failed += 1
-            print("FAIL %s" % what)
-            for p in problems[:12]:
-                print("    " + p)
-        else:
-            self.passed += 1
-            print("PASS %s" % what)
-
-
-def run(tool, *args):
-    p = subprocess.run([tool] + list(args), capture_output=True, text=True)
-    return p.returncode, p.stderr.strip()
 
 
 def sha(t):
@@ -71,12 +46,9 @@ def dname(t):
     return str(t.dtype).replace("torch.", "")
 
 
-def read_safetensors(path):
+def st_facts(path):
     """name -> (dtype, shape, sha256 of its bytes), from the header and the data of the file."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        hdr = json.loads(f.read(n))
-        data = f.read()
+    hdr, data = read_raw(path)
     out = {}
     for k, v in hdr.items():
         if k == "__metadata__":
@@ -92,12 +64,8 @@ def jsonable(v):
 
 def compare_tensors(got, want):
     """got: name -> (dtype, shape, sha); want: the expect file's tensors, by name."""
-    problems = []
-    for name in sorted(set(got) - set(want)):
-        problems.append("unexpected tensor %s" % name)
-    for name in sorted(set(want) - set(got)):
-        problems.append("missing tensor %s" % name)
-    for name in sorted(set(want) & set(got)):
+    problems, both = compare_names(got, want)
+    for name in both:
         w, g = want[name], got[name]
         if (w["dtype"], w["shape"], w["sha256"]) != (g[0], list(g[1]), g[2]):
             problems.append("%s: %s %s %s, expected %s %s %s" % (name, g[0], list(g[1]), g[2][:12], w["dtype"],
@@ -118,8 +86,8 @@ def check_sample(tool, out, sample, expect, rep):
         return
     # .pt, loaded with weights_only=True
     pt = os.path.join(out, name + ".pt")
-    rc, err = run(tool, "consolidate", "-q", sample, "-o", pt)
-    problems = ["consolidate exited %d: %s" % (rc, err)] if rc else []
+    rc, _, err = run(tool, "consolidate", "-q", sample, "-o", pt)
+    problems = ["consolidate exited %d: %s" % (rc, err.strip())] if rc else []
     sd = None
     if not rc:
         try:
@@ -142,17 +110,17 @@ def check_sample(tool, out, sample, expect, rep):
     rep.check("%s: .pt loads with weights_only=True, tensors and items as dcp_to_torch_save" % name, problems)
     # .safetensors
     stf = os.path.join(out, name + ".safetensors")
-    rc, err = run(tool, "consolidate", "-q", sample, "-o", stf)
+    rc, _, err = run(tool, "consolidate", "-q", sample, "-o", stf)
     rep.check("%s: .safetensors holds the same tensors" % name,
-              ["consolidate exited %d: %s" % (rc, err)] if rc else compare_tensors(read_safetensors(stf), want))
+              ["consolidate exited %d: %s" % (rc, err.strip())] if rc else compare_tensors(st_facts(stf), want))
     # --from KEY
     tops = [k.split(".", 1)[0] for k in want if "." in k]
     if tops:
         key = tops[0]
         sub = {k[len(key) + 1:]: v for k, v in want.items() if k.startswith(key + ".")}
         fp = os.path.join(out, name + ".from.pt")
-        rc, err = run(tool, "consolidate", "-q", sample, "-o", fp, "--from", key)
-        problems = ["consolidate --from %s exited %d: %s" % (key, rc, err)] if rc else []
+        rc, _, err = run(tool, "consolidate", "-q", sample, "-o", fp, "--from", key)
+        problems = ["consolidate --from %s exited %d: %s" % (key, rc, err.strip())] if rc else []
         if not rc:
             got = torch.load(fp, weights_only=True)
             problems += compare_tensors(from_pt(got), sub)
@@ -163,8 +131,8 @@ def check_sample(tool, out, sample, expect, rep):
     # --dtype bfloat16
     if sd is not None:
         bp = os.path.join(out, name + ".bf16.pt")
-        rc, err = run(tool, "consolidate", "-q", sample, "-o", bp, "--dtype", "bfloat16")
-        problems = ["consolidate --dtype bfloat16 exited %d: %s" % (rc, err)] if rc else []
+        rc, _, err = run(tool, "consolidate", "-q", sample, "-o", bp, "--dtype", "bfloat16")
+        problems = ["consolidate --dtype bfloat16 exited %d: %s" % (rc, err.strip())] if rc else []
         if not rc:
             got = torch.load(bp, weights_only=True)
             for k, v in sd.items():
@@ -178,13 +146,13 @@ def check_sample(tool, out, sample, expect, rep):
     for fmt, pattern in (("safetensors", "*.safetensors"), ("pt", "*.bin")):
         d = os.path.join(out, name + ".set-" + fmt)
         shutil.rmtree(d, ignore_errors=True)
-        rc, err = run(tool, "consolidate", "-q", sample, "-o", d + "/", "--format", fmt, "--max-shard-size", "300")
-        problems = ["consolidate --max-shard-size exited %d: %s" % (rc, err)] if rc else []
+        rc, _, err = run(tool, "consolidate", "-q", sample, "-o", d + "/", "--format", fmt, "--max-shard-size", "300")
+        problems = ["consolidate --max-shard-size exited %d: %s" % (rc, err.strip())] if rc else []
         if not rc:
             got = {}
             shards = sorted(glob.glob(os.path.join(d, pattern)))
             for f in shards:
-                part = read_safetensors(f) if fmt == "safetensors" else from_pt(torch.load(f, weights_only=True))
+                part = st_facts(f) if fmt == "safetensors" else from_pt(torch.load(f, weights_only=True))
                 for k in part:
                     if k in got:
                         problems.append("%s in two shards" % k)
@@ -234,9 +202,7 @@ def main():
         print(__doc__)
         return 2
     tool, out, samples = sys.argv[1], sys.argv[2], sys.argv[3:]
-    out = os.path.join(out, "torch-" + torch.__version__)  # one folder per interpreter of run_with_torch.sh
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = out_dir(out, torch)
     rep = Report()
     for s in samples:
         s = s.rstrip("/")
@@ -245,11 +211,7 @@ def main():
             continue
         with open(s + ".expect.json") as f:
             check_sample(tool, out, s, json.load(f), rep)
-    print("%d passed, %d failed" % (rep.passed, rep.failed))
-    if rep.passed == 0:
-        print("FAIL: nothing was checked")
-        return 1
-    return 1 if rep.failed else 0
+    return rep.finish()
 
 
 if __name__ == "__main__":

@@ -12,16 +12,17 @@ IEEE rounding of values it represents exactly), and every zip record's CRC-32 mu
 (zipfile's testzip). Then 300 .distcp files of one chunk each, read under a limit of 48 open files.
 Fails when any check fails or nothing was checked.
 """
-import json
 import os
-import shutil
 import struct
-import subprocess
 import sys
 import zipfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'hostile'))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'hostile'))
+sys.path.insert(0, os.path.join(HERE, '..'))
 import hostile  # noqa: E402
+from judge import Report, out_dir, run  # noqa: E402
+from st_read import read_raw  # noqa: E402
 
 R, C = 512, 2048
 
@@ -76,29 +77,19 @@ def main():
         print(__doc__)
         return 2
     tool, out = sys.argv[1:]
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out_dir(out)
     src = os.path.join(out, 'dcp')
     make(src)
     want = {n: whole(n, 'f') for n in TENSORS}
     half = {n: whole(n, 'e') for n in TENSORS}
-    failed = passed = 0
-
-    def check(what, problems):
-        nonlocal failed, passed
-        print(('FAIL ' if problems else 'PASS ') + what)
-        for p in problems[:8]:
-            print('    ' + p)
-        failed += bool(problems)
-        passed += not problems
+    rep = Report()
+    check = rep.check
 
     st = os.path.join(out, 'o.safetensors')
-    r = subprocess.run([tool, 'consolidate', '-q', src, '-o', st], capture_output=True, text=True)
-    problems = ['exit %d: %s' % (r.returncode, r.stderr.strip())] if r.returncode else []
+    rc, _, err = run(tool, 'consolidate', '-q', src, '-o', st)
+    problems = ['exit %d: %s' % (rc, err.strip())] if rc else []
     if not problems:
-        raw = open(st, 'rb').read()
-        n = struct.unpack('<Q', raw[:8])[0]
-        hdr, body = json.loads(raw[8:8 + n]), raw[8 + n:]
+        hdr, body = read_raw(st)
         for name in TENSORS:
             a, b = hdr[name]['data_offsets']
             if body[a:b] != want[name]:
@@ -109,8 +100,8 @@ def main():
         pt = os.path.join(out, 'o.pt')
         if os.path.exists(pt):
             os.unlink(pt)
-        r = subprocess.run([tool, 'consolidate', '-q', src, '-o', pt] + args, capture_output=True, text=True)
-        problems = ['exit %d: %s' % (r.returncode, r.stderr.strip())] if r.returncode else []
+        rc, _, err = run(tool, 'consolidate', '-q', src, '-o', pt, *args)
+        problems = ['exit %d: %s' % (rc, err.strip())] if rc else []
         if not problems:
             with zipfile.ZipFile(pt) as z:
                 bad = z.testzip()
@@ -146,18 +137,14 @@ def main():
         import resource
         resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
     st = os.path.join(out, 'many.safetensors')
-    r = subprocess.run([tool, 'consolidate', '-q', many, '-o', st], capture_output=True, text=True,
-                       preexec_fn=few_files)
-    problems = ['exit %d: %s' % (r.returncode, r.stderr.strip())] if r.returncode else []
+    rc, _, err = run(tool, 'consolidate', '-q', many, '-o', st, preexec_fn=few_files)
+    problems = ['exit %d: %s' % (rc, err.strip())] if rc else []
     if not problems:
-        raw = open(st, 'rb').read()
-        k = struct.unpack('<Q', raw[:8])[0]
-        body = raw[8 + k:]
+        _, body = read_raw(st)
         if body != struct.pack('<%df' % (n * 8), *[value('w', i, j) for i in range(n) for j in range(8)]):
             problems.append('w: bytes differ')
     check('300 .distcp files read with at most 48 files open', problems)
-    print('%d passed, %d failed' % (passed, failed))
-    return 1 if failed or not passed else 0
+    return rep.finish()
 
 
 if __name__ == '__main__':

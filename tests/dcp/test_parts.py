@@ -10,9 +10,11 @@ parts would not all have had work: nothing checked). No torch needed.
 """
 import filecmp
 import os
-import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from judge import Report, out_dir, run  # noqa: E402
 
 
 def listing(d):
@@ -30,10 +32,6 @@ def same_tree(a, b):
     return ["%s differs" % f for f in la if not filecmp.cmp(os.path.join(a, f), os.path.join(b, f), shallow=False)]
 
 
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
 def in_parts(cmd, out, n=4):
     """cmd + --part i/n for every i at once, then cmd + --part index; problems."""
     procs = [subprocess.Popen(cmd + ["--part", "%d/%d" % (i, n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -45,9 +43,9 @@ def in_parts(cmd, out, n=4):
             problems.append("part %d/%d exited %d: %s" % (i, n, p.returncode, err.decode().strip()))
     if any(f.endswith(".index.json") for f in listing(out)):
         problems.append("an index exists before --part index ran")
-    r = run(cmd + ["--part", "index"])
-    if r.returncode:
-        problems.append("--part index exited %d: %s" % (r.returncode, r.stderr.strip()))
+    rc, _, err = run(cmd + ["--part", "index"])
+    if rc:
+        problems.append("--part index exited %d: %s" % (rc, err.strip()))
     return problems
 
 
@@ -56,20 +54,9 @@ def main():
         print(__doc__)
         return 2
     tool, out, sample = sys.argv[1:]
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    failed = passed = 0
-
-    def check(what, problems):
-        nonlocal failed, passed
-        if problems:
-            failed += 1
-            print("FAIL %s" % what)
-            for p in problems[:10]:
-                print("    " + p)
-        else:
-            passed += 1
-            print("PASS %s" % what)
+    out_dir(out)
+    rep = Report()
+    check = rep.check
 
     q = [tool]
     jobs = [
@@ -81,8 +68,8 @@ def main():
     ]
     for what, mk in jobs:
         one, many = os.path.join(out, what.replace(" ", "_") + ".one"), os.path.join(out, what.replace(" ", "_") + ".4")
-        r = run(mk(one))
-        problems = ["one process exited %d: %s" % (r.returncode, r.stderr.strip())] if r.returncode else []
+        rc, _, err = run(mk(one))
+        problems = ["one process exited %d: %s" % (rc, err.strip())] if rc else []
         if not problems:
             shards = [f for f in listing(one) if not f.endswith(".index.json")]
             if len(shards) < 4:
@@ -97,8 +84,8 @@ def main():
                                                           "--max-shard-size", "500"]),
                      ("to-cpu of a set", lambda o: q + ["to-cpu", "-q", bin_set, "-o", o + "/"])):
         one, many = os.path.join(out, what.replace(" ", "_") + ".one"), os.path.join(out, what.replace(" ", "_") + ".4")
-        r = run(mk(one))
-        problems = ["one process exited %d: %s" % (r.returncode, r.stderr.strip())] if r.returncode else []
+        rc, _, err = run(mk(one))
+        problems = ["one process exited %d: %s" % (rc, err.strip())] if rc else []
         if not problems:
             problems += in_parts(mk(many), many) or same_tree(one, many)
         check("%s: 4 parts at once, then --part index, byte for byte one process's set" % what, problems)
@@ -108,12 +95,12 @@ def main():
     cmd = q + ["consolidate", "-q", sample, "-o", d + "/", "--format", "safetensors", "--max-shard-size", "500"]
     problems = []
     for i in (1, 2, 3):  # part 4 never ran
-        r = run(cmd + ["--part", "%d/4" % i])
-        if r.returncode:
-            problems.append("part %d exited %d: %s" % (i, r.returncode, r.stderr.strip()))
-    r = run(cmd + ["--part", "index"])
-    if r.returncode != 2 or "missing" not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
-        problems.append("--part index with part 4 missing: exit %d, %r" % (r.returncode, r.stderr))
+        rc, _, err = run(cmd + ["--part", "%d/4" % i])
+        if rc:
+            problems.append("part %d exited %d: %s" % (i, rc, err.strip()))
+    rc, _, err = run(cmd + ["--part", "index"])
+    if rc != 2 or "missing" not in err or len(err.strip().splitlines()) != 1:
+        problems.append("--part index with part 4 missing: exit %d, %r" % (rc, err))
     if any(f.endswith(".index.json") for f in listing(d)):
         problems.append("an index was written although a shard is missing")
     check("--part index refuses while a shard is missing, and writes no index", problems)
@@ -123,13 +110,12 @@ def main():
                        (["consolidate", sample, "-o", out + "/y/", "--format", "pt", "--part", "3/2"], "--part"),
                        (["consolidate", sample, "-o", out + "/y/", "--format", "pt", "--part", "0/2"], "--part"),
                        (["consolidate", sample, "-o", out + "/y/", "--format", "pt", "--part", "x"], "--part")):
-        r = run(q + args)
-        if r.returncode != 2 or frag not in r.stderr:
-            problems.append("%s: exit %d, %r" % (" ".join(args[3:]), r.returncode, r.stderr.strip()))
+        rc, _, err = run(q + args)
+        if rc != 2 or frag not in err:
+            problems.append("%s: exit %d, %r" % (" ".join(args[3:]), rc, err.strip()))
     check("--part misuse is a usage error", problems)
 
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed or not passed else 0
+    return rep.finish()
 
 
 if __name__ == "__main__":

@@ -24,76 +24,29 @@ One line per check, then a count; exit 1 on any failure, 77 when torch is missin
 """
 
 import hashlib
-import importlib
 import json
 import os
 import re
 import shlex
-import shutil
-import struct
-import subprocess
 import sys
-import tempfile
 from collections import OrderedDict
-
-try:
-    import torch
-    import torch.nn as nn
-except ImportError:
-    print("SKIP: torch cannot be imported")
-    sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "sample_models"))
+from judge import Report, out_dir, run, torch_or_skip  # noqa: E402
+
+torch = torch_or_skip()
+import torch.nn as nn  # noqa: E402
 import torch_verify  # noqa: E402
-
-ST_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-             "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-             "BOOL": torch.bool}
-
-passed = failed = 0
-
-
-def check(what, problems):
-    global passed, failed
-    if problems:
-        failed += 1
-        print("FAIL %s: %s" % (what, "; ".join(str(p) for p in problems[:6])))
-    else:
-        passed += 1
-        print("PASS %s" % what)
-
-
-def run(tool, *args):
-    p = subprocess.run(tool + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def read_safetensors(path):
-    """The tensors of a safetensors file, read as the format says (not through tensorctl)."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (hlen,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + hlen].decode("utf-8"))
-    data = blob[8 + hlen:]
-    out = OrderedDict()
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = info["data_offsets"]
-        dt = ST_DTYPES[info["dtype"]]
-        raw = bytearray(data[a:b])
-        t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
-        out[name] = t.reshape(info["shape"])
-    aliases = json.loads(header.get("__metadata__", {}).get("tensorctl.aliases", "{}"))
-    for name, a in aliases.items():
-        out[name] = torch.as_strided(out[a["of"]].reshape(-1), a["shape"], a["stride"], a["offset"])
-    return out
+from st_read import read_tensors  # noqa: E402
+from make_extract_samples import MODELS_SRC  # noqa: E402  (the model of pickled_module_cuda0.pt)
+from sample_common import throwaway_module  # noqa: E402
 
 
 def load(path):
     if path.endswith(".safetensors"):
-        return read_safetensors(path)
+        return read_tensors(path)
     if path.endswith(".index.json"):
         with open(path) as f:
             ix = json.load(f)
@@ -110,70 +63,14 @@ def load(path):
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-def bits(t):
-    t = t.detach().cpu().contiguous()
-    if t.dtype == torch.bool:
-        t = t.to(torch.uint8)
-    if t.is_floating_point():
-        t = t.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()])
-    return t
-
-
-def same(got, want, plain=True):
-    """Problems between {name: tensor} maps: names, dtypes, shapes, bits; plain tensors."""
-    probs = []
-    if sorted(got) != sorted(want):
-        extra, missing = sorted(set(got) - set(want)), sorted(set(want) - set(got))
-        return ["names: extra %s, missing %s" % (extra[:5], missing[:5])]
-    for k, w in want.items():
-        g = got[k]
-        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
-            probs.append("%s: %s %s, want %s %s" % (k, g.dtype, tuple(g.shape), w.dtype, tuple(w.shape)))
-        elif not torch.equal(bits(g), bits(w)):
-            probs.append("%s: bits differ" % k)
-        elif plain and (type(g) is not torch.Tensor or g.requires_grad):
-            probs.append("%s: a %s with requires_grad=%s, not a plain tensor" % (k, type(g).__name__,
-                                                                                 g.requires_grad))
-    return probs
-
-
-def storage_ptr(t):
-    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
-
-
 def shares(got, a, b):
-    return [] if storage_ptr(got[a]) == storage_ptr(got[b]) else ["%s and %s are two storages" % (a, b)]
-
-
-MODELS_SRC = '''
-import torch
-import torch.nn as nn
-
-
-class Block(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.norm = nn.LayerNorm(d)
-        self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
-        self.register_buffer("scale", torch.full((d,), 0.5))
-        self.register_buffer("cache", torch.zeros(2, d), persistent=False)
+    pa = torch_verify.storage_ptr(got[a])
+    return [] if pa is not None and pa == torch_verify.storage_ptr(got[b]) else ["%s and %s are two storages"
+                                                                                 % (a, b)]
 
 
 class Net(nn.Module):
-    def __init__(self, vocab=24, d=8):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d)
-        self.blocks = nn.ModuleList([Block(d) for _ in range(2)])
-        self.head = nn.Linear(d, vocab, bias=False)
-        self.head.weight = self.embed.weight
-        self.bn = nn.BatchNorm1d(d)
-        self.half = nn.Linear(d, 4).half()
-        self.register_buffer("mask", torch.ones(6, dtype=torch.bool), persistent=False)
-'''
-
-
-class Net(nn.Module):
-    """The same model, defined here (for state_dicts)."""
+    """A model like MODELS_SRC's, defined here (for state_dicts)."""
 
     def __init__(self, vocab=24, d=8):
         super().__init__()
@@ -204,35 +101,14 @@ class Scripted(nn.Module):
         return y * self.scale + self.p + self.tmp
 
 
-def throwaway_model(workdir, seed):
-    """Net from a module imported from workdir, and the function that removes that module."""
-    name = "tensorctl_gone_%d" % seed
-    with open(os.path.join(workdir, name + ".py"), "w") as f:
-        f.write(MODELS_SRC)
-    sys.path.insert(0, workdir)
-    mod = importlib.import_module(name)
-    torch.manual_seed(seed)
-    net = mod.Net()
-    with torch.no_grad():
-        net.bn(torch.randn(4, 8))
-
-    def remove():
-        sys.path.remove(workdir)
-        sys.modules.pop(name, None)
-        os.unlink(os.path.join(workdir, name + ".py"))
-        shutil.rmtree(os.path.join(workdir, "__pycache__"), ignore_errors=True)
-    return net, remove
-
-
 def main(argv):
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
     tool, base, samples = shlex.split(argv[1]), argv[2], argv[3]
-    out = os.path.join(base, "torch-" + re.sub(r"[^0-9A-Za-z.]", "_", torch.__version__))
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = out_dir(base, torch)
     p = lambda n: os.path.join(out, n)  # noqa: E731
+    rep = Report()
 
     def extract(what, inp, outname, opts, want, plain=True, expect_rc=0, needles=(), after=None):
         dst = p(outname)
@@ -250,12 +126,12 @@ def main(argv):
             except Exception as e:  # noqa: BLE001
                 probs.append("does not load with weights_only=True: %s" % e)
             if got is not None:
-                probs += same(got, want, plain)
+                probs += torch_verify.same_tensors(got, want, plain)
                 if after:
                     probs += after(got)
         elif expect_rc and os.path.exists(dst):
             probs.append("wrote %s" % dst)
-        check(what, probs)
+        rep.check(what, probs)
         return got
 
     torch.manual_seed(1)
@@ -290,8 +166,8 @@ def main(argv):
     extract("torch.compile state_dict, --strip-prefix", p("compiled.pt"), "compiled.out.pt", ["--strip-prefix"], sd)
     # round trip through safetensors with the prefix put back
     rc, _, err = run(tool, "convert", p("dp.strip.safetensors"), p("dp.back.pt"), "--add-prefix", "module.")
-    check("safetensors back to .pt with --add-prefix module.", ["exit %d: %s" % (rc, err.strip())] if rc
-          else same(load(p("dp.back.pt")), dp))
+    rep.check("safetensors back to .pt with --add-prefix module.", ["exit %d: %s" % (rc, err.strip())] if rc
+          else torch_verify.same_tensors(load(p("dp.back.pt")), dp, plain=True))
 
     # a Lightning-style checkpoint
     torch.manual_seed(2)
@@ -338,26 +214,28 @@ def main(argv):
     extract("--ema where there is none: exit 2", p("dp.pt"), "noema.pt", ["--ema"], None, expect_rc=2,
             needles=("no EMA copy",))
 
-    # torch.save(model) whose classes are gone
-    gone = os.path.join(out, "modules")
-    os.makedirs(gone)
-    model, remove = throwaway_model(gone, 3)
-    want = model.state_dict()
-    torch.save(model, p("model.pt"))
-    torch.save({"epoch": 2, "model": model, "optimizer": torch.optim.SGD(model.parameters(), lr=0.1).state_dict()},
-               p("model-in-dict.pt"))
-    torch.save([model], p("model-in-list.pt"))
-    remove()
+    # torch.save(model) whose classes are gone: the model of pickled_module_cuda0.pt, from a throwaway module
+    with throwaway_module(MODELS_SRC, "tensorctl_gone_3") as mod:
+        torch.manual_seed(3)
+        model = mod.Net()
+        with torch.no_grad():
+            model.bn(torch.randn(4, 8))
+        want = model.state_dict()
+        torch.save(model, p("model.pt"))
+        torch.save({"epoch": 2, "model": model,
+                    "optimizer": torch.optim.SGD(model.parameters(), lr=0.1).state_dict()}, p("model-in-dict.pt"))
+        torch.save([model], p("model-in-list.pt"))
+    mtied = lambda g: shares(g, "heads.lm.weight", "embed.weight")  # noqa: E731
     try:
         torch.load(p("model.pt"), map_location="cpu", weights_only=False) if torch_verify._torch_load_has(
             "weights_only") else torch.load(p("model.pt"), map_location="cpu")
-        check("the model's classes are gone before tensorctl runs", ["torch.load still finds them"])
+        rep.check("the model's classes are gone before tensorctl runs", ["torch.load still finds them"])
     except Exception as e:  # noqa: BLE001
-        check("the model's classes are gone before tensorctl runs (%s)" % type(e).__name__, [])
-    extract("torch.save(model): state_dict(), classes gone", p("model.pt"), "model.out.pt", [], want, after=tied)
+        rep.check("the model's classes are gone before tensorctl runs (%s)" % type(e).__name__, [])
+    extract("torch.save(model): state_dict(), classes gone", p("model.pt"), "model.out.pt", [], want, after=mtied)
     extract("torch.save(model) to safetensors", p("model.pt"), "whole-model.out.safetensors", [], want)
     extract("a pickled model under 'model' of a training dict", p("model-in-dict.pt"), "model-in-dict.out.pt", [],
-            want, after=tied)
+            want, after=mtied)
     extract("a pickled model inside a list", p("model-in-list.pt"), "model-in-list.out.pt", [], want)
     half = Net().half()
     torch.save(half.state_dict(), p("half.pt"))
@@ -373,11 +251,11 @@ def main(argv):
                 jwant)
         extract("TorchScript %s to safetensors" % kind, p(kind + ".pt"), kind + ".out.safetensors", [], jwant)
         rc, _, err = run(tool, "inspect", p(kind + ".pt"))
-        check("TorchScript %s: inspect says unsafe, and why" % kind,
+        rep.check("TorchScript %s: inspect says unsafe, and why" % kind,
               [] if rc == 4 and "TorchScript archive" in err and "torch.jit.load" in err
               else ["exit %d: %s" % (rc, err.strip())])
         rc, _, err = run(tool, "to-cpu", "--allow-unsafe", p(kind + ".pt"), "-o", p(kind + ".cpu.pt"))
-        check("TorchScript %s: a whole rewrite is refused, pointing to extract" % kind,
+        rep.check("TorchScript %s: a whole rewrite is refused, pointing to extract" % kind,
               [] if rc == 2 and "extract" in err and not os.path.exists(p(kind + ".cpu.pt"))
               else ["exit %d: %s" % (rc, err.strip())])
 
@@ -399,7 +277,7 @@ def main(argv):
                                  or torch_verify.dtype_name(got[k].dtype) != e["dtype"]
                                  or list(got[k].shape) != e["shape"]):
                     probs.append("%s differs from what was saved" % k)
-        check("sample %s against its expect file" % name, probs)
+        rep.check("sample %s against its expect file" % name, probs)
     for name in ("torchscript_scripted.pt", "torchscript_traced.pt"):
         path = os.path.join(samples, name)
         extract("sample %s against torch.jit.load" % name, path, name + ".out.pt", [],
@@ -414,17 +292,13 @@ def main(argv):
                        and c["shared_prefix"] == "model." and wj["optimizer_bytes"] > 0) else ["weights: %r" % wj]
     except Exception as e:  # noqa: BLE001
         probs = ["inspect --json: %s" % e]
-    check("inspect --json: training checkpoint, weights under 'state_dict', optimizer bytes, shared prefix", probs)
+    rep.check("inspect --json: training checkpoint, weights under 'state_dict', optimizer bytes, shared prefix", probs)
     rc, so, _ = run(tool, "inspect", p("model.pt"))
-    check("inspect: the pickled module's class and what extract gives",
+    rep.check("inspect: the pickled module's class and what extract gives",
           [] if re.search(r"weights: pickled module tensorctl_gone_3\.Net; extract gives %d tensors" % len(want), so)
           else ["%r" % [ln for ln in so.splitlines() if ln.startswith("weights")]])
 
-    print("%d passed, %d failed" % (passed, failed))
-    if passed == 0:
-        print("FAIL: no check ran")
-        return 1
-    return 1 if failed else 0
+    return rep.finish()
 
 
 if __name__ == "__main__":

@@ -15,98 +15,28 @@ errors (exit 2) that name what is wrong and write nothing.
 One line per check, then a count; exit 1 on any failure, 77 when torch is missing.
 """
 
-import json
 import os
 import re
 import shlex
-import struct
-import subprocess
 import sys
 from collections import OrderedDict
 
-try:
-    import torch
-except ImportError:
-    print("SKIP: torch cannot be imported")
-    sys.exit(77)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from judge import Report, run, torch_or_skip  # noqa: E402
 
-ST_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-             "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-             "BOOL": torch.bool}
-
-passed = failed = 0
-
-
-def check(what, problems):
-    global passed, failed
-    if problems:
-        failed += 1
-        print("FAIL %s: %s" % (what, "; ".join(problems[:6])))
-    else:
-        passed += 1
-        print("PASS %s" % what)
-
-
-def run(tool, *args):
-    p = subprocess.run(tool + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return p.returncode, p.stderr.decode("utf-8", "replace")
-
-
-def read_safetensors(path):
-    """The tensors of a safetensors file, read here as its format says (not through tensorctl)."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (hlen,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + hlen].decode("utf-8"))
-    data = blob[8 + hlen:]
-    out = OrderedDict()
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = info["data_offsets"]
-        dt = ST_DTYPES[info["dtype"]]
-        raw = bytearray(data[a:b])
-        t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
-        out[name] = t.reshape(info["shape"])
-    # tensors sharing a storage: written once, the others recorded as views of it
-    aliases = json.loads(header.get("__metadata__", {}).get("tensorctl.aliases", "{}"))
-    for name, a in aliases.items():
-        base = out[a["of"]].reshape(-1)
-        out[name] = torch.as_strided(base, a["shape"], a["stride"], a["offset"])
-    return out
+torch = torch_or_skip()
+from st_read import read_tensors  # noqa: E402
+from torch_verify import same_tensors  # noqa: E402
 
 
 def load(path):
     if path.endswith(".safetensors"):
-        return read_safetensors(path)
+        return read_tensors(path)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except TypeError:  # torch before weights_only
         return torch.load(path, map_location="cpu")
-
-
-def bits(t):
-    t = t.detach().cpu().contiguous()
-    if t.dtype == torch.bool:
-        t = t.to(torch.uint8)
-    if t.is_floating_point():
-        t = t.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()])
-    return t
-
-
-def same_tensors(got, want):
-    """Problems between two {name: tensor} maps: names, shapes, dtypes, bits."""
-    probs = []
-    if list(sorted(got)) != list(sorted(want)):
-        probs.append("names %s, want %s" % (sorted(got)[:6], sorted(want)[:6]))
-        return probs
-    for k, w in want.items():
-        g = got[k]
-        if tuple(g.shape) != tuple(w.shape) or g.dtype != w.dtype:
-            probs.append("%s: %s %s, want %s %s" % (k, g.dtype, tuple(g.shape), w.dtype, tuple(w.shape)))
-        elif not torch.equal(bits(g), bits(w)):
-            probs.append("%s: bits differ" % k)
-    return probs
 
 
 def make_inputs(out):
@@ -142,17 +72,18 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     src = make_inputs(out)
     p = lambda n: os.path.join(out, n)  # noqa: E731
+    rep = Report()
 
     def case(what, inp, outname, opts, want):
         dst = p(outname)
         if os.path.exists(dst):
             os.unlink(dst)
-        rc, err = run(tool, "convert", "-q", p(inp) if not os.path.isabs(inp) else inp, dst, *opts)
+        rc, _, err = run(tool, "convert", "-q", p(inp) if not os.path.isabs(inp) else inp, dst, *opts)
         if rc != 0:
-            check(what, ["exit %d: %s" % (rc, err.strip())])
+            rep.check(what, ["exit %d: %s" % (rc, err.strip())])
             return None
         got = load(dst)
-        check(what, same_tensors(got, want))
+        rep.check(what, same_tensors(got, want))
         return got
 
     dp, comp, tied = src["dp"], src["compiled"], src["tied"]
@@ -201,7 +132,7 @@ def main(argv):
     got = case("round trip back to .pt with add-prefix", "tied.safetensors", "tied-back.pt",
                ["--add-prefix", "model."], tied)
     if got is not None:
-        check("tied weights share a storage after the round trip",
+        rep.check("tied weights share a storage after the round trip",
               [] if got["model.embed.weight"].data_ptr() == got["model.lm_head.weight"].data_ptr()
               else ["model.embed.weight and model.lm_head.weight are two storages"])
     # the corpus's DataParallel checkpoint
@@ -214,7 +145,7 @@ def main(argv):
         dst = p("refused.safetensors")
         if os.path.exists(dst):
             os.unlink(dst)
-        rc, err = run(tool, "convert", p(inp), dst, *opts)
+        rc, _, err = run(tool, "convert", p(inp), dst, *opts)
         probs = []
         if rc != 2:
             probs.append("exit %d, want 2" % rc)
@@ -223,7 +154,7 @@ def main(argv):
                 probs.append("stderr lacks %r: %r" % (n, err.strip()))
         if os.path.exists(dst):
             probs.append("wrote %s" % dst)
-        check(what, probs)
+        rep.check(what, probs)
 
     refused("collision names both tensors", "dp.pt", ["--rename", r"\.(weight|bias)$=.p"],
             ["'module.enc.weight'", "'module.enc.bias'", "'module.enc.p'"])
@@ -235,11 +166,7 @@ def main(argv):
     refused("no shared prefix to strip", "dp.safetensors", ["--strip-prefix"], ["share no first component"])
     refused("strip-prefix= with no P", "dp.pt", ["--strip-prefix="], ["--strip-prefix="])
 
-    print("%d passed, %d failed" % (passed, failed))
-    if passed == 0:
-        print("FAIL: no check ran")
-        return 1
-    return 1 if failed else 0
+    return rep.finish()
 
 
 if __name__ == "__main__":

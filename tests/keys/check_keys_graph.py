@@ -19,35 +19,17 @@ import json
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 import zipfile
 from collections import OrderedDict
 
-try:
-    import torch
-    import torch.nn as nn
-except ImportError:
-    print("SKIP: torch cannot be imported")
-    sys.exit(77)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from judge import Report, out_dir, run, torch_or_skip  # noqa: E402
 
-passed = failed = 0
-
-
-def check(what, problems):
-    global passed, failed
-    if problems:
-        failed += 1
-        print("FAIL %s: %s" % (what, "; ".join(str(p) for p in problems[:6])))
-    else:
-        passed += 1
-        print("PASS %s" % what)
-
-
-def run(tool, *args):
-    p = subprocess.run(tool + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return p.returncode, p.stderr.decode("utf-8", "replace")
+torch = torch_or_skip()
+import torch.nn as nn  # noqa: E402
+from torch_verify import tensor_bytes  # noqa: E402
 
 
 def load(path, trusted=False):
@@ -60,22 +42,13 @@ def load(path, trusted=False):
         raise
 
 
-def bits(t):
-    t = t.detach().cpu().contiguous()
-    if t.dtype == torch.bool:
-        t = t.to(torch.uint8)
-    if t.is_floating_point():
-        t = t.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()])
-    return t
-
-
 def diff(got, want, path="", out=None):
     """Every difference between two objects: dict keys in order, tensors bit for bit, other values."""
     out = [] if out is None else out
     if isinstance(want, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             out.append("%s: %s, want a tensor" % (path, type(got).__name__))
-        elif got.dtype != want.dtype or got.shape != want.shape or not torch.equal(bits(got), bits(want)):
+        elif got.dtype != want.dtype or got.shape != want.shape or tensor_bytes(got) != tensor_bytes(want):
             out.append("%s: tensor differs" % path)
     elif isinstance(want, dict):
         if not isinstance(got, dict):
@@ -131,10 +104,9 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     tool, base = shlex.split(argv[1]), argv[2]
-    out = os.path.join(base, "torch-" + re.sub(r"[^0-9A-Za-z.]", "_", torch.__version__))
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out = out_dir(base, torch)
     p = lambda n: os.path.join(out, n)  # noqa: E731
+    rep = Report()
 
     torch.manual_seed(5)
     net = Small()
@@ -149,15 +121,15 @@ def main(argv):
     def case(what, cmd, inp, outname, opts, want, trusted=False, after=None):
         dst = p(outname)
         args = [cmd, inp, "-o", dst] if cmd != "convert" else [cmd, inp, dst]
-        rc, err = run(tool, *(args + ["-q"] + opts))
+        rc, _, err = run(tool, *(args + ["-q"] + opts))
         if rc != 0:
-            check(what, ["exit %d: %s" % (rc, err.strip())])
+            rep.check(what, ["exit %d: %s" % (rc, err.strip())])
             return None
         got = load(dst if not dst.endswith(".json") else dst, trusted) if not dst.endswith(".json") else None
         probs = diff(got, want) if got is not None else []
         if after:
             probs += after(dst, got)
-        check(what, probs)
+        rep.check(what, probs)
         return got
 
     def opt_rekey(o, fn):
@@ -203,7 +175,7 @@ def main(argv):
     got = case("a dict reached by two paths is renamed once", "to-cpu", p("shared.pt"), "shared.out.pt",
                ["--strip-prefix"], {"a": rekey(d, strip), "b": rekey(d, strip)})
     if got is not None:
-        check("... and is still one object", [] if got["a"] is got["b"] else ["two dicts"])
+        rep.check("... and is still one object", [] if got["a"] is got["b"] else ["two dicts"])
     case("--drop naming it by both paths", "to-cpu", p("shared.pt"), "shared.drop.pt", ["--drop", "*.module.x"],
          {"a": rekey(d, lambda k: None if k == "module.x" else k), "b": rekey(d, lambda k: None if k == "module.x"
                                                                              else k)})
@@ -222,14 +194,14 @@ def main(argv):
         if os.path.exists(dst):
             os.unlink(dst)
         args = [cmd, inp, "-o", dst] if cmd != "convert" else [cmd, inp, dst]
-        rc, err = run(tool, *(args + opts))
+        rc, _, err = run(tool, *(args + opts))
         probs = [] if rc == rc_want else ["exit %d, want %d" % (rc, rc_want)]
         probs += ["stderr lacks %r: %r" % (n, err.strip()) for n in needles if n not in err]
         if len(err.strip().splitlines()) != 1:
             probs.append("%d lines on stderr" % len(err.strip().splitlines()))
         if os.path.exists(dst):
             probs.append("wrote %s" % dst)
-        check(what, probs)
+        rep.check(what, probs)
 
     refused("two keys renamed onto one: both named", "to-cpu", p("ck.pt"), ["--rename", "weight=bias"],
             ["'module.enc.weight'", "'module.enc.bias'", "in 'state_dict'"])
@@ -263,8 +235,8 @@ def main(argv):
         json.dump({"metadata": {"total_size": total, "note": "kept"}, "weight_map": wm}, f)
 
     def set_case(what, opts, fn):
-        o = p("set-out-%d" % passed)
-        rc, err = run(tool, "to-cpu", "-q", os.path.join(setdir, "pytorch_model.bin.index.json"), "-o", o, *opts)
+        o = p("set-out-%d" % rep.passed)
+        rc, _, err = run(tool, "to-cpu", "-q", os.path.join(setdir, "pytorch_model.bin.index.json"), "-o", o, *opts)
         probs = ["exit %d: %s" % (rc, err.strip())] if rc else []
         if not probs:
             with open(os.path.join(o, "pytorch_model.bin.index.json")) as f:
@@ -282,17 +254,13 @@ def main(argv):
             size = sum(v.numel() * v.element_size() for k, v in sd.items() if fn(k) is not None)
             if int(ix["metadata"]["total_size"]) != size:
                 probs.append("total_size %s, want %d" % (ix["metadata"]["total_size"], size))
-        check(what, probs)
+        rep.check(what, probs)
 
     set_case("a set rewritten with --strip-prefix: shards and index", ["--strip-prefix"], strip)
     set_case("a set rewritten with --drop and --add-prefix", ["--drop", "module.norm.*", "--add-prefix", "net."],
              lambda k: None if k.startswith("module.norm.") else "net." + k)
 
-    print("%d passed, %d failed" % (passed, failed))
-    if passed == 0:
-        print("FAIL: no check ran")
-        return 1
-    return 1 if failed else 0
+    return rep.finish()
 
 
 if __name__ == "__main__":
