@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "convert.h"
@@ -229,6 +230,15 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
         return TC_EXIT_USAGE;
+    /* OUT named as a file (not an index, not a folder): the set joined into it */
+    struct stat sb;
+    so.one_file = !tc_index_path(out) && !tc_ends_with(out, "/") && tc_outname_format(out) != TC_OUTNAME_NONE &&
+                  !(stat(out, &sb) == 0 && S_ISDIR(sb.st_mode));
+    if (so.one_file && (a->set[OPT_MAX_SHARD] || a->set[OPT_PART])) {
+        tc_err(out, "%s writes a sharded set: give OUT as a folder or an .index.json name",
+               a->set[OPT_MAX_SHARD] ? "--max-shard-size" : "--part");
+        return TC_EXIT_USAGE;
+    }
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
     int rc = tc_set_run(in, out, &so, &rep, &d);
@@ -236,6 +246,10 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
         if (rc != TC_ERR_USAGE)
             tc_diag_subject(&d, in);
         tc_err_diag(&d);
+    } else if (so.one_file) {
+        char wrote[4200];
+        snprintf(wrote, sizeof wrote, "%s (the %zu shard(s) of the set joined)", rep.index_path, rep.ninputs);
+        summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     } else {
         char lim_text[32], wrote[4200];
         tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
@@ -250,7 +264,8 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 const tc_cmd tc_cmd_convert = {
     "convert", "convert [options] IN OUT",
     "Convert a checkpoint between torch's format (.pt/.bin/.pth/.ckpt) and safetensors, or a sharded set\n"
-    "through its index (*.index.json). Tensors are copied bit for bit (or cast with --dtype); shared storages\n"
+    "through its index (*.index.json): into a new set (OUT a folder or an .index.json) or joined into one\n"
+    "file (OUT a file's name). Tensors are copied bit for bit (or cast with --dtype); shared storages\n"
     "are written once (other names go to __metadata__ \"" TC_ST_ALIASES_KEY "\" and come back as views);\n"
     "objects that are not tensors cannot go into safetensors and are listed as dropped.",
     opts, run};

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cast.h"
 #include "cast_cuda.h"
@@ -380,8 +381,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             tc_err(in, "a sharded set needs -o OUTDIR (or -o OUTDIR/NAME.index.json) for the new shards");
             goto done;
         }
+        const char *o = a.val[OPT_OUTPUT];
+        struct stat sb;
+        if (!tc_index_path(o) && tc_outname_format(o) != TC_OUTNAME_NONE && !(stat(o, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+            tc_err(o, "a sharded set is rewritten shard by shard: -o names the new set's folder or its .index.json "
+                   "(to join the shards into one file: tensorctl convert IN OUT)");
+            goto done;
+        }
         tc_dst_cleanup_on_signals();
-        ex = move_index(in, a.val[OPT_OUTPUT], tc_dst_flags_from_args(&a), &r, &a);
+        ex = move_index(in, o, tc_dst_flags_from_args(&a), &r, &a);
         goto done;
     }
     if (a.set[OPT_PART]) {

@@ -239,6 +239,16 @@ static int out_paths(const char *out, const char *idx_name, char **dir, char **i
     return 0;
 }
 
+/* One output file: its folder, and its path (in the report's index_path). */
+static int one_path(const char *out, char **dir, char **path, tc_diag *d)
+{
+    const char *slash = strrchr(out, '/');
+    *dir = slash ? strndup(out, (size_t)(slash - out) + (slash == out)) : strdup(".");
+    *path = strdup(out);
+    if (!*dir || !*path)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return 0;
+}
 
 /* ---- rewriting each shard whole --------------------------------------------------------- */
 
@@ -736,13 +746,13 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
     set_name *names = NULL;
     char *dir = NULL;
     size_t nnames = 0, nshards = 0;
-    uint64_t max = o->max_shard ? o->max_shard : TC_DEFAULT_MAX_SHARD;
+    uint64_t max = o->one_file ? UINT64_MAX : o->max_shard ? o->max_shard : TC_DEFAULT_MAX_SHARD;
     if (!st) {
         S.ro.all_to = o->co.device ? o->co.device : "cpu";
         S.ro.maps = NULL;
         S.ro.nmaps = 0;
     }
-    int rc = out_paths(out, idx_name, &dir, &rep->index_path, d);
+    int rc = o->one_file ? one_path(out, &dir, &rep->index_path, d) : out_paths(out, idx_name, &dir, &rep->index_path, d);
     if (!rc && !(S.in = calloc(ix->nsh + 1, sizeof *S.in)))
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < ix->nsh && !rc; i++)
@@ -791,7 +801,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
     for (size_t k = 0; k < nshards && !rc; k++) {
         char file[96];
         snprintf(file, sizeof file, "%s-%05zu-of-%05zu%s", base, k + 1, nshards, ext);
-        if (!(S.shards[k] = join(dir, file)))
+        if (!(S.shards[k] = o->one_file ? strdup(out) : join(dir, file)))
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
     if (!rc)
@@ -803,7 +813,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
     for (size_t k = 0; k <= nshards && !rc; k++) {
         const char *p = k < nshards ? S.shards[k] : rep->index_path;
         struct stat sb;
-        if (k < nshards ? !mine(o, k) : !writes_index(o))
+        if (k < nshards ? !mine(o, k) : !writes_index(o) || o->one_file)
             continue;
         if (!(rc = not_an_input(&ins, p, d)) && !(rc = not_a_folder(p, d)) && !(o->dst_flags & TC_DST_FORCE) && lstat(p, &sb) == 0)
             rc = tc_fail_at(d, TC_ERR_USAGE, p, TC_NO_OFFSET, "exists (use --force to replace it)");
@@ -826,7 +836,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
         free(nv);
         free(at);
     }
-    if (!rc)
+    if (!rc && !o->one_file) /* one file goes where its folder is, as every other output */
         rc = tc_dst_mkdirs(dir, d);
     for (size_t k = 0; k < nshards && !rc; k++) {
         if (!mine(o, k))
@@ -840,7 +850,7 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
     uint64_t total = 0;
     for (size_t u = 0; u < S.nu; u++)
         total += S.u[u].bytes;
-    if (!rc && writes_index(o)) {
+    if (!rc && writes_index(o) && !o->one_file) {
         const char **nv = malloc((nnames + 1) * sizeof *nv), **fv = malloc((nnames + 1) * sizeof *fv);
         if (!nv || !fv)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");

@@ -21,7 +21,8 @@
  * aliases; to torch, a storage and every tensor on it. Shards are named as
  * transformers names them (model-00001-of-0000N.safetensors,
  * pytorch_model-00001-of-0000N.bin), with an index listing what each holds;
- * torch shards are flat state_dicts.
+ * torch shards are flat state_dicts. With one_file, the set is joined into
+ * the one file named by out instead (the plan's single shard), no index.
  *
  * Parts: a set can be written by several processes at once, on one machine
  * or many that see the same folder. Each computes the same plan from the
@@ -53,6 +54,7 @@ typedef struct tc_set_opts {
     tc_limits lim;
     unsigned part, nparts;  /* this part (1..nparts) of the shards; nparts 0: all of them */
     bool index_only;        /* the last step of a set written in parts: the index */
+    bool one_file;          /* converting: the whole set joined into the one file `out`, no index */
 } tc_set_opts;
 
 typedef struct tc_set_report {
@@ -67,7 +69,8 @@ typedef struct tc_set_report {
 /* in: an index (*.index.json), or any other checkpoint, taken as a set of
  * one input shard (converting only). out: the output index (*.index.json)
  * or a folder (the index then keeps the input index's name when rewriting,
- * else model.safetensors.index.json or pytorch_model.bin.index.json). */
+ * else model.safetensors.index.json or pytorch_model.bin.index.json); with
+ * one_file, the output file. */
 int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d);
 /* A set written from one checkpoint already open (extract's sharded output):
  * c is the set's only input (the caller keeps it; converting modes only). */

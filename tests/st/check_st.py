@@ -324,6 +324,21 @@ def check_shards(tc, outdir, corpus, r, pys):
             tens.update(res)
         r.check(all(tens.get(n, {}).get("sha256") == ex[n]["sha256"] for n in names),
                 "index: .bin shards equal the input with " + py)
+    # a set joined into one file: OUT named as a file, not a folder or an index
+    one_st, one_pt = os.path.join(d, "one.safetensors"), os.path.join(d, "one.pt")
+    rc, _, se = run([tc, "convert", "-f", index, one_st])
+    if r.check(rc == 0 and os.path.isfile(one_st), "index: joined into one .safetensors file", se.strip()):
+        h, _, _ = st_tensors(one_st, r, "index: one.safetensors")
+        r.check(h == {n: ex[n]["sha256"] for n in names}, "index: the joined .safetensors holds every tensor bit for bit")
+    rc, _, se = run([tc, "convert", "-f", pt_index, one_pt])
+    if r.check(rc == 0 and os.path.isfile(one_pt), "index: a .bin set joined into one .pt file", se.strip()):
+        for py, ver in pys:
+            res, err = helper(py, outdir, "pt", one_pt)
+            r.check(res is not None and {n: t["sha256"] for n, t in res.items()} == {n: ex[n]["sha256"] for n in names},
+                    "index: the joined .pt loads in torch (%s) with every tensor bit for bit" % py, err)
+    rc, _, se = run([tc, "convert", "--max-shard-size", "1KB", index, os.path.join(d, "two.pt")])
+    r.check(rc == 2 and not os.path.exists(os.path.join(d, "two.pt")) and "writes a sharded set" in se,
+            "index: --max-shard-size with a file OUT is refused", se.strip())
 
 
 def hashes_of(tc, path):
