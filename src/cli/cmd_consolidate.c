@@ -72,6 +72,8 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
     if (o->set.co.ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", s->ncast, tc_dtype_name(o->set.co.ro.dtype),
                 s->nkept);
+    if (s->nleft_out && !o->set.index_only && !o->set.nparts)
+        fprintf(stderr, "; %zu left out by --drop/--only-keys", s->nleft_out);
     if (!o->set.index_only)
         fprintf(stderr, "; %.1f MB of tensor data", s->data_bytes / 1e6);
     fprintf(stderr, "\n");

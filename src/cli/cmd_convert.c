@@ -67,6 +67,8 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
                 r->naliases, TC_ST_ALIASES_KEY);
     if (o->ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", r->ncast, tc_dtype_name(o->ro.dtype), r->nkept);
+    if (r->nleft_out)
+        fprintf(stderr, "; %zu left out by --drop/--only-keys", r->nleft_out);
     fprintf(stderr, "; %.1f MB of tensor data\n", r->data_bytes / 1e6);
     tc_print_sharing(out, file_bytes, r->shared_bytes, r->copied_bytes);
 }

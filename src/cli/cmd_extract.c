@@ -65,6 +65,8 @@ static void summary(const char *out, const tc_wcand *w, const tc_extract_report 
     fprintf(stderr, "tensorctl: wrote %s: %zu tensors", out, conv->ntensors + conv->ncopies);
     if (conv->naliases)
         fprintf(stderr, st ? " + %zu alias(es) of shared storage" : " + %zu shared view(s)", conv->naliases);
+    if (conv->nleft_out)
+        fprintf(stderr, " (%zu left out by --drop/--only-keys)", conv->nleft_out);
     fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "", w->prefix[0] ? w->prefix : "the whole file",
             w->prefix[0] ? "'" : "", w->reason);
     if (r->nleft) {

@@ -99,6 +99,12 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
 
 static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};
 
+/* Whether --drop/--only-keys leave the tensor named name out. */
+static bool left_out(const tc_keyops *k, const char *name)
+{
+    return (k->nonly && !tc_glob_any(k->only, k->nonly, name)) || tc_glob_any(k->drop, k->ndrop, name);
+}
+
 /* Why safetensors cannot hold tensor t (as dtype out), or NULL. */
 static const char *cannot_hold(const tc_ckpt *c, const tc_tensor *t, const char *name, tc_dtype out,
                                uint64_t max_expand, char *why, size_t n)
@@ -142,14 +148,12 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
         }
         s->out = t->storage >= 0 && p->out[t->storage].cast ? p->out[t->storage].dtype : t->dtype;
         char why[256];
-        bool drop = (o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, s->name)) ||
-                    tc_glob_any(o->keys.drop, o->keys.ndrop, s->name);
+        bool drop = left_out(&o->keys, s->name);
         if (drop || cannot_hold(c, t, s->name, s->out, max_expand, why, sizeof why)) {
             if (!drop)
                 return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "tensor '%s' %s; --drop '%s' leaves it out",
                                   s->name, why, s->name);
-            if ((rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", s->name)))
-                return rc;
+            rep->nleft_out++;
             continue;
         }
         s->role = TC_SEL_WRITE;
@@ -530,9 +534,8 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
                 continue;
             name += klen + 1;
         }
-        if ((o->keys.nonly && !tc_glob_any(o->keys.only, o->keys.nonly, name)) ||
-            tc_glob_any(o->keys.drop, o->keys.ndrop, name)) {
-            rc = tc_convert_drop(rep, d, "%s (left out by --drop/--only-keys)", name);
+        if (left_out(&o->keys, name)) {
+            rep->nleft_out++;
             continue;
         }
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
@@ -567,24 +570,32 @@ static const char *under_key(const char *name, const char *key)
     return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
 }
 
-/* The items under entry key, named relative to it (a checkpoint without an object graph: the
- * graph's items are chosen as they are made). */
-static int items_under(tc_sd_items *it, const char *key, tc_convert_report *rep, tc_diag *d)
+/* The items of a checkpoint without an object graph (the graph's items are
+ * chosen as they are made) that are kept: with key, those under entry key,
+ * named relative to it; then those --drop/--only-keys keep (the others are
+ * counted, not listed: asked for). A view of an item left out stays, a
+ * tensor of its own. Items from nbase on are aliases (st_items). */
+static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const tc_keyops *keys,
+                      tc_convert_report *rep, tc_diag *d)
 {
+    size_t nbase = tc_ckpt_ntensors(c);
     long *map = malloc((it->n + 1) * sizeof *map);
     if (!map)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     size_t n = 0;
     for (size_t i = 0; i < it->n; i++) {
-        const char *rel = under_key(it->v[i].name, key);
+        const char *name = key ? under_key(it->v[i].name, key) : it->v[i].name;
+        bool out = !name || left_out(keys, name);
         map[i] = -1;
-        if (!rel) {
-            rep->ntensors -= rep->ntensors > 0;
+        if (out) {
+            size_t *count = i < nbase ? &rep->ntensors : &rep->naliases;
+            *count -= *count > 0;
+            rep->nleft_out += name != NULL;
             continue;
         }
         map[i] = (long)n;
         it->v[n] = it->v[i];
-        it->v[n].name = rel;
+        it->v[n].name = name;
         it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
         n++;
     }
@@ -600,8 +611,8 @@ int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *
     if (tc_ckpt_has_objects(c))
         return graph_items(c, o, p, out, rep, d);
     int rc = st_items(c, p, out, rep, d);
-    if (!rc && o->key)
-        rc = items_under(out, o->key, rep, d);
+    if (!rc)
+        rc = items_keep(c, out, o->key, &o->keys, rep, d);
     return rc;
 }
 
@@ -647,7 +658,7 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
             blocks[k] = (tc_wblock){p.out[k].nbytes, p.out[k].dtype, p.out[k].location, p.out[k].cast};
         tc_sd_items *one = &items;
         tc_keymap km = {0};
-        if (!rc && !(rc = st_items(c, &p, &items, rep, d)))
+        if (!rc && !(rc = st_items(c, &p, &items, rep, d)) && !(rc = items_keep(c, &items, NULL, &o->keys, rep, d)))
             rc = tc_items_rename(&o->keys, &one, 1, &km, d);
         if (!rc) {
             tc_storage_data sd = {&p, c};
