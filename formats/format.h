@@ -22,6 +22,13 @@
 #include "dest.h"
 
 /* What a probe sees: the first n bytes of the file (n < 64 for tiny files). */
+/* The __metadata__ key of a safetensors file under which tensorctl records
+ * the tensors that share another's storage, as a JSON object {name: {"of":
+ * tensor, "offset": elements, "shape": [...], "stride": [...], "same": bool}}.
+ * The safetensors driver reads them back as tensors (views of that storage);
+ * writers regenerate the record from the tensors they write. */
+#define TC_ST_ALIASES_KEY "tensorctl.aliases"
+
 typedef struct tc_probe {
     const uint8_t *head;
     size_t n;

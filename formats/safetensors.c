@@ -218,6 +218,95 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
     return 0;
 }
 
+/* A JSON array of at most TC_MAX_DIMS whole numbers >= 0 into out, *n of them; -1 when not. */
+static int json_dims(const cJSON *a, int64_t *out, int *n)
+{
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > TC_MAX_DIMS)
+        return -1;
+    int k = 0;
+    for (const cJSON *x = a->child; x; x = x->next) {
+        uint64_t v;
+        if (json_u64(x, &v) || v > INT64_MAX)
+            return -1;
+        out[k++] = (int64_t)v;
+    }
+    *n = k;
+    return 0;
+}
+
+/* The tensors tensorctl recorded as views of another's storage (TC_ST_ALIASES_KEY), after the
+ * file's own nreal tensors: each checked against its tensor and kept inside its storage. */
+static int read_aliases(tc_ckpt *c, size_t nreal, tc_diag *d)
+{
+    const char *text = tc_ckpt_meta_get(c, TC_ST_ALIASES_KEY);
+    if (!text)
+        return 0;
+    cJSON *j = cJSON_Parse(text);
+    int rc = 0;
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return tc_fail(d, TC_ERR_FORMAT, "__metadata__ %s is not a JSON object", TC_ST_ALIASES_KEY);
+    }
+    for (const cJSON *a = j->child; a && !rc; a = a->next) {
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(a, "of");
+        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, "same");
+        int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
+        int nd = 0, nd2 = 0;
+        uint64_t off;
+        long base = cJSON_IsString(of) ? tc_ckpt_find_tensor(c, of->valuestring) : -1;
+        if (base < 0 || (size_t)base >= nreal || json_u64(cJSON_GetObjectItemCaseSensitive(a, "offset"), &off) ||
+            off > INT64_MAX || json_dims(cJSON_GetObjectItemCaseSensitive(a, "shape"), shape, &nd) ||
+            json_dims(cJSON_GetObjectItemCaseSensitive(a, "stride"), stride, &nd2) || nd != nd2) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is malformed or names a tensor not in the file",
+                         TC_ST_ALIASES_KEY, a->string);
+            break;
+        }
+        if (tc_ckpt_find_tensor(c, a->string) >= 0) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is also a tensor of the file", TC_ST_ALIASES_KEY,
+                         a->string);
+            break;
+        }
+        const tc_tensor *bt = tc_ckpt_tensor(c, (size_t)base);
+        tc_storage *s = tc_ckpt_storage_mut(c, (size_t)bt->storage);
+        uint64_t last = off, numel = 1, esize = tc_dtype_size(bt->dtype);
+        bool bad = false;
+        for (int k = 0; k < nd; k++) {
+            uint64_t span;
+            bad |= __builtin_mul_overflow(numel, (uint64_t)shape[k], &numel);
+            if (shape[k])
+                bad |= __builtin_mul_overflow((uint64_t)(shape[k] - 1), (uint64_t)stride[k], &span) ||
+                       __builtin_add_overflow(last, span, &last);
+        }
+        if (bad || (numel && last >= s->nbytes / esize)) {
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' reaches past tensor '%s'", TC_ST_ALIASES_KEY, a->string,
+                         of->valuestring);
+            break;
+        }
+        long ti = tc_ckpt_add_tensor(c, a->string, d);
+        if (ti < 0) {
+            rc = d->code;
+            break;
+        }
+        bt = tc_ckpt_tensor(c, (size_t)base); /* the table may have moved */
+        tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
+        t->kind = TC_TENSOR_DENSE;
+        t->dtype = bt->dtype;
+        t->ndim = nd;
+        memcpy(t->shape, shape, sizeof shape);
+        memcpy(t->stride, stride, sizeof stride);
+        t->offset = (int64_t)off;
+        t->storage = bt->storage;
+        t->numel = numel;
+        t->nbytes = numel * esize;
+        t->alias_of = cJSON_IsTrue(same) ? base : -1;
+        t->restored = true;
+        snprintf(t->device, sizeof t->device, "-");
+        s->ntensors++;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 static int open_st(tc_ckpt *c, tc_diag *d)
 {
     tc_ckpt_set_driver(c, &tc_format_safetensors, tc_format_safetensors.name, NULL, NULL);
@@ -352,6 +441,8 @@ static int open_st(tc_ckpt *c, tc_diag *d)
                      data_size, pos, data_size - pos);
         goto done;
     }
+    if ((rc = read_aliases(c, tc_ckpt_ntensors(c), d)))
+        goto done;
     char v[32];
     snprintf(v, sizeof v, "%" PRIu64, n);
     if ((rc = tc_ckpt_add_fact(c, "header_bytes", v, d)))

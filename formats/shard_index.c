@@ -229,7 +229,10 @@ int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_c
         const char *name = tc_ckpt_tensor(c, t)->name;
         size_t at;
         char msg[600] = "";
-        if (!tc_strmap_get(&ix->names, name, &at))
+        bool listed = tc_strmap_get(&ix->names, name, &at);
+        if (!listed && tc_ckpt_tensor(c, t)->restored) /* a view of the shard's own tensor */
+            continue;
+        if (!listed)
             snprintf(msg, sizeof msg, "holds tensor '%s', which the index does not list", name);
         else if (ix->e[at].shard != i)
             snprintf(msg, sizeof msg, "holds tensor '%s', which the index puts in %s", name,

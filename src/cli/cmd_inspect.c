@@ -489,6 +489,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
+    if (tc_max_expand_from_args(&a, &max_expand)) {
+        ex = TC_EXIT_USAGE;
+        goto out;
+    }
     char **safe = NULL, *safe_buf = NULL;
     size_t nsafe = 0;
     if (tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {
@@ -496,10 +500,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto out;
     }
     want_hash = a.set[OPT_HASH];
-    if (tc_max_expand_from_args(&a, &max_expand)) {
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
     for (int i = 0; i < a.npos; i++) {
         tc_ckpt *c;
         tc_diag d = TC_DIAG_INIT;

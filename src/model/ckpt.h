@@ -64,6 +64,8 @@ typedef struct tc_tensor {
     long alias_of;         /* the first tensor that is the same Python object, or -1 */
     bool aux;              /* part of another tensor (quantizer scales): never cast */
     bool subclass;         /* a tensor subclass, or with Python state: its bytes are kept, never cast */
+    bool restored;         /* a view the safetensors aliases record restores (TC_ST_ALIASES_KEY): not in the
+                              header, and no index lists it */
     long keyed;            /* the container holding it under a key (tc_ckpt_keyed), or -1 (a list element, a part of another tensor) */
     size_t item;           /* its key's position among that container's items */
 } tc_tensor;

@@ -318,8 +318,8 @@ int tc_aliases_meta(tc_aliases *a, const tc_kv *extra, size_t nextra, tc_kv *met
     size_t n = 0;
     bool has = a && a->obj->child;
     meta[n++] = (tc_kv){"format", "pt"};
-    for (size_t i = 0; i < nextra; i++)
-        if (strcmp(extra[i].key, "format") && (strcmp(extra[i].key, TC_ST_ALIASES_KEY) || !has))
+    for (size_t i = 0; i < nextra; i++) /* an input's aliases are its tensors now: the record is made anew */
+        if (strcmp(extra[i].key, "format") && strcmp(extra[i].key, TC_ST_ALIASES_KEY))
             meta[n++] = extra[i];
     if (has) {
         free(a->text);
@@ -417,101 +417,30 @@ done:
 
 /* ---- safetensors -> torch --------------------------------------------------------------- */
 
-static int json_i64s(const cJSON *a, int64_t *out, int *n)
-{
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > TC_MAX_DIMS)
-        return -1;
-    int k = 0;
-    for (const cJSON *x = a->child; x; x = x->next) {
-        if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 9007199254740992.0 ||
-            x->valuedouble != (double)(int64_t)x->valuedouble)
-            return -1;
-        out[k++] = (int64_t)x->valuedouble;
-    }
-    *n = k;
-    return 0;
-}
-
-/* A view restored from the aliases record. */
-typedef struct view {
-    int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
-} view;
-
-/* The items of a safetensors checkpoint: its tensors, then the aliases its
- * __metadata__ records (checked against the tensors), each over the block of
- * its storage. */
+/* The items of a checkpoint without an object graph (a safetensors file):
+ * its tensors, those the aliases record restores (format.h) included, each
+ * over the block of its storage. */
 static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
 {
-    size_t nst = tc_ckpt_ntensors(c), n = 0, cap = nst + 1;
-    const char *text = tc_ckpt_meta_get(c, TC_ST_ALIASES_KEY);
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
-    if (text && !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return tc_fail(d, TC_ERR_FORMAT, "__metadata__ %s is not a JSON object", TC_ST_ALIASES_KEY);
+    size_t nt = tc_ckpt_ntensors(c);
+    tc_witem *it = calloc(nt + 1, sizeof *it);
+    bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
+    if (!it || !seen) {
+        free(it);
+        free(seen);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    cap += j ? (size_t)cJSON_GetArraySize(j) : 0;
-    tc_witem *it = calloc(cap, sizeof *it);
-    view *v = calloc(cap, sizeof *v);
-    int rc = 0;
-    if (!it || !v) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < nst; i++) {
+    for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
         const tc_out_storage *ps = &p->out[t->storage];
-        it[n++] = (tc_witem){t->name, (size_t)t->storage, ps->dtype, t->ndim, t->shape, t->stride, 0, false, false, -1};
+        it[i] = (tc_witem){t->name, (size_t)t->storage, ps->dtype, t->ndim, t->shape, t->stride, t->offset, false,
+                           false, t->alias_of};
+        rep->ntensors += !seen[t->storage]; /* the file's own tensor comes first, its views after */
+        rep->naliases += seen[t->storage];
+        seen[t->storage] = true;
     }
-    rep->ntensors += nst;
-    for (const cJSON *a = j ? j->child : NULL; a && !rc; a = a->next) {
-        const cJSON *of = cJSON_GetObjectItemCaseSensitive(a, "of");
-        const cJSON *off = cJSON_GetObjectItemCaseSensitive(a, "offset");
-        const cJSON *same = cJSON_GetObjectItemCaseSensitive(a, "same");
-        view *w = &v[n];
-        int nd = 0, nd2 = 0;
-        long base = cJSON_IsString(of) ? tc_ckpt_find_tensor(c, of->valuestring) : -1;
-        if (base < 0 || !cJSON_IsNumber(off) || off->valuedouble < 0 ||
-            json_i64s(cJSON_GetObjectItemCaseSensitive(a, "shape"), w->shape, &nd) ||
-            json_i64s(cJSON_GetObjectItemCaseSensitive(a, "stride"), w->stride, &nd2) || nd != nd2) {
-            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is malformed or names a tensor not in the file",
-                         TC_ST_ALIASES_KEY, a->string);
-            break;
-        }
-        if (tc_ckpt_find_tensor(c, a->string) >= 0) {
-            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' is also a tensor of the file", TC_ST_ALIASES_KEY,
-                         a->string);
-            break;
-        }
-        /* bounds: the view must stay inside the storage */
-        const tc_tensor *bt = tc_ckpt_tensor(c, (size_t)base);
-        const tc_storage *s = tc_ckpt_storage(c, (size_t)bt->storage);
-        uint64_t last = (uint64_t)off->valuedouble, numel = 1;
-        bool bad = false;
-        for (int k = 0; k < nd; k++) {
-            uint64_t span;
-            bad |= __builtin_mul_overflow(numel, (uint64_t)w->shape[k], &numel);
-            if (w->shape[k])
-                bad |= __builtin_mul_overflow((uint64_t)(w->shape[k] - 1), (uint64_t)w->stride[k], &span) ||
-                       __builtin_add_overflow(last, span, &last);
-        }
-        if (bad || (numel && last >= s->nbytes / tc_dtype_size(bt->dtype))) {
-            rc = tc_fail(d, TC_ERR_FORMAT, "%s: alias '%s' reaches past tensor '%s'", TC_ST_ALIASES_KEY, a->string,
-                         of->valuestring);
-            break;
-        }
-        it[n] = (tc_witem){a->string, (size_t)bt->storage, it[base].dtype, nd, w->shape, w->stride,
-                           (int64_t)off->valuedouble, false, false, cJSON_IsTrue(same) ? base : -1};
-        n++;
-        rep->naliases++;
-    }
-done:
-    if (rc) {
-        free(it);
-        free(v);
-        cJSON_Delete(j);
-        return rc;
-    }
-    *out = (tc_sd_items){it, n, v, j};
+    free(seen);
+    *out = (tc_sd_items){it, nt, NULL, NULL};
     return 0;
 }
 
@@ -570,26 +499,37 @@ static const char *under_key(const char *name, const char *key)
     return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
 }
 
+/* Of items over storages (blocks) of c: how many are the first on their block, how many views after it. */
+static int count_items(const tc_ckpt *c, const tc_witem *v, size_t n, size_t *firsts, size_t *views, tc_diag *d)
+{
+    bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
+    if (!seen)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    *firsts = *views = 0;
+    for (size_t i = 0; i < n; i++) {
+        *(seen[v[i].block] ? views : firsts) += 1;
+        seen[v[i].block] = true;
+    }
+    free(seen);
+    return 0;
+}
+
 /* The items of a checkpoint without an object graph (the graph's items are
  * chosen as they are made) that are kept: with key, those under entry key,
  * named relative to it; then those --drop/--only-keys keep (the others are
  * counted, not listed: asked for). A view of an item left out stays, a
- * tensor of its own. Items from nbase on are aliases (st_items). */
+ * tensor of its own. */
 static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const tc_keyops *keys,
                       tc_convert_report *rep, tc_diag *d)
 {
-    size_t nbase = tc_ckpt_ntensors(c);
+    size_t t0, a0, t1, a1;
     long *map = malloc((it->n + 1) * sizeof *map);
-    if (!map)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = map ? count_items(c, it->v, it->n, &t0, &a0, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     size_t n = 0;
-    for (size_t i = 0; i < it->n; i++) {
+    for (size_t i = 0; i < it->n && !rc; i++) {
         const char *name = key ? under_key(it->v[i].name, key) : it->v[i].name;
-        bool out = !name || left_out(keys, name);
         map[i] = -1;
-        if (out) {
-            size_t *count = i < nbase ? &rep->ntensors : &rep->naliases;
-            *count -= *count > 0;
+        if (!name || left_out(keys, name)) {
             rep->nleft_out += name != NULL;
             continue;
         }
@@ -599,9 +539,13 @@ static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const 
         it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
         n++;
     }
-    it->n = n;
+    if (!rc && !(rc = count_items(c, it->v, n, &t1, &a1, d))) {
+        it->n = n;
+        rep->ntensors -= t0 - t1 < rep->ntensors ? t0 - t1 : rep->ntensors;
+        rep->naliases -= a0 - a1 < rep->naliases ? a0 - a1 : rep->naliases;
+    }
     free(map);
-    return 0;
+    return rc;
 }
 
 int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sd_items *out,

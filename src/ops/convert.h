@@ -35,8 +35,6 @@
 #include "keys.h"
 #include "plan.h"
 
-#define TC_ST_ALIASES_KEY "tensorctl.aliases"
-
 typedef struct tc_convert_opts {
     tc_rewrite_opts ro;   /* dtype, keep, only, progress, max_depth; locations are set here */
     const char *key;      /* only tensors under this entry, named relative to it (torch input) */
