@@ -98,20 +98,18 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
         tc_ckpt_close(c);
         return tc_err_diag(&d);
     }
-    if (keeps == TC_KEEPS_TENSORS && !tc_ckpt_is_safe(c) && !r->allow_unsafe)
-        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+    /* said once the output is written (a failure is one line) */
+    bool stay_behind = keeps == TC_KEEPS_TENSORS && !tc_ckpt_is_safe(c) && !r->allow_unsafe;
+    const char *key_hint = NULL;
     size_t nt = tc_ckpt_ntensors(c);
     if (fmt == TC_OUTNAME_ST && !o->key && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
         static const char *const common[] = {"state_dict", "model", "module", "model_state_dict", NULL};
-        for (const char *const *k = common; *k; k++) {
+        for (const char *const *k = common; *k && !key_hint; k++) {
             size_t l = strlen(*k), n = 0;
             for (size_t i = 0; i < nt; i++)
                 n += !strncmp(tc_ckpt_tensor(c, i)->name, *k, l) && tc_ckpt_tensor(c, i)->name[l] == '.';
-            if (n && n < nt) {
-                fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n",
-                        *k);
-                break;
-            }
+            if (n && n < nt)
+                key_hint = *k;
         }
     }
     if ((rc = tc_dst_open(&dst, out, dst_flags, &d)))
@@ -134,6 +132,10 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
     uint64_t file_bytes = dst.pos;
     if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
+    if (stay_behind)
+        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+    if (key_hint)
+        fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n", key_hint);
     summary(out, NULL, &rep, fmt == TC_OUTNAME_ST, o, file_bytes);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
@@ -212,8 +214,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(out, "an index output needs an index input (IN.index.json)");
         goto done;
     }
-    if (max_shard)
-        tc_warn(NULL, "--max-shard-size applies to index conversions; writing one file");
+    if (max_shard) {
+        tc_err(in, "not an index: --max-shard-size applies to sharded sets (to shard one file: tensorctl extract "
+               "IN -o OUT.index.json --max-shard-size SIZE)");
+        goto done;
+    }
     ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o);
 done:
     tc_move_req_free(&r);

@@ -152,8 +152,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = tc_err_diag(&d);
         goto done;
     }
-    if (!tc_ckpt_is_safe(c) && !r.allow_unsafe)
-        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
     if ((rc = tc_weights_find(c, &ws, &d)) ||
         (rc = tc_weights_pick(&ws, c, a.set[OPT_FROM] ? a.val[OPT_FROM] : NULL, a.set[OPT_EMA], &w, &d))) {
         tc_diag_subject(&d, in);
@@ -190,6 +188,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = tc_err_diag(&d);
         goto done;
     }
+    if (!tc_ckpt_is_safe(c) && !r.allow_unsafe) /* said once the output is written (a failure is one line) */
+        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
     bool stripped = o.co.keys.strip;
     if (set) {
         char wrote[4200];
