@@ -73,13 +73,19 @@ def last_record_tensor(path, sd):
     return first[int(keys[-1])]
 
 
-def main():
+def model_args():
+    """OUT and the model's shape (GPT-2 medium by default), as every script here built on this one takes them."""
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--d", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--ctx", type=int, default=1024)
+    return ap
+
+
+def main():
+    ap = model_args()
     ap.add_argument("--change-one", action="store_true")
     a = ap.parse_args()
     t0 = time.time()

@@ -9,7 +9,6 @@ momentum state (one momentum_buffer per parameter, the weights' size in all), 'l
 'config'}; every storage tagged cuda:0, as a GPU machine writes it.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -21,13 +20,7 @@ import make_bench_ckpt  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--layers", type=int, default=24)
-    ap.add_argument("--d", type=int, default=1024)
-    ap.add_argument("--vocab", type=int, default=50257)
-    ap.add_argument("--ctx", type=int, default=1024)
-    a = ap.parse_args()
+    a = make_bench_ckpt.model_args().parse_args()
     t0 = time.time()
     sd = make_bench_ckpt.gpt2_state_dict(a.layers, a.d, a.vocab, a.ctx)
     names = [k for k in sd if k != "lm_head.weight"]
