@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
+#include "xfer.h"
 
 #define SLAB (8u << 20)           /* input bytes gathered per cast and write */
 #define CUDA_SLAB (32u << 20)
@@ -253,6 +254,37 @@ static int take(asm_ *A, part *t, uint64_t k, uint8_t *out)
     return 0;
 }
 
+/* The CRC-32 of a buffer, its parts taken on the plan's threads and joined in order. */
+#define CRC_PART (1u << 20)
+typedef struct crc_job {
+    const uint8_t *p;
+    size_t len, part;
+    uint32_t crc[TC_POOL_MAX];
+} crc_job;
+
+static void crc_part(void *arg, unsigned tid)
+{
+    crc_job *j = arg;
+    size_t a = (size_t)tid * j->part, b = a + j->part < j->len ? a + j->part : j->len;
+    j->crc[tid] = a < b ? (uint32_t)crc32(crc32(0, NULL, 0), j->p + a, (uInt)(b - a)) : 0;
+}
+
+static uint32_t crc_of(tc_plan *p, uint32_t crc, const uint8_t *o, size_t len)
+{
+    tc_pool *pool = p && len >= 2 * CRC_PART ? tc_plan_pool(p) : NULL;
+    unsigned n = pool ? tc_pool_size(pool) : 1;
+    if (n < 2)
+        return (uint32_t)crc32(crc, o, (uInt)len);
+    crc_job j = {.p = o, .len = len, .part = (len + n - 1) / n};
+    tc_pool_run(pool, crc_part, &j);
+    for (unsigned t = 0; t < n; t++) {
+        size_t a = (size_t)t * j.part, b = a + j.part < len ? a + j.part : len;
+        if (a < b)
+            crc = (uint32_t)crc32_combine(crc, j.crc[t], (z_off_t)(b - a));
+    }
+    return crc;
+}
+
 /* The gathered elements: cast, checksummed, written. */
 static int flush(asm_ *A)
 {
@@ -268,7 +300,7 @@ static int flush(asm_ *A)
     }
     size_t olen = n * A->eout;
     if (A->want_crc)
-        A->crc = (uint32_t)crc32(A->crc, o, (uInt)olen);
+        A->crc = crc_of(A->p, A->crc, o, olen);
     if (A->dst) {
         uint64_t at = A->off + A->slab_pos * A->eout;
         if ((rc = tc_dst_pwrite(A->dst, at, o, olen, A->d)))

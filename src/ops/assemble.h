@@ -9,8 +9,9 @@
  * overlap is an error. A long run goes through the parallel transfer
  * (copy_file_range when nothing is cast, the chunk's own CRC-32 when it is
  * trusted); short ones are gathered into a buffer that is cast once (on the
- * plan's engine) and written at once. Each chunk's bytes are read through
- * its storage's reader (tc_storage_open), in order.
+ * plan's engine), checksummed on the plan's threads and written at once.
+ * Each chunk's bytes are read through its storage's reader
+ * (tc_storage_open), in order.
  *
  * Memory: two buffers of at most 8 MiB (32 MiB on the GPU), read-ahead for
  * the chunks being read sharing 32 MiB, and for a chunk stored in another
