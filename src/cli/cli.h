@@ -165,6 +165,10 @@ int tc_outname_format(const char *path);
 /* The output format --format gives, else OUT's name: TC_OUTNAME_PT or _ST; -1 after printing. */
 int tc_output_format(const tc_args *a, const char *out);
 bool tc_ends_with(const char *s, const char *suffix);
+/* path names a folder: it ends with '/' or is an existing one. */
+bool tc_names_folder(const char *path);
+/* path names one checkpoint file (a name tc_outname_format knows, not an index, not a folder). */
+bool tc_names_one_file(const char *path);
 /* "tensorctl: OUT: WHAT: a, b, c" on stderr, the list cut short (with its count) past a line. */
 void tc_warn_list(const char *out, const char *what, char *const *v, size_t n);
 

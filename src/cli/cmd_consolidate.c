@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "consolidate.h"
@@ -118,8 +117,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(NULL, "--from '%s': give the first component of the names (model, state_dict)", so->co.key);
         goto done;
     }
-    struct stat st;
-    bool folder = tc_ends_with(out, "/") || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+    bool folder = tc_names_folder(out);
     int fmt = tc_output_format(&a, out);
     if (fmt < 0)
         goto done;

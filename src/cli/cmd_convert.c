@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "convert.h"
@@ -238,9 +237,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
         return TC_EXIT_USAGE;
     /* OUT named as a file (not an index, not a folder): the set joined into it */
-    struct stat sb;
-    so.one_file = !tc_index_path(out) && !tc_ends_with(out, "/") && tc_outname_format(out) != TC_OUTNAME_NONE &&
-                  !(stat(out, &sb) == 0 && S_ISDIR(sb.st_mode));
+    so.one_file = tc_names_one_file(out);
     if (so.one_file && (a->set[OPT_MAX_SHARD] || a->set[OPT_PART])) {
         tc_err(out, "%s writes a sharded set: give OUT as a folder or an .index.json name",
                a->set[OPT_MAX_SHARD] ? "--max-shard-size" : "--part");

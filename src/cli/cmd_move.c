@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cast.h"
 #include "cast_cuda.h"
@@ -382,8 +381,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             goto done;
         }
         const char *o = a.val[OPT_OUTPUT];
-        struct stat sb;
-        if (!tc_index_path(o) && tc_outname_format(o) != TC_OUTNAME_NONE && !(stat(o, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+        if (tc_names_one_file(o)) {
             tc_err(o, "a sharded set is rewritten shard by shard: -o names the new set's folder or its .index.json "
                    "(to join the shards into one file: tensorctl convert IN OUT)");
             goto done;

@@ -1,5 +1,6 @@
 /* Messages, exit statuses, progress. */
 #include "cli.h"
+#include "shard_index.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,6 +126,17 @@ bool tc_ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && !strcmp(s + a - b, suffix);
+}
+
+bool tc_names_folder(const char *path)
+{
+    struct stat st;
+    return tc_ends_with(path, "/") || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+bool tc_names_one_file(const char *path)
+{
+    return !tc_index_path(path) && tc_outname_format(path) != TC_OUTNAME_NONE && !tc_names_folder(path);
 }
 
 int tc_outname_format(const char *path)

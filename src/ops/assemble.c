@@ -260,13 +260,15 @@ typedef struct crc_job {
     const uint8_t *p;
     size_t len, part;
     uint32_t crc[TC_POOL_MAX];
+    size_t n[TC_POOL_MAX];      /* bytes of each part */
 } crc_job;
 
 static void crc_part(void *arg, unsigned tid)
 {
     crc_job *j = arg;
     size_t a = (size_t)tid * j->part, b = a + j->part < j->len ? a + j->part : j->len;
-    j->crc[tid] = a < b ? (uint32_t)crc32(crc32(0, NULL, 0), j->p + a, (uInt)(b - a)) : 0;
+    j->n[tid] = a < b ? b - a : 0;
+    j->crc[tid] = (uint32_t)crc32(crc32(0, NULL, 0), j->p + a, (uInt)j->n[tid]);
 }
 
 static uint32_t crc_of(tc_plan *p, uint32_t crc, const uint8_t *o, size_t len)
@@ -277,11 +279,9 @@ static uint32_t crc_of(tc_plan *p, uint32_t crc, const uint8_t *o, size_t len)
         return (uint32_t)crc32(crc, o, (uInt)len);
     crc_job j = {.p = o, .len = len, .part = (len + n - 1) / n};
     tc_pool_run(pool, crc_part, &j);
-    for (unsigned t = 0; t < n; t++) {
-        size_t a = (size_t)t * j.part, b = a + j.part < len ? a + j.part : len;
-        if (a < b)
-            crc = (uint32_t)crc32_combine(crc, j.crc[t], (z_off_t)(b - a));
-    }
+    for (unsigned t = 0; t < n; t++)
+        if (j.n[t])
+            crc = (uint32_t)crc32_combine(crc, j.crc[t], (z_off_t)j.n[t]);
     return crc;
 }
 

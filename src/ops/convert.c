@@ -417,29 +417,43 @@ done:
 
 /* ---- safetensors -> torch --------------------------------------------------------------- */
 
+/* Of items over storages (blocks) of c: how many are the first on their block, how many views after it. */
+static int count_items(const tc_ckpt *c, const tc_witem *v, size_t n, size_t *firsts, size_t *views, tc_diag *d)
+{
+    bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
+    if (!seen)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    *firsts = *views = 0;
+    for (size_t i = 0; i < n; i++) {
+        *(seen[v[i].block] ? views : firsts) += 1;
+        seen[v[i].block] = true;
+    }
+    free(seen);
+    return 0;
+}
+
 /* The items of a checkpoint without an object graph (a safetensors file):
  * its tensors, those the aliases record restores (format.h) included, each
  * over the block of its storage. */
 static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
 {
-    size_t nt = tc_ckpt_ntensors(c);
+    size_t nt = tc_ckpt_ntensors(c), firsts, views;
     tc_witem *it = calloc(nt + 1, sizeof *it);
-    bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
-    if (!it || !seen) {
-        free(it);
-        free(seen);
+    if (!it)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
         const tc_out_storage *ps = &p->out[t->storage];
         it[i] = (tc_witem){t->name, (size_t)t->storage, ps->dtype, t->ndim, t->shape, t->stride, t->offset, false,
                            false, t->alias_of};
-        rep->ntensors += !seen[t->storage]; /* the file's own tensor comes first, its views after */
-        rep->naliases += seen[t->storage];
-        seen[t->storage] = true;
     }
-    free(seen);
+    int rc = count_items(c, it, nt, &firsts, &views, d); /* the file's own tensor comes first, its views after */
+    if (rc) {
+        free(it);
+        return rc;
+    }
+    rep->ntensors += firsts;
+    rep->naliases += views;
     *out = (tc_sd_items){it, nt, NULL, NULL};
     return 0;
 }
@@ -497,21 +511,6 @@ static const char *under_key(const char *name, const char *key)
 {
     size_t l = strlen(key);
     return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
-}
-
-/* Of items over storages (blocks) of c: how many are the first on their block, how many views after it. */
-static int count_items(const tc_ckpt *c, const tc_witem *v, size_t n, size_t *firsts, size_t *views, tc_diag *d)
-{
-    bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
-    if (!seen)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    *firsts = *views = 0;
-    for (size_t i = 0; i < n; i++) {
-        *(seen[v[i].block] ? views : firsts) += 1;
-        seen[v[i].block] = true;
-    }
-    free(seen);
-    return 0;
 }
 
 /* The items of a checkpoint without an object graph (the graph's items are
