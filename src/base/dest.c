@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* ---- temporaries a signal handler removes ------------------------------------
@@ -172,6 +173,27 @@ static int nomem(tc_dst *o, tc_diag *d)
     return rc;
 }
 
+/* File systems whose copy_file_range copies on the server (an allowlist: any
+ * other is read and written). */
+static bool offloads(int fd)
+{
+    static const unsigned long server_copy[] = {
+        0x6969,     /* NFS (4.2 copies on the server) */
+        0xFE534D42, /* SMB2/3 (server-side copy) */
+        0xFF534D42, /* CIFS */
+        0x00C36400, /* Ceph (copies objects on the OSDs) */
+    };
+    struct statfs sf;
+    if (fstatfs(fd, &sf) < 0)
+        return false;
+    for (size_t i = 0; i < sizeof server_copy / sizeof server_copy[0]; i++)
+        if ((unsigned long)sf.f_type == server_copy[i])
+            return true;
+    return false;
+}
+
+bool tc_dst_offloads(const tc_dst *o) { return o->offload; }
+
 int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
 {
     memset(o, 0, sizeof *o);
@@ -224,6 +246,7 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
     }
     if (reg)
         return nomem(o, d);
+    o->offload = offloads(o->fd);
     if (flags & TC_DST_IN_PLACE) {
         if ((st.st_uid != geteuid() || st.st_gid != getegid()) && fchown(o->fd, st.st_uid, st.st_gid) < 0) {
             int e = errno;
@@ -262,11 +285,17 @@ int tc_dst_write(tc_dst *o, const void *p, size_t n, tc_diag *d)
     return rc;
 }
 
+/* The most one pwrite asks for. On Linux 6.x (ext4), a buffered write of
+ * 8 MiB is now and then several times slower than the same bytes in pieces
+ * (420 MB: 0.05 s, but up to 0.8 s in one run of three); in pieces of up to
+ * 2 MiB it is steady, and no slower. */
+#define WRITE_PIECE ((size_t)2 << 20)
+
 int tc_dst_pwrite(const tc_dst *o, uint64_t off, const void *p, size_t n, tc_diag *d)
 {
     const uint8_t *b = p;
     while (n) {
-        ssize_t w = pwrite(o->fd, b, n, (off_t)off);
+        ssize_t w = pwrite(o->fd, b, n < WRITE_PIECE ? n : WRITE_PIECE, (off_t)off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

@@ -43,6 +43,8 @@ typedef struct tc_dst {
     uint64_t pos;        /* tc_dst_write's position */
     uint64_t synced;     /* write-back started up to here */
     bool sync;           /* durable: fsync before the rename, write-back started early */
+    bool offload;        /* its file system copies between files itself, the bytes never passing
+                          * through this machine (NFS 4.2, SMB3, Ceph): tc_dst_offloads */
 } tc_dst;
 
 #define TC_DST_INIT {.fd = -1}
@@ -56,6 +58,13 @@ int tc_dst_pwrite(const tc_dst *o, uint64_t off, const void *p, size_t n, tc_dia
 void tc_dst_seek(tc_dst *o, uint64_t off);
 /* Space for [off, off + n), where the file system can give it ahead of time. */
 void tc_dst_reserve(const tc_dst *o, uint64_t off, uint64_t n);
+/* Whether copies into o are worth handing to the kernel (copy_file_range):
+ * only where the file system copies on its server (NFS 4.2, SMB3, Ceph), so
+ * that the bytes never cross the network. On local file systems a copy in the
+ * kernel goes through a pipe and writes the page cache in pieces of at most
+ * 64 KiB, which on Linux 6.x is about half as fast as large pwrites from
+ * several threads; there the bytes are read and written. */
+bool tc_dst_offloads(const tc_dst *o);
 /* File systems that clone blocks (XFS, btrfs) share a block of one file with
  * another only at the same offset within a block: bytes at offsets that
  * agree modulo TC_SHARE_BLOCK (a multiple of their block size) can share

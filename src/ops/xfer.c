@@ -301,10 +301,11 @@ static int run_span(tc_pool *pool, job *j, uint64_t lo, uint64_t hi, bool write,
     j->lo = lo;
     j->hi = hi;
     j->write = write;
-    /* a copy in the kernel sets up a pipe for every call: for the few KiB at
-     * either end of a shared range, or a small record, a read and a write
-     * cost less */
-    bool kcopy = write && !j->cast && !x->want_crc && x->src->fd >= 0 && (hi - lo) * j->ein >= KCOPY_MIN;
+    /* a copy in the kernel only where the file system copies on its server
+     * (tc_dst_offloads); and as it sets up a pipe for every call, not for the
+     * few KiB at either end of a shared range, or a small record */
+    bool kcopy = write && !j->cast && !x->want_crc && x->src->fd >= 0 && tc_dst_offloads(x->out) &&
+                 (hi - lo) * j->ein >= KCOPY_MIN;
     atomic_store(&j->kcopy, kcopy);
     j->celems = kcopy ? KCOPY_BYTES : CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
     uint64_t round = kcopy ? KCOPY_ROUND : ROUND, n = hi - lo;

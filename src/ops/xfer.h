@@ -12,9 +12,10 @@
  * TC_SHARE_BLOCK share their whole blocks with the input where the file
  * system clones blocks (XFS, btrfs: tc_dst_clone), which costs no copy; the
  * partial blocks at either end, and everything where cloning is refused,
- * are copied: in the kernel (copy_file_range) from 64 KiB up when no CRC is
- * wanted, read and written otherwise. A CRC wanted of shared bytes is taken
- * by reading them.
+ * are read and written by the threads; only where the output's file system
+ * copies on its server (tc_dst_offloads: NFS, SMB, Ceph) are they copied in
+ * the kernel (copy_file_range, from 64 KiB up, when no CRC is wanted). A CRC
+ * wanted of shared bytes is taken by reading them.
  *
  * Memory: two chunk buffers (at most 1 MiB each) per thread. */
 #ifndef TC_XFER_H

@@ -8,6 +8,9 @@
  *   TC_FAULT_ERRNO=ENOSPC ENOSPC, EIO, EACCES, EROFS or a number
  *   TC_FAULT_LOG=path     append "counts: write=N ..." at exit and
  *                         "fired: CALL N" when the failure is injected
+ *   TC_FAULT_FSTYPE=nfs   fstatfs says every file is on NFS (a file system
+ *                         that copies on its server: tensorctl then copies
+ *                         with copy_file_range, which the test can fail)
  *
  * Only calls the program makes itself are seen (libc's internal calls, e.g.
  * stdio's, do not go through the PLT). The 64-bit aliases (open64, pread64,
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 enum { F_WRITE, F_PWRITE, F_FSYNC, F_CLOSE, F_RENAME, F_CFR, F_READ, F_PREAD, F_OPEN, F_MKOSTEMP, F_IOCTL, F_N };
@@ -207,4 +211,25 @@ int ioctl(int fd, unsigned long req, ...)
     va_end(ap);
     REAL(int, "ioctl", int, unsigned long, void *);
     return hit(F_IOCTL) ? -1 : real(fd, req, arg);
+}
+
+/* TC_FAULT_FSTYPE=nfs: NFS's magic number in place of the real one */
+static int fake_type(int rc, long *type)
+{
+    const char *t = getenv("TC_FAULT_FSTYPE");
+    if (rc == 0 && t && !strcmp(t, "nfs"))
+        *type = 0x6969;
+    return rc;
+}
+int fstatfs(int fd, struct statfs *b)
+{
+    REAL(int, "fstatfs", int, struct statfs *);
+    int rc = real(fd, b);
+    return fake_type(rc, (long *)&b->f_type);
+}
+int fstatfs64(int fd, struct statfs64 *b)
+{
+    REAL(int, "fstatfs64", int, struct statfs64 *);
+    int rc = real(fd, b);
+    return fake_type(rc, (long *)&b->f_type);
 }

@@ -22,6 +22,12 @@ kill: a ~200 MB checkpoint (made here with zipfile, no torch) is frozen
 (SIGSTOP) once its temporary appears, then SIGKILLed: no OUT, input intact;
 the same with SIGTERM: no OUT and the temporary removed.
 
+--fstype nfs: the shim makes the output's file system pass for NFS, so that
+unchanged bytes are copied with copy_file_range (as they are where the server
+copies them), and those calls fail in turn too. Without it, on a local file
+system, a clean run of a big record must make no copy_file_range call at all
+(read and written: faster there); with it, at least one.
+
 A part that checked nothing fails: a clean run that logged no call to fail
 (the shim not loaded?), or no conversion caught midway.
 """
@@ -71,8 +77,10 @@ def part_calls(a, tmp, fails):
         if os.path.exists(log):
             os.unlink(log)
         cmd = [a.tensorctl] + variant + ['-q', a.input, '-o', out]
-        p = subprocess.run(cmd, env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        base = {'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}
+        if a.fstype:
+            base['TC_FAULT_FSTYPE'] = a.fstype
+        p = subprocess.run(cmd, env=env_with(base), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if p.returncode != 0:
             fails.append('%s: clean run failed: %s' % (' '.join(variant), p.stderr.decode()))
             return
@@ -81,6 +89,11 @@ def part_calls(a, tmp, fails):
             os.unlink(log)
         os.unlink(out)
         print('%s: calls %s' % (' '.join(variant), counts))
+        if a.kernel_copy and variant == ['to-cpu']:
+            k = counts.get('copy_file_range', 0)
+            if (k > 0) != (a.kernel_copy == 'yes'):
+                fails.append('%s: %d copy_file_range calls in a clean run, expected %s' %
+                             (' '.join(variant), k, 'some' if a.kernel_copy == 'yes' else 'none'))
         runs = tolerated = 0
         for call in CALLS:
             for n in range(1, counts.get(call, 0) + 1):
@@ -88,9 +101,8 @@ def part_calls(a, tmp, fails):
                     runs += 1
                     if os.path.exists(log):
                         os.unlink(log)
-                    p = subprocess.run(cmd, env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log,
-                                                          'TC_FAULT_CALL': call, 'TC_FAULT_NTH': str(n),
-                                                          'TC_FAULT_ERRNO': err}),
+                    p = subprocess.run(cmd, env=env_with(dict(base, TC_FAULT_CALL=call, TC_FAULT_NTH=str(n),
+                                                              TC_FAULT_ERRNO=err)),
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
                     what = '%s, %s #%d fails with %s' % (' '.join(variant), call, n, err)
                     fired = 'fired:' in open(log).read() if os.path.exists(log) else False
@@ -258,6 +270,9 @@ def main():
     ap.add_argument('--shim', required=True)
     ap.add_argument('--input', required=True)
     ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync'], default='calls')
+    ap.add_argument('--fstype', choices=['nfs'], help='calls: the output passes for one on this file system')
+    ap.add_argument('--kernel-copy', choices=['yes', 'no'],
+                    help='calls: whether to-cpu must copy with copy_file_range (a big record)')
     a = ap.parse_args()
     a.tensorctl, a.shim = os.path.abspath(a.tensorctl), os.path.abspath(a.shim)
     before = digest(a.input)

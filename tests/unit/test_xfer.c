@@ -32,6 +32,10 @@ typedef struct run_out {
     char subject[1024]; /* the file the failure names */
 } run_out;
 
+/* Whether the output is taken for one whose file system copies on its server
+ * (tc_dst_offloads): copies then go through copy_file_range. */
+static bool offload;
+
 static uint64_t last_progress;
 static void on_progress(void *ctx, uint64_t done)
 {
@@ -56,6 +60,7 @@ static run_out run(tc_pool *pool, const tc_src *src, uint64_t in_off, uint64_t l
         cr_assert_eq(write(out_fd, pre, sizeof pre), (ssize_t)sizeof pre);
     }
     tc_dst dst = UNIT_DST(out_fd);
+    dst.offload = offload;
     r.x = (tc_xfer){.src = src, .in_off = in_off, .in_bytes = len, .what = "range", .out = &dst,
                     .out_off = PRE, .from = from, .to = to, .want_crc = crc,
                     .progress = on_progress};
@@ -166,9 +171,11 @@ Test(xfer, casts_equal_sequential_any_threads)
     tmpdir_rm(dir);
 }
 
-/* Copies: with the CRC computed (read through), and without (copy_file_range
- * where the kernel can, falling back to read/write where it cannot, e.g. into
- * a memfd). A trailing partial element of a cast is dropped. */
+/* Copies: with the CRC computed (read through), and without: read and
+ * written, or, where the output's file system copies on its server,
+ * copy_file_range where the kernel can, falling back to read/write where it
+ * cannot (e.g. into a memfd). A trailing partial element of a cast is
+ * dropped. */
 Test(xfer, copies_and_partial_elements)
 {
     const size_t n = (17u << 20) + 5;
@@ -180,11 +187,14 @@ Test(xfer, copies_and_partial_elements)
     cr_assert_eq(tc_src_open_file(&src, in_dir(dir, "in.bin"), &d), 0, "%s", d.msg);
     tc_pool *pool = tc_pool_new(2);
     tc_cast_stats none = {0, 0, 0};
-    for (int crc = 0; crc < 2; crc++) {
-        run_out r = run(pool, &src, 3, n - 3, TC_DT_U8, TC_DT_U8, crc, -1);
-        check(&r, in + 3, n - 3, &none, crc, crc ? "copy with CRC" : "kernel copy");
+    static const char *const kinds[] = {"read and written", "copy with CRC", "kernel copy"};
+    for (int k = 0; k < 3; k++) {
+        offload = k == 2;
+        run_out r = run(pool, &src, 3, n - 3, TC_DT_U8, TC_DT_U8, k == 1, -1);
+        check(&r, in + 3, n - 3, &none, k == 1, kinds[k]);
         free(r.bytes);
     }
+    offload = true; /* the kernel refuses: read and written */
     int mfd = memfd_create("out", 0);
     if (mfd >= 0) {
         uint8_t pre[PRE];
@@ -251,6 +261,7 @@ Test(xfer, errors_same_from_every_pool)
 
         for (int kind = 0; kind < 2; kind++) { /* a cast, and a copy in the kernel */
             tc_dtype from = kind ? TC_DT_U8 : TC_DT_F32, to = kind ? TC_DT_U8 : TC_DT_BF16;
+            offload = kind == 1;
             run_out w = run(pool, &fsrc, 0, n, from, to, !kind, ro);
             cr_assert_eq(w.rc, TC_ERR_IO, "%s", w.msg);
             cr_assert_str_eq(w.subject, "test output", "a write failure is the output's");
