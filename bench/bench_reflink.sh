@@ -56,19 +56,9 @@ if [ -z "$ckpt" ]; then
 fi
 size=$(stat -c %s "$ckpt")
 
-# the image: room for the input and a few whole copies, in case something does not share
-truncate -s $((size * 4 + (1 << 30))) "$img"
-mkfs.xfs -q -f -m reflink=1 "$img"
-mkdir -p "$mnt"
-mount -o loop "$img" "$mnt"
-mounted=1
-echo "bench_reflink: copying the checkpoint into the XFS image" >&2
-cp --reflink=never "$ckpt" "$mnt/in.pt"
-sync
-load=$(cut -d' ' -f1-3 /proc/loadavg)
-
 # each task's name: the file system, a space, the task
-for fs in xfs ext4; do
+phase() {
+    fs=$1
     if [ "$fs" = xfs ]; then in="$mnt/in.pt"; out="$mnt/out.pt"; else in=$ckpt; out="$dir/out.pt"; fi
     bench_run "$fs cp" "$out" 0 cp "$in" "$out"
     # tensorctl fsyncs its output before renaming it into place; this is cp made as durable
@@ -82,7 +72,23 @@ for fs in xfs ext4; do
     rm -f "$out"
     "$tool" to-cpu -v "$in" -o "$out" 2>&1 | sed -n "s|^tensorctl: $out: |$fs: |p" >> "$dir/sharing.txt"
     rm -f "$out"
-done
+}
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+# ext4 first: the image's page cache, written through the loop device and then freed, leaves the
+# machine slow to write new pages for a while where freed memory goes back to a hypervisor
+phase ext4
+
+# the image: room for the input and a few whole copies, in case something does not share
+truncate -s $((size * 4 + (1 << 30))) "$img"
+mkfs.xfs -q -f -m reflink=1 "$img"
+mkdir -p "$mnt"
+mount -o loop "$img" "$mnt"
+mounted=1
+echo "bench_reflink: copying the checkpoint into the XFS image" >&2
+cp --reflink=never "$ckpt" "$mnt/in.pt"
+sync
+phase xfs
 
 bench_header "tensorctl to-cpu beside cp, on XFS (blocks cloned) and ext4" \
     "checkpoint: $(basename "$ckpt"), $(awk -v b="$size" 'BEGIN{printf "%.2f GB", b/1e9}'), storages tagged cuda:0" \

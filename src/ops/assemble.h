@@ -6,10 +6,10 @@
  * pieces contiguous both in the chunk and in the whole tensor (a chunk split
  * off on dimension 0 is one run; a column of a matrix, one run per row).
  * The runs of all chunks are merged by their position, and a gap or an
- * overlap is an error. A long run goes through the parallel transfer
- * (copy_file_range when nothing is cast, the chunk's own CRC-32 when it is
- * trusted); short ones are gathered into a buffer that is cast once (on the
- * plan's engine), checksummed on the plan's threads and written at once.
+ * overlap is an error. A long run goes through the parallel transfer (with
+ * the chunk's own CRC-32 when it is trusted); short ones are gathered into a
+ * buffer that is cast once (on the plan's engine), checksummed on the plan's
+ * threads and written at once.
  * Each chunk's bytes are read through its storage's reader
  * (tc_storage_open), in order.
  *

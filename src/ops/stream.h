@@ -3,7 +3,8 @@
  * driver asked (tc_data_fn). Every writer of tensor data goes through here.
  *
  * Bytes that lie uncompressed in a file go through the parallel transfer
- * (xfer.h: several threads, copy_file_range for unchanged bytes); the rest
+ * (xfer.h: several threads; shared blocks for unchanged bytes where the
+ * file system clones them); the rest
  * (deflated records, casts on the GPU, strided views) streams through
  * bounded buffers. Memory stays bounded by the chunk sizes whatever the
  * checkpoint's size. */
