@@ -242,6 +242,17 @@ const char *tc_tensor_device(const tc_ckpt *c, const tc_tensor *t)
     return t->storage >= 0 ? c->s[t->storage].location : t->device;
 }
 
+bool tc_tensor_contiguous(const tc_tensor *t)
+{
+    int64_t want = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != want)
+            return false;
+        want *= t->shape[i];
+    }
+    return true;
+}
+
 long tc_ckpt_add_storage(tc_ckpt *c, const char *key, tc_diag *d)
 {
     if (reserve(&c->s, c->ns, &c->scap, sizeof *c->s, d))

@@ -178,6 +178,9 @@ size_t tc_ckpt_nmodules(const tc_ckpt *c);
 const tc_module *tc_ckpt_module(const tc_ckpt *c, size_t i);
 /* The location a tensor's data would load on: its storage's, or its own. */
 const char *tc_tensor_device(const tc_ckpt *c, const tc_tensor *t);
+/* Whether t's elements lie in C order, one after another (dimensions of
+ * size 1 may have any stride), as torch's is_contiguous() says. */
+bool tc_tensor_contiguous(const tc_tensor *t);
 
 /* ---- for format drivers ------------------------------------------------------ */
 

@@ -38,17 +38,6 @@ int tc_convert_drop(tc_convert_report *r, tc_diag *d, const char *fmt, ...)
     return 0;
 }
 
-static bool contiguous(const tc_tensor *t)
-{
-    int64_t want = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] != 1 && t->stride[i] != want)
-            return false;
-        want *= t->shape[i];
-    }
-    return true;
-}
-
 /* Tensors whose name is prefix or starts with prefix + "." (prefix "" = all). */
 static size_t count_under(const tc_ckpt *c, const char *prefix)
 {
@@ -185,7 +174,7 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
         if (nshare[s]++ == 0)
             first[s] = t->dtype;
         mixed[s] |= first[s] != t->dtype;
-        if (cover[s] < 0 && t->offset == 0 && contiguous(t) && t->nbytes == tc_ckpt_storage(c, s)->nbytes)
+        if (cover[s] < 0 && t->offset == 0 && tc_tensor_contiguous(t) && t->nbytes == tc_ckpt_storage(c, s)->nbytes)
             cover[s] = (long)k;
     }
     for (size_t k = 0; k < nt; k++) {

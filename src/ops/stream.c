@@ -190,17 +190,6 @@ int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint6
 
 /* ---- tensors --------------------------------------------------------------------- */
 
-static bool contiguous(const tc_tensor *t)
-{
-    int64_t want = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] != 1 && t->stride[i] != want)
-            return false;
-        want *= t->shape[i];
-    }
-    return true;
-}
-
 typedef struct dsink {
     tc_dst *dst;
     uint64_t off, pos;
@@ -236,11 +225,11 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
     const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
     uint64_t start = (uint64_t)t->offset * tc_dtype_size(t->dtype);
     if (tc_assembled(c, (size_t)t->storage)) {
-        if (!contiguous(t) || start || t->nbytes != s->nbytes)
+        if (!tc_tensor_contiguous(t) || start || t->nbytes != s->nbytes)
             return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
         return tc_assemble(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
     }
-    if (contiguous(t) && start <= s->nbytes && t->nbytes <= s->nbytes - start) {
+    if (tc_tensor_contiguous(t) && start <= s->nbytes && t->nbytes <= s->nbytes - start) {
         tc_rd r;
         int rc = tc_storage_open(c, (size_t)t->storage, &r, d);
         if (rc)
@@ -251,7 +240,7 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
         if (src) /* a plain range: in parallel */
             return xfer_range(p, src, in_off + start, t->nbytes, s->key, t->dtype, to, dst, off, crc, stats, d);
     }
-    dsink k = {dst, off, 0, (uint32_t)crc32(0, NULL, 0), crc != NULL, to == t->dtype && contiguous(t), p};
+    dsink k = {dst, off, 0, (uint32_t)crc32(0, NULL, 0), crc != NULL, to == t->dtype && tc_tensor_contiguous(t), p};
     int rc = tc_tensor_elements(c, t, to, dst_sink, &k, stats, d);
     if (!rc && crc)
         *crc = k.crc;
@@ -374,7 +363,7 @@ int tc_elems_open(tc_elems **out, const tc_ckpt *c, const tc_tensor *t, tc_diag 
     if (rc)
         goto fail;
     e->open = true;
-    e->contiguous = contiguous(t);
+    e->contiguous = tc_tensor_contiguous(t);
     e->start = (uint64_t)t->offset * e->esz;
     if (e->contiguous) {
         *out = e;
@@ -509,7 +498,7 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name);
     const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
     if (tc_assembled(c, (size_t)t->storage)) {
-        if (!contiguous(t) || t->offset || t->nbytes != s->nbytes)
+        if (!tc_tensor_contiguous(t) || t->offset || t->nbytes != s->nbytes)
             return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
         return tc_assemble_elements(c, (size_t)t->storage, to, sink, ctx, stats, d);
     }
