@@ -76,6 +76,8 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
     if (!o->set.index_only)
         fprintf(stderr, "; %.1f MB of tensor data", s->data_bytes / 1e6);
     fprintf(stderr, "\n");
+    if (!o->set.index_only && !o->set.nparts)
+        tc_print_sharing(o->sharded ? r->set.index_path : out, r->set.file_bytes, s->shared_bytes, s->copied_bytes);
 }
 
 /* A tensor split over thousands of ranks is read from as many files at once. */

@@ -24,6 +24,45 @@ bool tc_assembled(const tc_ckpt *c, size_t i)
     return tc_ckpt_chunks(c, i, &n) != NULL;
 }
 
+static bool c_order(const tc_chunk *ch, int nd);
+
+bool tc_assembled_origin(const tc_ckpt *c, size_t i, uint64_t *off)
+{
+    size_t n;
+    int nd = 0;
+    const tc_chunk *ch = tc_ckpt_chunks(c, i, &n);
+    const int64_t *shape = tc_ckpt_chunk_shape(c, i, &nd);
+    if (!ch || !shape)
+        return false;
+    for (size_t k = 0; k < n; k++) /* chunks split on a later dimension: every run is part of a row */
+        for (int j = 1; j < nd; j++)
+            if (ch[k].sizes[j] != shape[j])
+                return false;
+    for (size_t k = 0; k < n; k++) {
+        bool first = true;
+        uint64_t vol = 1;
+        for (int j = 0; j < nd; j++) {
+            first = first && ch[k].offsets[j] == 0;
+            vol *= (uint64_t)ch[k].sizes[j];
+        }
+        if (!first || !vol)
+            continue;
+        const tc_storage *s = tc_ckpt_storage(c, ch[k].storage);
+        if (ch[k].soffset || !c_order(&ch[k], nd) || vol * tc_dtype_size(s->dtype) < BIG)
+            return false;
+        tc_rd r;
+        tc_diag d = TC_DIAG_INIT;
+        if (tc_storage_open(c, ch[k].storage, &r, &d))
+            return false;
+        bool ok = r.src && r.src->fd >= 0;
+        if (ok)
+            *off = r.src->base + r.off;
+        tc_rd_close(&r);
+        return ok;
+    }
+    return false;
+}
+
 /* A chunk being read. */
 typedef struct part {
     const tc_chunk *ch;

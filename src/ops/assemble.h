@@ -32,6 +32,15 @@ bool tc_assembled(const tc_ckpt *c, size_t i);
 int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
                 tc_cast_stats *stats, tc_diag *d);
 
+/* Where in its file the chunk lies that storage i (assembled) starts with,
+ * when that chunk's bytes are copied to the start of the output as they lie
+ * (C order, whole rows below the first dimension, more than the gathering
+ * buffer takes): the output's writer can then place the tensor at the same
+ * offset within a block, and the file system share those blocks (tc_xfer).
+ * False otherwise, and where the chunk cannot be opened (the copy reports
+ * that). */
+bool tc_assembled_origin(const tc_ckpt *c, size_t i, uint64_t *off);
+
 /* The same elements to a sink (cast on the CPU). */
 int tc_assemble_elements(const tc_ckpt *c, size_t i, tc_dtype to, tc_sink_fn sink, void *ctx, tc_cast_stats *stats,
                          tc_diag *d);

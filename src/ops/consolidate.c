@@ -39,6 +39,12 @@ static int pt_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *
     return tc_stream_storage(pd->p, pd->c, pd->blk[k], dst, off, crc, d);
 }
 
+static bool pt_origin_fn(void *ctx, size_t k, uint64_t *off)
+{
+    pt_data *pd = ctx;
+    return tc_stream_origin(pd->p, pd->c, pd->blk[k], off);
+}
+
 /* c as one .pt file: a flat state_dict of its tensors and the pickled items that can be carried. */
 static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_consolidate_report *rep, tc_diag *d)
 {
@@ -124,10 +130,13 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     rep->ncarried = nobj;
     pt_data pd = {&p, c, blk};
     tc_write_job job = {.items = items, .nitems = nb, .blocks = blocks, .nblocks = nb, .data = pt_data_fn,
-                        .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
+                        .origin = pt_origin_fn, .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
     rc = tc_format_named("torch-zip")->write(&job, dst, d);
-    if (!rc)
+    if (!rc) {
         tc_plan_totals(&p, &sum->overflow, &sum->underflow);
+        sum->shared_bytes += p.shared;
+        sum->copied_bytes += p.copied;
+    }
 done:
     tc_plan_free(&p);
     tc_keymap_free(&km);
@@ -178,6 +187,7 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
         rc = tc_convert_to_safetensors(c, &so->co, NULL, 0, &dst, &rep->set.sum, d);
     else
         rc = write_pt(c, &so->co, &dst, rep, d);
+    rep->set.file_bytes = dst.pos;
     if (!rc)
         rc = tc_dst_commit(&dst, d);
 done:

@@ -143,7 +143,11 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
 bool tc_stream_origin(const tc_plan *p, const tc_ckpt *c, size_t i, uint64_t *off)
 {
     const tc_storage *s = tc_ckpt_storage(c, i);
-    if (p->out[i].cast || !s->stored || tc_ckpt_src(c)->fd < 0)
+    if (p->out[i].cast)
+        return false;
+    if (tc_assembled(c, i)) /* a distributed checkpoint's tensor: where its first chunk lies */
+        return tc_assembled_origin(c, i, off);
+    if (!s->stored || tc_ckpt_src(c)->fd < 0)
         return false;
     *off = s->file_off;
     return true;

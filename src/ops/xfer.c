@@ -374,18 +374,19 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
     j->ein = j->cast ? tc_dtype_size(x->from) : 1;
     j->eout = j->cast ? tc_dtype_size(x->to) : 1;
     uint64_t n = x->in_bytes / j->ein, head = n, whole = 0;
+    uint64_t at = x->src->base + x->in_off; /* in the file (a window's byte 0 lies at its base) */
     /* unchanged bytes at the same place within a block in both files: the
      * whole blocks between the first and the last partial one are shared
      * when the file system can (the output then needs no copy of them) */
-    if (!j->cast && x->src->fd >= 0 && (x->in_off - x->out_off) % TC_SHARE_BLOCK == 0) {
-        head = (TC_SHARE_BLOCK - x->in_off % TC_SHARE_BLOCK) % TC_SHARE_BLOCK;
+    if (!j->cast && x->src->fd >= 0 && (at - x->out_off) % TC_SHARE_BLOCK == 0) {
+        head = (TC_SHARE_BLOCK - at % TC_SHARE_BLOCK) % TC_SHARE_BLOCK;
         head = head < n ? head : n;
         whole = (n - head) / TC_SHARE_BLOCK * TC_SHARE_BLOCK;
     }
     int rc = run_span(pool, j, 0, head, true, d);
     if (!rc && whole) {
         bool shared = x->in_off + head + whole <= x->src->size &&
-                      tc_dst_clone(x->out, x->out_off + head, x->src->fd, x->in_off + head, whole);
+                      tc_dst_clone(x->out, x->out_off + head, x->src->fd, at + head, whole);
         if (shared)
             x->shared = whole;
         rc = run_span(pool, j, head, head + whole, !shared, d);

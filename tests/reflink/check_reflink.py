@@ -19,8 +19,11 @@ loop-mounts it, and there (then again on btrfs, where mkfs.btrfs is installed):
     each record), and nothing for a cast; shared + copied + written is the output's size; Python's
     zipfile and `unzip -t` find every CRC-32 right;
   * rewrites a copy of the big checkpoint --in-place: the new file lies on the old one's blocks;
+  * consolidates a distributed checkpoint (made here byte by byte: a tensor in three row chunks,
+    two at the same offset within a block as their place in the output, one not) to .pt: exactly
+    the whole blocks of the two are shared;
   * refuses the first clone of a to-cpu (the fault injection shim, SHIM): that record is copied
-    (copy_file_range), the output is still whole and right;
+    (read and written), the output is still whole and right;
   * runs the transfer's unit test (TEST_XFER) with its files in the image, where it must see its
     blocks shared;
   * has torch (each interpreter run_with_torch.sh finds) load every output and compare it with its
@@ -271,7 +274,8 @@ def sharing_line(err):
 def check_output(rep, what, err, outs, inputs, expect_shared, input_blocks, at_least=False, flagged=True):
     """outs: the output files (a set: its shards and index); inputs: theirs. at_least: -v's shared
     count may be short of what lies on the input's blocks (copy_file_range, where a clone was
-    refused, may share blocks itself: that is counted as copied). flagged: those blocks must still
+    refused and the file system copies on its own, may share blocks itself: that is counted as
+    copied). flagged: those blocks must still
     be shared (not when the input is gone: --in-place)."""
     problems = []
     v = sharing_line(err)
@@ -417,6 +421,73 @@ def check_in_place(a, rep, big, work, pairs):
     pairs.append({"kind": "file", "in": big, "out": path, "kw": {"device": "cpu"}, "what": what})
 
 
+def make_dcp(folder, phases, rows=512, cols=1024, seed=70):
+    """A distributed checkpoint made byte by byte (no torch): tensor 'w' (rows * len(phases), cols) of
+    float32 split by rows into one chunk per phase, each chunk's torch.save archive in one .distcp
+    file with its data at that phase modulo 4096 in the file, and a pickled item 'step'.
+    Also writes ref.pt beside the folder: 'w' whole, the bytes torch must find in the output.
+    Returns (folder, ref.pt, [(absolute data offset in the .distcp file, size)] per chunk)."""
+    from hostile import dcp, dict_of, state_dict, tensor
+    size = rows * cols * 4
+    blobs, datas = [], []
+    tmp = os.path.join(folder + ".blob")
+    for k, phase in enumerate(phases):
+        pkl = state_dict(tensor(numel=rows * cols, shape=(rows, cols), stride=(cols, 1)))
+        aligned_zip(tmp, "archive", [("data.pkl", pkl, 0), ("byteorder", b"little", 0),
+                                     ("data/0", (size, seed + k), (phase - sum(map(len, blobs))) % BLOCK),
+                                     ("version", b"3\n", 0)])
+        with open(tmp, "rb") as f:
+            blobs.append(f.read())
+        datas.append(next(off for name, _, _, off in records(tmp) if name.endswith("/data/0")))
+        os.unlink(tmp)
+    chunks = tuple(((k * rows, 0), (rows, cols)) for k in range(len(phases)))
+    files = dcp(shape=(rows * len(phases), cols), chunks=chunks, blobs=blobs)
+    os.makedirs(folder)
+    for name, data in files.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    where, at = [], 0
+    for b, off in zip(blobs, datas):
+        where.append((at + off, size))
+        at += len(b)
+    whole = b"".join(blobs[k][datas[k]:datas[k] + size] for k in range(len(phases)))
+    ref = folder + ".ref.pt"
+    pkl = state_dict(dict_of([("w", tensor(numel=len(whole) // 4, shape=(rows * len(phases), cols),
+                                           stride=(cols, 1)))]))
+    aligned_zip(ref, "ref", [("data.pkl", pkl, 0), ("byteorder", b"little", 0), ("data/0", whole, 0),
+                             ("version", b"3\n", 0)])
+    return folder, ref, where
+
+
+def check_dcp(a, rep, mnt, work, pairs):
+    """consolidate to .pt: the tensor starts at its first chunk's offset within a block, so that chunk's
+    whole blocks are shared; a later chunk too, where it lies at the same offset within a block as
+    its place in the output (the chunks of one tensor lie end to end there)."""
+    folder, ref, where = make_dcp(os.path.join(mnt, "in", "dcp"), (1088, 64, 1088))
+    blocks = set()
+    for f in os.listdir(folder):
+        blocks |= physical_blocks(os.path.join(folder, f))
+    expect, out_at, aligned = 0, where[0][0], []  # each chunk's offset in the output, modulo a block
+    for at, size in where:
+        aligned.append((at - out_at) % BLOCK == 0)
+        if aligned[-1]:
+            head = (-at) % BLOCK
+            expect += (size - head) // BLOCK * BLOCK
+        out_at += size
+    if aligned != [True, False, True]:
+        rep.check("dcp made", ["its chunks lie at %s modulo 4096: not the layout this check needs" %
+                               [at % BLOCK for at, _ in where]])
+        return
+    out = os.path.join(work, "dcp.pt")
+    rc, _, err = run([a.tensorctl, "consolidate", "-v", "-f", folder, "-o", out])
+    what = "dcp consolidate"
+    if rc != 0:
+        rep.check(what, ["exit %d: %s" % (rc, err.strip()[-300:])])
+        return
+    check_output(rep, what, err, [out], [os.path.join(folder, "__0_0.distcp")], expect, blocks)
+    pairs.append({"kind": "set", "in": [ref], "out": [out], "what": what})
+
+
 def check_unit(a, rep, mnt):
     if not a.unit:
         rep.skip("unit test of the transfer", "no test_xfer (criterion not found)")
@@ -510,6 +581,7 @@ def run_on(a, rep, fs):
         check_refused(a, rep, big, work, pairs)
         check_in_place(a, rep, big, work, pairs)
         check_set(a, rep, work, pairs)
+        check_dcp(a, rep, m.mnt, work, pairs)
         check_unit(a, rep, m.mnt)
         for p in pairs:
             p["what"] = rep.prefix + p["what"]
