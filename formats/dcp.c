@@ -564,6 +564,15 @@ static bool dense(const int64_t *shape, const int64_t *stride, int nd)
 
 /* Chunk k of tensor t: its archive holds one dense tensor of the chunk's
  * sizes and t's dtype; its bytes become storage `key` of c. */
+/* An item's archive with a byteorder record 'big'. */
+static bool big_endian(const tc_ckpt *b)
+{
+    for (size_t i = 0; i < tc_ckpt_nfacts(b); i++)
+        if (!strcmp(tc_ckpt_fact(b, i)->key, "byteorder") && !strcmp(tc_ckpt_fact(b, i)->value, "big"))
+            return true;
+    return false;
+}
+
 static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, tc_chunk *out, int64_t *strides,
                       tc_diag *d)
 {
@@ -582,6 +591,9 @@ static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, t
     if (!bt || bt->kind != TC_TENSOR_DENSE || !bs || tc_ckpt_nstorages(b) != 1)
         rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, s->off, "%s: its archive holds %zu tensors, not one plain tensor",
                         what, tc_ckpt_ntensors(b));
+    else if (big_endian(b))
+        rc = tc_fail_at(d, TC_ERR_UNSUPPORTED, f->path, s->off, "%s: its archive is big-endian, which tensorctl "
+                        "reads only in a file of its own", what);
     else if (bt->dtype != t->dtype)
         rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, s->off, "%s: its archive holds %s, but the tensor is %s", what,
                         tc_dtype_name(bt->dtype), tc_dtype_name(t->dtype));

@@ -86,10 +86,15 @@ int tc_tzip_facts(tc_ckpt *c, tc_tzip *z, tc_diag *d)
         (rc = small_record(c, z, ".data/version", d)) || (rc = small_record(c, z, "byteorder", d)) ||
         (rc = small_record(c, z, ".format_version", d)) || (rc = small_record(c, z, ".storage_alignment", d)))
         return rc;
-    for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
-        if (!strcmp(tc_ckpt_fact(c, i)->key, "byteorder") && strcmp(tc_ckpt_fact(c, i)->value, "little"))
-            return tc_fail(d, TC_ERR_UNSUPPORTED, "byteorder record says '%s'; only little-endian files are supported",
-                           tc_ckpt_fact(c, i)->value);
+    for (size_t i = 0; i < tc_ckpt_nfacts(c); i++) {
+        const tc_kv *f = tc_ckpt_fact(c, i);
+        if (strcmp(f->key, "byteorder"))
+            continue;
+        if (!strcmp(f->value, "big"))
+            z->big = true;
+        else if (strcmp(f->value, "little")) /* torch: "Unknown endianness type" */
+            return tc_fail(d, TC_ERR_FORMAT, "byteorder record says '%s', neither 'little' nor 'big'", f->value);
+    }
     if (!tc_tzip_record(z, "version") && !tc_tzip_record(z, ".data/version"))
         return tc_fail(d, TC_ERR_FORMAT, "no %s/version record (torch refuses such files)", z->archive);
     return 0;
@@ -112,6 +117,14 @@ int tc_tzip_read(const tc_tzip *z, const tc_ckpt *c, const tc_zip_entry *e, uint
                        e->name, (unsigned long long)e->csize, (unsigned long long)e->usize,
                        (unsigned long long)lim->max_inflate_ratio);
     return tc_zip_read_all(&z->zip, e, lim->max_pickle_bytes, buf, len, d);
+}
+
+/* The bytes of one number of dtype t, as torch swaps them when it loads a
+ * file of the other byte order: each half of a complex number apart. */
+static size_t swap_size(tc_dtype t)
+{
+    size_t n = tc_dtype_size(t);
+    return tc_dtype_get(t)->kind == TC_KIND_COMPLEX ? n / 2 : n;
 }
 
 int tc_tzip_data(tc_ckpt *c, tc_tzip *z, tc_diag *d)
@@ -147,9 +160,11 @@ int tc_tzip_data(tc_ckpt *c, tc_tzip *z, tc_diag *d)
                            (unsigned long long)e->usize, s->key, (unsigned long long)s->nbytes,
                            (unsigned long long)s->numel, tc_dtype_name(s->dtype));
         z->rec[i] = e;
-        s->stored = e->method == 0;
+        /* big-endian data is read through the driver, swapped, and its CRC-32 taken anew */
+        bool swapped = z->big && swap_size(s->dtype) > 1;
+        s->stored = e->method == 0 && !swapped;
         s->file_off = e->data_off;
-        s->crc_known = true;
+        s->crc_known = !swapped;
         s->crc = e->crc;
     }
     return 0;
@@ -182,6 +197,53 @@ static void inflate_close(tc_rd *r)
     r->state = NULL;
 }
 
+/* A big-endian record, read as little-endian: every number's bytes reversed.
+ * Each read returns whole numbers, except when fewer bytes than one are
+ * asked for: then one number is read and handed out from `one`. */
+typedef struct swap_rd {
+    tc_zip_rd zr;              /* first: inflate_close frees it */
+    size_t esz;
+    uint8_t one[8];
+    size_t olen, oat;
+} swap_rd;
+
+static void swap_all(uint8_t *p, size_t n, size_t esz)
+{
+    for (size_t i = 0; i + esz <= n; i += esz)
+        for (size_t a = i, b = i + esz - 1; a < b; a++, b--) {
+            uint8_t t = p[a];
+            p[a] = p[b];
+            p[b] = t;
+        }
+}
+
+static int swap_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    swap_rd *s = r->state;
+    *got = 0;
+    if (s->oat == s->olen && n < s->esz) {
+        int rc = tc_zip_rd_read(&s->zr, s->one, s->esz, &s->olen, false, d);
+        if (rc)
+            return rc;
+        swap_all(s->one, s->olen, s->esz);
+        s->oat = 0;
+    }
+    if (s->oat < s->olen) {
+        size_t m = n < s->olen - s->oat ? n : s->olen - s->oat;
+        memcpy(buf, s->one + s->oat, m);
+        s->oat += m;
+        *got = m;
+    } else {
+        int rc = tc_zip_rd_read(&s->zr, buf, n / s->esz * s->esz, got, false, d);
+        if (rc)
+            return rc;
+        swap_all(buf, *got, s->esz);
+    }
+    /* the record's own CRC-32, of the bytes as they lie, once all are read */
+    size_t none;
+    return s->zr.done == s->zr.e->usize ? tc_zip_rd_read(&s->zr, NULL, 0, &none, true, d) : 0;
+}
+
 int tc_tzip_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 {
     const tc_tzip *z = tc_ckpt_priv(c);
@@ -190,7 +252,9 @@ int tc_tzip_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
         tc_rd_range(r, tc_ckpt_src(c), s->file_off, s->nbytes);
         return 0;
     }
-    tc_zip_rd *zr = malloc(sizeof *zr);
+    size_t esz = z->big ? swap_size(s->dtype) : 1;
+    swap_rd *sw = esz > 1 ? calloc(1, sizeof *sw) : NULL;
+    tc_zip_rd *zr = sw ? &sw->zr : malloc(sizeof *zr);
     if (!zr)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     int rc = tc_zip_rd_open(zr, &z->zip, z->rec[i], d);
@@ -199,9 +263,11 @@ int tc_tzip_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
         return rc;
     }
     r->size = s->nbytes;
-    r->read = inflate_read;
+    r->read = sw ? swap_read : inflate_read;
     r->close = inflate_close;
     r->state = zr;
+    if (sw)
+        sw->esz = esz;
     return 0;
 }
 

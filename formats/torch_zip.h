@@ -18,6 +18,7 @@ typedef struct tc_tzip {
     tc_zip zip;
     char *archive;            /* top folder, without "/" */
     const tc_zip_entry **rec; /* per storage: its data record */
+    bool big;                 /* the byteorder record says big-endian: data is swapped as it is read */
     void *extra;              /* the driver's own, freed with free_extra */
     void (*free_extra)(void *);
 } tc_tzip;

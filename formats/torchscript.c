@@ -338,7 +338,12 @@ static int open_script(tc_ckpt *c, tc_diag *d)
     z->extra = s;
     z->free_extra = script_free;
     z->tg.script = s;
-    if ((rc = tc_tzip_facts(c, z, d)) || (rc = read_code(c, z, s, d)) || (rc = tc_tzip_data(c, z, d)))
+    if ((rc = tc_tzip_facts(c, z, d)))
+        return rc;
+    if (z->big)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "a big-endian TorchScript archive (byteorder record 'big'); only "
+                       "little-endian ones are read");
+    if ((rc = read_code(c, z, s, d)) || (rc = tc_tzip_data(c, z, d)))
         return rc;
     const pk_obj *f = pk_call_global(z->tg.root);
     char qual[1100] = "";

@@ -55,12 +55,13 @@ def state_dict(body):
 
 # ---- containers ------------------------------------------------------------------
 
-def torch_zip(pkl, records=None, archive='archive', method=zipfile.ZIP_STORED, extra=(), pkl_only=False):
+def torch_zip(pkl, records=None, archive='archive', method=zipfile.ZIP_STORED, extra=(), pkl_only=False,
+              byteorder='little'):
     """torch.save's zip: every record compressed with method, or data.pkl alone with pkl_only."""
     b = io.BytesIO()
     with zipfile.ZipFile(b, 'w', zipfile.ZIP_STORED if pkl_only else method) as z:
         z.writestr(zipfile.ZipInfo(archive + '/data.pkl'), pkl, compress_type=method)
-        z.writestr(archive + '/byteorder', 'little')
+        z.writestr(archive + '/byteorder', byteorder)
         for k, v in (records or {}).items():
             z.writestr(archive + '/data/' + k, v)
         for name, v in extra:
@@ -303,7 +304,7 @@ def storage_info(path, offset, length, extra=()):
                   dict_of([('relative_path', op_str(path)), ('offset', op_int(offset)), ('length', op_int(length))]
                           + list(extra)))
 
-def chunk_blob(sizes, fill=1.0, stype='FloatStorage', stride=None):
+def chunk_blob(sizes, fill=1.0, stype='FloatStorage', stride=None, byteorder='little'):
     n = 1
     for x in sizes:
         n *= x
@@ -313,7 +314,8 @@ def chunk_blob(sizes, fill=1.0, stype='FloatStorage', stride=None):
             stride.insert(0, acc)
             acc *= x
     return torch_zip(state_dict(tensor(numel=n, shape=tuple(sizes), stride=tuple(stride), stype=stype)),
-                     {'0': struct.pack('<%df' % n, *([fill] * n)) if stype == 'FloatStorage' else b'\0' * (8 * n)})
+                     {'0': struct.pack('<%df' % n, *([fill] * n)) if stype == 'FloatStorage' else b'\0' * (8 * n)},
+                     byteorder=byteorder)
 
 def dcp(shape=(2, 2), chunks=(((0, 0), (1, 2)), ((1, 0), (1, 2))), blobs=None, spans=None, step=None,
         path='__0_0.distcp', planner=b'N', files=None, extra_info=(), dtype='float32'):
@@ -409,6 +411,8 @@ CASES = {
                                                       (['convert-st', '--drop', '__metadata__'], None, 0)]),
     'build_replaces_tensor': (build_replaces_tensor, INSPECT_AND_MOVE('replaces its data')),
     'setitems_into_tensor': (setitems_into_tensor, INSPECT_AND_MOVE('assigns items into the rebuilt tensor')),
+    'byteorder_unknown': (lambda: torch_zip(state_dict(dict_of([('w', tensor())])), {'0': FOUR_FLOATS},
+                                            byteorder='middle'), INSPECT_AND_MOVE("neither 'little' nor 'big'")),
     'not_a_checkpoint': (not_a_checkpoint, INSPECT_AND_MOVE('not a checkpoint')),
     'truncated': (truncated, INSPECT_AND_MOVE('truncated')),
     # distributed checkpoints: a folder (inspect DIR, consolidate DIR -o OUT)
@@ -425,6 +429,8 @@ CASES = {
     'dcp_chunk_wrong_shape': (lambda: dcp(blobs=[chunk_blob((1, 2)), chunk_blob((2, 1))]), DCP_RUNS('its archive holds shape')),
     'dcp_chunk_wrong_dtype': (lambda: dcp(blobs=[chunk_blob((1, 2)), chunk_blob((1, 2), stype='DoubleStorage')]),
                               DCP_RUNS('its archive holds float64')),
+    'dcp_chunk_big_endian': (lambda: dcp(blobs=[chunk_blob((1, 2)), chunk_blob((1, 2), byteorder='big')]),
+                             DCP_RUNS('its archive is big-endian')),
     'dcp_chunk_not_an_archive': (lambda: dcp(blobs=[chunk_blob((1, 2)), b'\x80\x02N.' * 100]), DCP_RUNS('not a torch.save archive')),
     'dcp_missing_file': (lambda: dcp(path='__9_0.distcp'), DCP_RUNS('incomplete copy of the checkpoint')),
     'dcp_file_escapes': (lambda: dcp(path='../../../etc/passwd'), DCP_RUNS("not a plain file name")),

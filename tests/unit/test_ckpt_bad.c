@@ -139,6 +139,7 @@ typedef struct tdesc {
     bool no_record, no_version, no_pkl, torchscript;
     const char *byteorder;
     size_t pad;         /* a string of this many bytes in the object (legacy: long pickles) */
+    bool ramp;          /* the record's byte i is i (else zeros) */
 } tdesc;
 
 /* {'w': _rebuild_tensor_v2(persid, offset, size, stride, False, OrderedDict())} */
@@ -176,7 +177,7 @@ static void state_dict_pickle(bbuf *b, const tdesc *t, bool legacy)
     bb_put(b, "u.", 2);
 }
 
-static const tdesc good = {"FloatStorage", "0", 6, 0, 2, 0, {2, 3}, {3, 1}, 24, 0, 0, 0, 0, NULL, 0};
+static const tdesc good = {"FloatStorage", "0", 6, 0, 2, 0, {2, 3}, {3, 1}, 24, 0, 0, 0, 0, NULL, 0, 0};
 
 static const char *write_zip_ckpt(const char *name, const tdesc *t)
 {
@@ -199,6 +200,8 @@ static const char *write_zip_ckpt(const char *name, const tdesc *t)
         char rn[64];
         snprintf(rn, sizeof rn, "data/%s", t->key);
         uint8_t *data = calloc(1, t->record + 1);
+        for (size_t i = 0; t->ramp && i < t->record; i++)
+            data[i] = (uint8_t)i;
         cr_assert_eq(tc_zipw_add(&w, rn, data, t->record, &d), 0);
         free(data);
     }
@@ -373,8 +376,8 @@ Test(ckpt, missing_and_foreign_records)
     t.torchscript = true;
     ck_fails(write_zip_ckpt("ts.pt", &t), "TorchScript", "torchscript");
     t = good;
-    t.byteorder = "big";
-    ck_fails(write_zip_ckpt("big.pt", &t), "byteorder", "big endian");
+    t.byteorder = "middle";
+    ck_fails(write_zip_ckpt("middle.pt", &t), "neither 'little' nor 'big'", "byteorder neither");
     t = good;
     t.stype = "NoSuchStorage";
     ck_fails(write_zip_ckpt("stype.pt", &t), "unknown type", "storage type");
@@ -938,4 +941,34 @@ Test(ckpt, deflated_records_read)
         ck_fails(path, NULL, "deflated checkpoint cut");
     }
     free(f);
+}
+
+/* A big-endian file (byteorder 'big'): read through the driver, every float32's bytes reversed,
+ * whatever the sizes of the reads (here one byte, then three, then the rest), and the record's
+ * own CRC-32 checked once all of it is read; the output's CRC is not the record's. */
+Test(ckpt, big_endian_swapped_as_read)
+{
+    tdesc t = good;
+    t.byteorder = "big";
+    t.ramp = true;
+    tc_ckpt *c = ck_opens(write_zip_ckpt("big.pt", &t));
+    cr_assert_eq(tc_ckpt_nstorages(c), 1);
+    const tc_storage *s = tc_ckpt_storage(c, 0);
+    cr_assert(!s->stored, "a swapped storage is not copied as it lies");
+    cr_assert(!s->crc_known, "a swapped storage's CRC-32 is not the record's");
+    tc_rd r;
+    tc_diag d = {0};
+    cr_assert_eq(tc_storage_open(c, 0, &r, &d), 0, "%s", d.msg);
+    uint8_t got[24];
+    size_t n = 0, g = 0;
+    const size_t steps[] = {1, 3, 20};
+    for (size_t k = 0; k < 3; k++) {
+        cr_assert_eq(tc_rd_read(&r, got + n, steps[k], &g, &d), 0, "%s", d.msg);
+        cr_assert_eq(g, steps[k]);
+        n += g;
+    }
+    for (size_t i = 0; i < sizeof got; i++)
+        cr_assert_eq(got[i], (uint8_t)(i / 4 * 4 + 3 - i % 4), "byte %zu: %u", i, got[i]);
+    tc_rd_close(&r);
+    tc_ckpt_close(c);
 }
