@@ -58,6 +58,16 @@ def tiny_torch_zip(pkl, records, archive='archive', method=zipfile.ZIP_STORED):
     return b.getvalue()
 
 
+def with_byteorder(data, byteorder, method=zipfile.ZIP_STORED):
+    """A torch zip with its byteorder record saying byteorder, every record stored with method."""
+    b = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(b, 'w', method) as z:
+        for info in src.infolist():
+            body = byteorder.encode() if info.filename.endswith('/byteorder') else src.read(info)
+            z.writestr(info.filename, body)
+    return b.getvalue()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--max-size', type=int, default=65536)
@@ -80,6 +90,12 @@ def main():
     pkl = pickle.dumps({'w': 1}, protocol=2)
     put('fuzz_zip', 'deflated.zip', tiny_torch_zip(pkl, {'0': b'\0' * 64}, method=zipfile.ZIP_DEFLATED))
     put('fuzz_ckpt', 'deflated_no_tensors.pt', tiny_torch_zip(pkl, {}, method=zipfile.ZIP_DEFLATED))
+    # big-endian: the data swapped as it is read (stored, and deflated)
+    with open(os.path.join(ROOT, 'sample_models', 'tiny_mlp_cuda0.pt'), 'rb') as f:
+        tiny = f.read()
+    for target in ('fuzz_ckpt', 'fuzz_roundtrip'):
+        put(target, 'tiny_big_endian.pt', with_byteorder(tiny, 'big'))
+        put(target, 'tiny_big_endian_deflated.pt', with_byteorder(tiny, 'big', zipfile.ZIP_DEFLATED))
     b = io.BytesIO()
     with zipfile.ZipFile(b, 'w', allowZip64=True) as z:
         with z.open('a/big', 'w', force_zip64=True) as f:
