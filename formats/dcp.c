@@ -562,8 +562,6 @@ static bool dense(const int64_t *shape, const int64_t *stride, int nd)
     return true;
 }
 
-/* Chunk k of tensor t: its archive holds one dense tensor of the chunk's
- * sizes and t's dtype; its bytes become storage `key` of c. */
 /* An item's archive with a byteorder record 'big'. */
 static bool big_endian(const tc_ckpt *b)
 {
@@ -573,6 +571,8 @@ static bool big_endian(const tc_ckpt *b)
     return false;
 }
 
+/* Chunk k of tensor t: its archive holds one dense tensor of the chunk's
+ * sizes and t's dtype; its bytes become storage `key` of c. */
 static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, tc_chunk *out, int64_t *strides,
                       tc_diag *d)
 {
