@@ -266,6 +266,11 @@ static void print_text(const tc_ckpt *c)
     if (cuda)
         printf("\nnote: CUDA-tagged storages: torch.load fails on a machine without CUDA (or with fewer GPUs) "
                "unless given map_location; 'tensorctl to-cpu' writes a file that loads anywhere.\n");
+    for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
+        if (!strcmp(tc_ckpt_fact(c, i)->key, "byteorder") && !strcmp(tc_ckpt_fact(c, i)->value, "big"))
+            printf("\nnote: big-endian (byteorder record 'big'): recent torch (2.15 checked) swaps the numbers' "
+                   "bytes as it loads, torch 1.13 does not and reads wrong values without an error; 'tensorctl "
+                   "to-cpu' or 'convert' writes the file little-endian.\n");
     size_t nunsafe = 0;
     for (size_t i = 0; i < ngl; i++)
         nunsafe += !tc_ckpt_global(c, i)->allowed;

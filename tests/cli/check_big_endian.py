@@ -14,7 +14,8 @@ For each big file:
   torch     where torch swaps bytes on load (2.1 and later) it loads the file equal to little.pt
             bit for bit: what is made here is what torch takes for big-endian;
   inspect   `inspect --json --hash` lists little.pt's tensors with the same SHA-256 (the hash is
-            of the numbers, so the bytes were swapped), and its byteorder record;
+            of the numbers, so the bytes were swapped), and its byteorder record; `inspect` notes
+            that torch 1.x reads such a file wrong;
   diff      `tensorctl diff FILE little.pt` finds every tensor equal (exit 0);
   to-cpu    the output, little-endian, loads in torch equal to little.pt with every storage on the
             cpu (tests/torch_verify.py verify_output);
@@ -158,6 +159,9 @@ def main():
             if '"big"' not in facts:
                 problems.append("the byteorder record is not shown: %s" % facts[:200])
             rep.check("%s inspect --hash: little.pt's numbers" % label, problems)
+        rc, o, e = run(tool, "inspect", path)
+        rep.check("%s inspect notes the byte order" % label,
+                  [] if rc == 0 and "note: big-endian" in o else ["exit %d, no 'note: big-endian' in %r" % (rc, o[-300:])])
         rc, o, e = run(tool, "diff", path, little)
         rep.check("%s diff little.pt" % label, [] if rc == 0 else ["exit %d: %s" % (rc, (e or o).strip()[-300:])])
         for what, extra, dtype in (("to-cpu", [], None), ("to-cpu --dtype bfloat16", ["--dtype", "bfloat16"],
