@@ -207,45 +207,26 @@ typedef struct swap_rd {
     size_t olen, oat;
 } swap_rd;
 
-/* Whole numbers of esz bytes (2, 4 or 8) at p, n bytes in all; a loop the
- * compiler vectorises. */
+/* Whole numbers of esz bytes at p, n bytes in all: esz is 2, 4 or 8 (swap_size
+ * of every dtype wider than a byte); loops the compiler vectorises. */
+#define SWAP_EACH(bits)                                                                                      \
+    for (size_t i = 0; i + (bits) / 8 <= n; i += (bits) / 8) {                                              \
+        uint##bits##_t v;                                                                                    \
+        memcpy(&v, p + i, (bits) / 8);                                                                       \
+        v = __builtin_bswap##bits(v);                                                                        \
+        memcpy(p + i, &v, (bits) / 8);                                                                       \
+    }
+
 static void swap_all(uint8_t *p, size_t n, size_t esz)
 {
-    size_t i = 0;
-    switch (esz) {
-    case 2:
-        for (; i + 2 <= n; i += 2) {
-            uint16_t v;
-            memcpy(&v, p + i, 2);
-            v = __builtin_bswap16(v);
-            memcpy(p + i, &v, 2);
-        }
-        break;
-    case 4:
-        for (; i + 4 <= n; i += 4) {
-            uint32_t v;
-            memcpy(&v, p + i, 4);
-            v = __builtin_bswap32(v);
-            memcpy(p + i, &v, 4);
-        }
-        break;
-    case 8:
-        for (; i + 8 <= n; i += 8) {
-            uint64_t v;
-            memcpy(&v, p + i, 8);
-            v = __builtin_bswap64(v);
-            memcpy(p + i, &v, 8);
-        }
-        break;
-    default: /* no dtype has other sizes; reversed byte by byte all the same */
-        for (; i + esz <= n; i += esz)
-            for (size_t a = i, b = i + esz - 1; a < b; a++, b--) {
-                uint8_t t = p[a];
-                p[a] = p[b];
-                p[b] = t;
-            }
-    }
+    if (esz == 2)
+        SWAP_EACH(16)
+    else if (esz == 4)
+        SWAP_EACH(32)
+    else
+        SWAP_EACH(64)
 }
+#undef SWAP_EACH
 
 static int swap_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rewrite.h"
 #include "safety.h"
 #include "stream.h"
 
@@ -25,25 +26,6 @@ static const char *under(const char *name, const char *key)
     return !strncmp(name, key, l) && name[l] == '.' && name[l + 1] ? name + l + 1 : NULL;
 }
 
-
-/* Block k of the .pt output is storage blk[k] of c. */
-typedef struct pt_data {
-    tc_plan *p;
-    const tc_ckpt *c;
-    const size_t *blk;
-} pt_data;
-
-static int pt_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
-{
-    pt_data *pd = ctx;
-    return tc_stream_storage(pd->p, pd->c, pd->blk[k], dst, off, crc, d);
-}
-
-static bool pt_origin_fn(void *ctx, size_t k, uint64_t *off)
-{
-    pt_data *pd = ctx;
-    return tc_stream_origin(pd->p, pd->c, pd->blk[k], off);
-}
 
 /* c as one .pt file: a flat state_dict of its tensors and the pickled items that can be carried. */
 static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_consolidate_report *rep, tc_diag *d)
@@ -128,9 +110,9 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     }
     sum->ntensors = nb;
     rep->ncarried = nobj;
-    pt_data pd = {&p, c, blk};
-    tc_write_job job = {.items = items, .nitems = nb, .blocks = blocks, .nblocks = nb, .data = pt_data_fn,
-                        .origin = pt_origin_fn, .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
+    tc_storage_data pd = {&p, c, blk}; /* block k of the .pt output is storage blk[k] of c */
+    tc_write_job job = {.items = items, .nitems = nb, .blocks = blocks, .nblocks = nb, .data = tc_storage_data_fn,
+                        .origin = tc_storage_origin_fn, .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
     rc = tc_format_named("torch-zip")->write(&job, dst, d);
     if (!rc) {
         tc_plan_totals(&p, &sum->overflow, &sum->underflow);

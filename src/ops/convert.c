@@ -593,7 +593,7 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
         if (!rc && !(rc = st_items(c, &p, &items, rep, d)) && !(rc = items_keep(c, &items, NULL, &o->keys, rep, d)))
             rc = tc_items_rename(&o->keys, &one, 1, &km, d);
         if (!rc) {
-            tc_storage_data sd = {&p, c};
+            tc_storage_data sd = {&p, c, NULL};
             tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,
                                 .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
                                 .max_depth = ro.max_depth};

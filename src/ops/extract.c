@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rewrite.h"
 #include "stream.h"
 
 void tc_extract_report_free(tc_extract_report *r)
@@ -69,24 +70,6 @@ int tc_extract_left(const tc_ckpt *c, const tc_wcand *w, tc_extract_report *rep,
 
 /* ---- a torch state_dict of items over some of c's storages ---------------------------------- */
 
-typedef struct items_data {
-    tc_plan *p;
-    const tc_ckpt *c;
-    const size_t *storage; /* block -> storage */
-} items_data;
-
-static int items_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
-{
-    items_data *x = ctx;
-    return tc_stream_storage(x->p, x->c, x->storage[k], dst, off, crc, d);
-}
-
-static bool items_origin_fn(void *ctx, size_t k, uint64_t *off)
-{
-    items_data *x = ctx;
-    return tc_stream_origin(x->p, x->c, x->storage[k], off);
-}
-
 /* Only the storages the items view become records, each once, in the order the items first view them. */
 static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char *device, uint32_t max_depth,
                        tc_dst *dst, uint64_t *bytes, tc_diag *d)
@@ -113,9 +96,10 @@ static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char
         it->v[i].block = (size_t)block[s];
     }
     if (!rc) {
-        items_data x = {p, c, storage};
-        tc_write_job job = {.items = it->v, .nitems = it->n, .blocks = blocks, .nblocks = nb, .data = items_data_fn,
-                            .origin = items_origin_fn, .ctx = &x, .max_depth = max_depth};
+        tc_storage_data x = {p, c, storage};
+        tc_write_job job = {.items = it->v, .nitems = it->n, .blocks = blocks, .nblocks = nb,
+                            .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &x,
+                            .max_depth = max_depth};
         rc = tc_format_named("torch-zip")->write(&job, dst, d);
     }
     free(block);

@@ -9,13 +9,13 @@
 int tc_storage_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
 {
     tc_storage_data *s = ctx;
-    return tc_stream_storage(s->p, s->c, k, dst, off, crc, d);
+    return tc_stream_storage(s->p, s->c, s->blk ? s->blk[k] : k, dst, off, crc, d);
 }
 
 bool tc_storage_origin_fn(void *ctx, size_t k, uint64_t *off)
 {
     tc_storage_data *s = ctx;
-    return tc_stream_origin(s->p, s->c, k, off);
+    return tc_stream_origin(s->p, s->c, s->blk ? s->blk[k] : k, off);
 }
 
 int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const tc_rekey *rk, tc_dst *dst, tc_diag *d)
@@ -24,7 +24,7 @@ int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const tc_rekey *rk, tc_dst *dst, tc
         return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
                           "a TorchScript archive cannot be rewritten whole (its code/ would be lost); 'tensorctl "
                           "extract' writes its parameters and buffers as a state_dict");
-    tc_storage_data sd = {p, c};
+    tc_storage_data sd = {p, c, NULL};
     tc_write_job job = {.whole = c, .storages = p->out, .data = tc_storage_data_fn, .origin = tc_storage_origin_fn,
                         .ctx = &sd, .max_depth = p->o->max_depth, .edits = rk ? rk->edits : NULL,
                         .nedits = rk ? rk->nedits : 0};

@@ -16,13 +16,15 @@ int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d);
 struct tc_rekey;
 int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const struct tc_rekey *rk, tc_dst *dst, tc_diag *d);
 
-/* A tc_data_fn for plans: block k is storage k of the planned checkpoint. */
+/* A tc_data_fn for plans: block k is storage blk[k] of the planned
+ * checkpoint, or storage k when blk is NULL. */
 typedef struct tc_storage_data {
     tc_plan *p;
     const tc_ckpt *c;
+    const size_t *blk;
 } tc_storage_data;
 int tc_storage_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d);
-/* Its tc_origin_fn: where storage k's unchanged bytes lie in the input. */
+/* Its tc_origin_fn: where block k's unchanged bytes lie in the input. */
 bool tc_storage_origin_fn(void *ctx, size_t k, uint64_t *off);
 
 #endif

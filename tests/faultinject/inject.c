@@ -214,22 +214,24 @@ int ioctl(int fd, unsigned long req, ...)
 }
 
 /* TC_FAULT_FSTYPE=nfs: NFS's magic number in place of the real one */
-static int fake_type(int rc, long *type)
+static int as_nfs(void)
 {
     const char *t = getenv("TC_FAULT_FSTYPE");
-    if (rc == 0 && t && !strcmp(t, "nfs"))
-        *type = 0x6969;
-    return rc;
+    return t && !strcmp(t, "nfs");
 }
 int fstatfs(int fd, struct statfs *b)
 {
     REAL(int, "fstatfs", int, struct statfs *);
     int rc = real(fd, b);
-    return fake_type(rc, (long *)&b->f_type);
+    if (rc == 0 && as_nfs())
+        b->f_type = 0x6969;
+    return rc;
 }
 int fstatfs64(int fd, struct statfs64 *b)
 {
     REAL(int, "fstatfs64", int, struct statfs64 *);
     int rc = real(fd, b);
-    return fake_type(rc, (long *)&b->f_type);
+    if (rc == 0 && as_nfs())
+        b->f_type = 0x6969;
+    return rc;
 }
