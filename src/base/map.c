@@ -1,0 +1,158 @@
+#include "map.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t sip_key[2];
+static pthread_once_t sip_once = PTHREAD_ONCE_INIT;
+
+static void sip_init(void)
+{
+    if (getrandom(sip_key, sizeof sip_key, GRND_NONBLOCK) != (ssize_t)sizeof sip_key) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        sip_key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+        sip_key[1] = (uint64_t)ts.tv_sec * 0xbf58476d1ce4e5b9ull ^ (uint64_t)(uintptr_t)&ts;
+    }
+}
+
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                         \
+    do {                                                                                                 \
+        v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32);                                        \
+        v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                                                           \
+        v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                                                           \
+        v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32);                                        \
+    } while (0)
+
+uint64_t tc_hash_bytes(const void *p, size_t len)
+{
+    pthread_once(&sip_once, sip_init);
+    const uint8_t *s = p;
+    size_t i = 0;
+    uint64_t v0 = sip_key[0] ^ 0x736f6d6570736575ull, v1 = sip_key[1] ^ 0x646f72616e646f6dull;
+    uint64_t v2 = sip_key[0] ^ 0x6c7967656e657261ull, v3 = sip_key[1] ^ 0x7465646279746573ull;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t m = 0;
+        for (int k = 0; k < 8; k++)
+            m |= (uint64_t)s[i + k] << (8 * k);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    uint64_t m = (uint64_t)len << 56;
+    for (int k = 0; i + (size_t)k < len; k++)
+        m |= (uint64_t)s[i + k] << (8 * k);
+    v3 ^= m;
+    SIPROUND;
+    v0 ^= m;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    uint64_t h = v0 ^ v1 ^ v2 ^ v3;
+    return h ? h : 1;
+}
+
+static uint64_t hash2(uint64_t a, uint64_t b)
+{
+    uint64_t k[2] = {a, b};
+    return tc_hash_bytes(k, sizeof k);
+}
+
+/* The slot holding the key, or the empty slot where it would go. */
+static size_t slot(const tc_map *m, uint64_t h, uint64_t a, uint64_t b, bool bytes, bool *found)
+{
+    size_t j = (size_t)h & (m->cap - 1);
+    for (;; j = (j + 1) & (m->cap - 1)) {
+        const tc_map_slot *e = &m->s[j];
+        if (!e->hash)
+            break;
+        if (e->hash != h || e->b != b)
+            continue;
+        if (bytes ? !b || !memcmp((const void *)(uintptr_t)e->a, (const void *)(uintptr_t)a, (size_t)b) : e->a == a) {
+            *found = true;
+            return j;
+        }
+    }
+    *found = false;
+    return j;
+}
+
+static int grow(tc_map *m)
+{
+    if (m->cap > SIZE_MAX / 2 / sizeof *m->s)
+        return -1;
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    tc_map_slot *s = calloc(cap, sizeof *s);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->s[i].hash) {
+            size_t j = (size_t)m->s[i].hash & (cap - 1);
+            while (s[j].hash)
+                j = (j + 1) & (cap - 1);
+            s[j] = m->s[i];
+        }
+    free(m->s);
+    m->s = s;
+    m->cap = cap;
+    return 0;
+}
+
+static uint64_t *find(const tc_map *m, uint64_t h, uint64_t a, uint64_t b, bool bytes)
+{
+    if (!m->cap)
+        return NULL;
+    bool found;
+    size_t j = slot(m, h, a, b, bytes, &found);
+    return found ? &m->s[j].val : NULL;
+}
+
+static int put(tc_map *m, uint64_t h, uint64_t a, uint64_t b, bool bytes, uint64_t val, uint64_t *old)
+{
+    if ((m->n + 1) * 2 > m->cap && grow(m))
+        return -1;
+    bool found;
+    size_t j = slot(m, h, a, b, bytes, &found);
+    if (found) {
+        if (old)
+            *old = m->s[j].val;
+        return 0;
+    }
+    m->s[j] = (tc_map_slot){a, b, h, val};
+    m->n++;
+    return 1;
+}
+
+uint64_t *tc_map_find(const tc_map *m, const void *key, size_t len)
+{
+    return m->cap ? find(m, tc_hash_bytes(key, len), (uint64_t)(uintptr_t)key, len, true) : NULL;
+}
+
+int tc_map_put(tc_map *m, const void *key, size_t len, uint64_t val, uint64_t *old)
+{
+    return put(m, tc_hash_bytes(key, len), (uint64_t)(uintptr_t)key, len, true, val, old);
+}
+
+uint64_t *tc_map_find2(const tc_map *m, uint64_t a, uint64_t b)
+{
+    return m->cap ? find(m, hash2(a, b), a, b, false) : NULL;
+}
+
+int tc_map_put2(tc_map *m, uint64_t a, uint64_t b, uint64_t val, uint64_t *old)
+{
+    return put(m, hash2(a, b), a, b, false, val, old);
+}
+
+void tc_map_free(tc_map *m)
+{
+    if (m) {
+        free(m->s);
+        memset(m, 0, sizeof *m);
+    }
+}

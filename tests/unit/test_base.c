@@ -1,0 +1,166 @@
+/* The base containers: the string builder's limit and escapes, the growable
+ * array, the hash map with both kinds of key. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "map.h"
+#include "strmap.h"
+#include "vec.h"
+
+Test(buf, grows_without_limit)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    for (int i = 0; i < 10000; i++)
+        tc_buf_printf(&b, "%d,", i % 10);
+    cr_assert_eq(tc_buf_len(&b), 20000);
+    cr_assert_eq(strlen(tc_buf_str(&b)), 20000);
+    cr_assert(!tc_buf_cut(&b));
+    cr_assert_eq(strncmp(tc_buf_str(&b), "0,1,2,", 6), 0);
+    tc_buf_free(&b);
+    cr_assert_str_eq(tc_buf_str(&b), "");
+}
+
+Test(buf, cut_at_limit_with_ellipsis)
+{
+    tc_buf b = TC_BUF_INIT(10);
+    tc_buf_puts(&b, "abcd");
+    tc_buf_printf(&b, "%s", "efghijklmnop");
+    cr_assert(tc_buf_cut(&b));
+    cr_assert_str_eq(tc_buf_str(&b), "abcdefg...");
+    tc_buf_puts(&b, "more");
+    cr_assert_str_eq(tc_buf_str(&b), "abcdefg...");
+    tc_buf_reset(&b);
+    cr_assert(!tc_buf_cut(&b));
+    tc_buf_puts(&b, "0123456789");
+    cr_assert(!tc_buf_cut(&b));
+    cr_assert_str_eq(tc_buf_str(&b), "0123456789");
+    tc_buf_free(&b);
+}
+
+Test(buf, cut_keeps_utf8_whole)
+{
+    tc_buf b = TC_BUF_INIT(8);
+    tc_buf_puts(&b, "ab\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"); /* ab + 4 x e-acute */
+    cr_assert(tc_buf_cut(&b));
+    cr_assert_str_eq(tc_buf_str(&b), "ab\xc3\xa9...");
+    tc_buf_free(&b);
+}
+
+Test(buf, a_long_key_never_overflows)
+{
+    char key[5000];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = 0;
+    tc_buf b = TC_BUF_INIT(200);
+    for (int i = 0; i < 3; i++) {
+        tc_buf_sep(&b, ", ");
+        tc_buf_puts(&b, key);
+    }
+    cr_assert_eq(tc_buf_len(&b), 200);
+    cr_assert(tc_buf_cut(&b));
+    tc_buf_free(&b);
+}
+
+Test(buf, escapes)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    const char s[] = "a\x1b[8mb\nc\td\x7f" "e\xff" "f\xc2\x9b" "g\xe2\x80\xae" "h\xc3\xa9" "\xed\xa0\x80";
+    tc_buf_esc(&b, s, sizeof s - 1);
+    cr_assert_str_eq(tc_buf_str(&b),
+                     "a\\x1b[8mb\\nc\\td\\x7fe\\xfff\\u{009b}g\\u{202e}h\xc3\xa9\\xed\\xa0\\x80");
+    tc_buf_free(&b);
+    char out[8];
+    cr_assert_str_eq(tc_esc("\x1b\x1b\x1b", out, sizeof out), "\\x1b...");
+}
+
+Test(buf, take)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    char *p = tc_buf_take(&b);
+    cr_assert_str_eq(p, "");
+    free(p);
+    tc_buf_puts(&b, "x");
+    p = tc_buf_take(&b);
+    cr_assert_str_eq(p, "x");
+    cr_assert_eq(tc_buf_len(&b), 0);
+    free(p);
+}
+
+Test(vec, push_and_extend)
+{
+    TC_VEC(int) a = {0};
+    for (int i = 0; i < 1000; i++)
+        cr_assert_eq(tc_vec_push(&a, i), 0);
+    cr_assert_eq(a.n, 1000);
+    for (int i = 0; i < 1000; i++)
+        cr_assert_eq(a.v[i], i);
+    int *z = tc_vec_extend(&a, 5);
+    cr_assert_not_null(z);
+    cr_assert_eq(a.n, 1005);
+    cr_assert_eq(z[4], 0);
+    tc_vec_free(&a);
+    cr_assert_eq(a.n, 0);
+}
+
+Test(vec, overflow_refused)
+{
+    uint64_t *p = NULL;
+    size_t cap = 0;
+    cr_assert_eq(tc_grow(&p, &cap, SIZE_MAX / 4, sizeof *p), -1);
+    cr_assert_null(p);
+    cr_assert_eq(cap, 0);
+    cr_assert_eq(tc_grow(&p, &cap, 3, sizeof *p), 0);
+    cr_assert_geq(cap, 3);
+    free(p);
+}
+
+Test(map, bytes_keys)
+{
+    static char keys[20000][8];
+    tc_map m = {0};
+    for (int i = 0; i < 20000; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i);
+        cr_assert_eq(tc_map_put(&m, keys[i], strlen(keys[i]), (uint64_t)i, NULL), 1);
+    }
+    uint64_t old = 0;
+    cr_assert_eq(tc_map_put(&m, "k7", 2, 99, &old), 0);
+    cr_assert_eq(old, 7);
+    for (int i = 0; i < 20000; i += 7) {
+        uint64_t *v = tc_map_find(&m, keys[i], strlen(keys[i]));
+        cr_assert_not_null(v);
+        cr_assert_eq(*v, (uint64_t)i);
+    }
+    cr_assert_null(tc_map_find(&m, "k20000", 6));
+    cr_assert_null(tc_map_find(&m, "k1", 1)); /* a prefix is another key */
+    cr_assert_eq(tc_map_put(&m, "", 0, 5, NULL), 1);
+    cr_assert_eq(*tc_map_find(&m, "", 0), 5);
+    tc_map_free(&m);
+    cr_assert_null(tc_map_find(&m, "k1", 2));
+}
+
+Test(map, word_keys)
+{
+    tc_map m = {0};
+    for (uint64_t i = 0; i < 5000; i++)
+        cr_assert_eq(tc_map_put2(&m, i, i * 3, i + 1, NULL), 1);
+    cr_assert_eq(*tc_map_find2(&m, 10, 30), 11);
+    cr_assert_null(tc_map_find2(&m, 10, 31));
+    *tc_map_find2(&m, 10, 30) = 77;
+    cr_assert_eq(*tc_map_find2(&m, 10, 30), 77);
+    tc_map_free(&m);
+}
+
+Test(map, strmap_wrappers)
+{
+    tc_strmap m = {0};
+    size_t v = 0;
+    cr_assert_eq(tc_strmap_put(&m, "a", 1, NULL), 1);
+    cr_assert_eq(tc_strmap_put(&m, "a", 2, &v), 0);
+    cr_assert_eq(v, 1);
+    cr_assert(tc_strmap_get(&m, "a", &v));
+    cr_assert(!tc_strmap_get(&m, "b", &v));
+    tc_strmap_free(&m);
+}
