@@ -1137,6 +1137,7 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
     if (!x)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     tc_ckpt_set_driver(c, &tc_format_dcp, tc_format_dcp.name, x, dpriv_free);
+    tc_ckpt_set_distributed(c, "a distributed checkpoint (torch.distributed.checkpoint)");
     const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
     if (!(x->dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".")))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");

@@ -1,5 +1,5 @@
-/* consolidate: a distributed checkpoint (DCP) as one .pt or .safetensors
- * file, or a sharded set. */
+/* consolidate: a distributed checkpoint (DCP) or a DeepSpeed ZeRO save
+ * folder as one .pt or .safetensors file, or a sharded set. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +35,18 @@ static const tc_opt o_max_shard = {
     "them; a tensor larger than \\fISIZE\\fR gets a shard of its own. \\fIOUT\\fR is the set's\n"
     "folder or its index."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &tc_opt_dtype, &tc_opt_keep,
+static const tc_opt o_tag = {
+    OPT_TAG, 0, "tag", "TAG", "DeepSpeed ZeRO: the step folder DIR/TAG instead of the one DIR/latest names", 0, NULL,
+    "A DeepSpeed ZeRO save folder: read its step folder \\fIDIR\\fR/\\fITAG\\fR\n"
+    "(\\fBglobal_step1000\\fR) instead of the one its \\fBlatest\\fR file names."};
+static const tc_opt o_exclude_frozen = {
+    OPT_EXCLUDE_FROZEN, 0, "exclude-frozen", NULL,
+    "DeepSpeed ZeRO: leave out the frozen parameters (and names tied to them)", 0, NULL,
+    "A DeepSpeed ZeRO checkpoint: leave out the parameters the optimizer does not\n"
+    "train, and the names tied to them, as DeepSpeed's converter does with\n"
+    "\\fBexclude_frozen_parameters\\fR."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_tag, &o_exclude_frozen,
+                                     &tc_opt_dtype, &tc_opt_keep,
                                      &tc_opt_only, &o_device, TC_KEY_OPTS, &o_max_shard, &tc_opt_part,
                                      &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -99,8 +110,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (pr)
         return tc_parse_exit(pr);
     if (a.npos != 1) {
-        tc_err(NULL, "consolidate: expected one DIR (a distributed checkpoint's folder), got %d (see 'tensorctl "
-               "consolidate --help')", a.npos);
+        tc_err(NULL, "consolidate: expected one DIR (a distributed checkpoint's folder, a DeepSpeed ZeRO save "
+               "folder), got %d (see 'tensorctl consolidate --help')", a.npos);
         goto done;
     }
     if (!a.set[OPT_OUTPUT]) {
@@ -110,7 +121,12 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (tc_move_parse_common(&a, &r))
         goto done;
     const char *in = a.pos[0], *out = a.val[OPT_OUTPUT];
-    tc_consolidate_opts o = {.format = TC_OUT_PT};
+    tc_consolidate_opts o = {.format = TC_OUT_PT, .tag = a.set[OPT_TAG] ? a.val[OPT_TAG] : NULL,
+                             .exclude_frozen = a.set[OPT_EXCLUDE_FROZEN]};
+    if (o.tag && (!*o.tag || strchr(o.tag, '/') || !strcmp(o.tag, ".") || !strcmp(o.tag, ".."))) {
+        tc_err(NULL, "--tag '%s': give the name of a step folder of DIR (global_step1000)", o.tag);
+        goto done;
+    }
     tc_set_opts *so = &o.set;
     so->co = (tc_convert_opts){.ro = r.o, .key = a.set[OPT_FROM] ? a.val[OPT_FROM] : NULL, .device = "cpu"};
     if (tc_keyops_from_args(&a, &so->co.keys) || tc_part_from_args(&a, &so->part, &so->nparts, &so->index_only))
@@ -183,5 +199,8 @@ const tc_cmd tc_cmd_consolidate = {
     ".distcp files and .metadata) as one .pt or .safetensors file, or a sharded set, without torch. Each\n"
     "tensor is assembled from its chunks as it is written, bit for bit (or cast with --dtype); the names\n"
     "are DCP's flattened ones. Pickled items (step counters, hyper-parameters) go into a .pt output when\n"
-    "they load with weights_only=True; the rest are listed as dropped.",
+    "they load with weights_only=True; the rest are listed as dropped. A DeepSpeed ZeRO save folder\n"
+    "(stages 1-3; the folder holding 'latest', a step folder, or a file of one) becomes the fp32\n"
+    "state_dict DeepSpeed's get_fp32_state_dict_from_zero_checkpoint returns, without DeepSpeed, each\n"
+    "parameter gathered from the ranks' partitions as it is written.",
     opts, run};

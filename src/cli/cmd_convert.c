@@ -84,9 +84,8 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
     int rc = tc_open(&c, in, &r->lim, &d);
     if (rc)
         return tc_err_diag(&d);
-    if (!strcmp(tc_ckpt_format(c), "dcp")) {
-        tc_err(in, "a distributed checkpoint (torch.distributed.checkpoint): 'tensorctl consolidate' writes it as one "
-               "file or a set");
+    if (tc_ckpt_distributed(c)) {
+        tc_err(in, "%s: 'tensorctl consolidate' writes it as one file or a set", tc_ckpt_distributed(c));
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }

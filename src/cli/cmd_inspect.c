@@ -14,8 +14,8 @@
 static const tc_opt o_json = {
     OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", 0, NULL,
     "Print one JSON document: format, records, tensors (name, dtype, shape, stride,\n"
-    "storage_offset, device, storage, nbytes, parameter, requires_grad, kind,\n"
-    "same_as, shard, sha256), storages, globals, unsafe_globals, dangerous_globals,\n"
+    "storage_offset, device, storage, nbytes, parameter, requires_grad, frozen,\n"
+    "kind, same_as, shard, sha256), storages, globals, unsafe_globals, dangerous_globals,\n"
     "metadata and contents."};
 static const tc_opt o_hash = {
     OPT_HASH, 0, "hash", NULL,
@@ -186,6 +186,8 @@ static void print_text(const tc_ckpt *c)
         size_t nl = 0;
         if (t->parameter)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "param ");
+        if (t->frozen)
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "frozen ");
         long sw = first && t->storage >= 0 && tc_ckpt_storage(c, (size_t)t->storage)->ntensors > 1
                       ? first[t->storage] : -1;
         if (t->alias_of >= 0)
@@ -271,10 +273,19 @@ static void print_text(const tc_ckpt *c)
             printf("\nnote: big-endian (byteorder record 'big'): recent torch (2.15 checked) swaps the numbers' "
                    "bytes as it loads, torch 1.13 does not and reads wrong values without an error; 'tensorctl "
                    "to-cpu' or 'convert' writes the file little-endian.\n");
-    size_t nunsafe = 0;
-    for (size_t i = 0; i < ngl; i++)
-        nunsafe += !tc_ckpt_global(c, i)->allowed;
-    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist\n", ngl, nunsafe);
+    size_t nunsafe = 0, nreader = 0;
+    const char *reader = NULL;
+    for (size_t i = 0; i < ngl; i++) {
+        nunsafe += !tc_ckpt_global(c, i)->allowed || tc_ckpt_global(c, i)->reader;
+        if (tc_ckpt_global(c, i)->allowed && tc_ckpt_global(c, i)->reader) {
+            nreader++;
+            reader = tc_ckpt_global(c, i)->reader;
+        }
+    }
+    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", ngl, nunsafe);
+    if (nreader)
+        printf(" (%zu of them %s, which the format's own reader imports)", nreader, reader);
+    printf("\n");
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
@@ -283,12 +294,18 @@ static void print_text(const tc_ckpt *c)
             printf("  %-10s %s\n", "unsafe", tc_term_esc(g->name, e1, sizeof e1));
         else if (g->admitted)
             printf("  %-10s %s (--safe-globals)\n", "admitted", tc_term_esc(g->name, e1, sizeof e1));
+        else if (g->reader)
+            printf("  %-10s %s (%s; torch's weights_only refuses it)\n", "reader", tc_term_esc(g->name, e1, sizeof e1),
+                   g->reader);
         else if (tc_verbosity > 1)
             printf("  %-10s %s (weights_only of torch %s)\n", "ok", tc_term_esc(g->name, e1, sizeof e1), g->torch);
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
         printf("  %-10s %s\n", "HAZARD", tc_term_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
-    if (tc_ckpt_is_safe(c))
+    if (tc_ckpt_is_safe(c) && nreader)
+        printf("verdict: safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
+               "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
+    else if (tc_ckpt_is_safe(c))
         printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
                nunsafe ? "" : " (loads with weights_only=True)");
     else
@@ -345,6 +362,8 @@ static cJSON *tensor_json(const tc_ckpt *c, size_t i)
     cJSON_AddNumberToObject(o, "nbytes", (double)t->nbytes);
     cJSON_AddBoolToObject(o, "parameter", t->parameter);
     cJSON_AddBoolToObject(o, "requires_grad", t->requires_grad);
+    if (t->frozen)
+        cJSON_AddBoolToObject(o, "frozen", true);
     static const char *const kinds[] = {"dense", "quantized", "meta", "other"};
     cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
     if (t->alias_of >= 0)
@@ -446,6 +465,8 @@ static void print_json(const tc_ckpt *c)
         cJSON_AddStringToObject(o, "verdict", g->admitted ? "admitted" : g->allowed ? "allowed" : "unsafe");
         if (g->torch)
             cJSON_AddStringToObject(o, "weights_only_of", g->torch);
+        if (g->reader)
+            cJSON_AddStringToObject(o, "allowed_by", g->reader);
         if (g->why)
             cJSON_AddStringToObject(o, "dangerous", g->why);
         cJSON_AddItemToArray(gv, o);

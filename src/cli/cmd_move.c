@@ -236,7 +236,7 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     }
     if (!tc_ckpt_has_objects(c)) {
         tc_err(in, "%s files hold no device tags; use 'tensorctl %s' to turn them into .pt files", tc_ckpt_format(c),
-               strcmp(tc_ckpt_format(c), "dcp") ? "convert" : "consolidate");
+               tc_ckpt_distributed(c) ? "consolidate" : "convert");
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }

@@ -15,6 +15,7 @@ struct tc_ckpt {
     void *priv;
     void (*free_priv)(void *);
     bool objects;
+    const char *distributed; /* tc_ckpt_set_distributed */
     tc_tensor *t;
     size_t nt, tcap;
     tc_strmap tnames;      /* first tensor of each name */
@@ -515,11 +516,44 @@ int tc_ckpt_add_global_allowed(tc_ckpt *c, const char *name, const char *by, tc_
     size_t i;
     if (!rc && tc_strmap_get(&c->gnames, name, &i) && !c->gl[i].allowed) {
         c->gl[i].allowed = true;
-        c->gl[i].torch = by;
+        c->gl[i].torch = NULL;
+        c->gl[i].reader = by;
         c->gl[i].dangerous = false;
         c->gl[i].why = NULL;
     }
     return rc;
+}
+
+void tc_ckpt_set_distributed(tc_ckpt *c, const char *what) { c->distributed = what; }
+const char *tc_ckpt_distributed(const tc_ckpt *c) { return c->distributed; }
+
+int tc_ckpt_drop_frozen(tc_ckpt *c, tc_diag *d)
+{
+    long *to = malloc((c->nt + 1) * sizeof *to); /* old index -> new, -1 when dropped */
+    if (!to)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < c->nt; i++) {
+        tc_tensor *t = &c->t[i];
+        bool drop = t->frozen || (t->alias_of >= 0 && to[t->alias_of] < 0);
+        to[i] = drop ? -1 : (long)n;
+        if (drop) {
+            if (t->storage >= 0 && t->alias_of < 0 && c->s[t->storage].ntensors)
+                c->s[t->storage].ntensors--;
+            free(t->name);
+            continue;
+        }
+        if (t->alias_of >= 0)
+            t->alias_of = to[t->alias_of];
+        c->t[n++] = *t;
+    }
+    c->nt = n;
+    free(to);
+    tc_strmap_free(&c->tnames);
+    for (size_t i = 0; i < c->nt; i++)
+        if (tc_strmap_put(&c->tnames, c->t[i].name, i, NULL) < 0)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return 0;
 }
 
 int tc_ckpt_new_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d)

@@ -68,6 +68,7 @@ typedef struct tc_tensor {
                               header, and no index lists it */
     long keyed;            /* the container holding it under a key (tc_ckpt_keyed), or -1 (a list element, a part of another tensor) */
     size_t item;           /* its key's position among that container's items */
+    bool frozen;           /* a parameter its optimizer does not train (DeepSpeed ZeRO): tc_ckpt_drop_frozen leaves it out */
 } tc_tensor;
 
 /* A Python global the file names, as CPython would import it. */
@@ -79,6 +80,8 @@ typedef struct tc_global {
     const char *torch;     /* allowed by torch: which versions' weights_only accept it */
     bool dangerous;        /* a known way to run code or touch the system (a label, not the verdict) */
     const char *why;       /* for dangerous ones: what it does */
+    const char *reader;    /* allowed only by the format's own reader's allowlist (whose, for inspect), not by
+                              torch's weights_only loader: NULL for every other */
 } tc_global;
 
 typedef struct tc_kv {
@@ -241,12 +244,27 @@ int tc_ckpt_set_chunks(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, con
 const tc_chunk *tc_ckpt_chunks(const tc_ckpt *c, size_t i, size_t *n);
 /* The shape of the whole tensor storage i holds (assembled from chunks), or NULL. */
 const int64_t *tc_ckpt_chunk_shape(const tc_ckpt *c, size_t i, int *ndim);
-/* The storage assembled from storage i, or -1 when i is not a chunk's. */
+/* A storage assembled from storage i (the last one given it as a chunk: the
+ * flat buffer of a ZeRO rank holds pieces of many), or -1 when i is not a chunk's. */
 long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i);
 /* Count one more mention of a global that the format's own reader imports
  * and its own allowlist accepts (by: whose, for inspect); it is allowed
- * whatever torch's weights_only loader says. */
+ * whatever torch's weights_only loader says. Unless torch's loader accepts
+ * it as well, tc_global.reader says so: such a file does not load with
+ * weights_only=True. */
 int tc_ckpt_add_global_allowed(tc_ckpt *c, const char *name, const char *by, tc_diag *d);
+
+/* A checkpoint saved in pieces by the processes of a training run (a
+ * distributed checkpoint, a DeepSpeed ZeRO folder): what it is, in words for
+ * messages ("a DeepSpeed ZeRO checkpoint"; the string is not copied).
+ * consolidate writes such a checkpoint whole; convert and the moves refuse
+ * it. NULL for every other checkpoint. */
+void tc_ckpt_set_distributed(tc_ckpt *c, const char *what);
+const char *tc_ckpt_distributed(const tc_ckpt *c);
+/* Forget the tensors flagged frozen, and every tensor that is another name
+ * for one of them (DeepSpeed's converter never adds an alias whose source it
+ * left out): what --exclude-frozen asks for. */
+int tc_ckpt_drop_frozen(tc_ckpt *c, tc_diag *d);
 
 /* A checkpoint read from src (copied; a window or memory source the caller
  * keeps alive), named name in messages; for drivers that read containers

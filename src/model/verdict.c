@@ -274,3 +274,28 @@ bool tc_verdict_admissible(const char *name)
             return false;
     return true;
 }
+
+/* ---- DeepSpeed ZeRO -----------------------------------------------------------
+ * The DeepSpeed classes its ZeRO optimizers (stages 1-3, DeepSpeed 0.19)
+ * pickle into *_optim_states.pt: the loss scaler's state, the stage, the
+ * address of a parameter's fragment in a rank's partition. Plain data
+ * classes: no __call__, __setstate__ or __reduce__ of their own, so
+ * building them as a pickle does (REDUCE on the class, NEWOBJ, BUILD of a
+ * dict) sets attributes and nothing else. DeepSpeed's loaders
+ * (load_checkpoint, zero_to_fp32) import them with torch.load(weights_only=
+ * False); torch's weights_only loader refuses them. Exactly these names:
+ * nothing else under deepspeed. is allowed. Sorted, for bsearch. */
+static const char *const deepspeed_zero[] = {
+    "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler",
+    "deepspeed.runtime.fp16.loss_scaler.LossScaler",
+    "deepspeed.runtime.zero.config.ZeroStageEnum",
+    "deepspeed.utils.tensor_fragment.fragment_address",
+};
+
+static int cmp_ds_name(const void *key, const void *elem) { return strcmp(key, *(const char *const *)elem); }
+
+bool tc_verdict_deepspeed_zero(const char *name)
+{
+    return bsearch(name, deepspeed_zero, sizeof deepspeed_zero / sizeof *deepspeed_zero, sizeof *deepspeed_zero,
+                   cmp_ds_name) != NULL;
+}

@@ -26,4 +26,10 @@ tc_verdict tc_verdict_of(const char *name);
  * "module.name". */
 bool tc_verdict_admissible(const char *name);
 
+/* Whether name is one of the DeepSpeed classes a ZeRO checkpoint's optimizer
+ * files pickle (verdict.c lists them): what DeepSpeed's own loader imports
+ * and tensorctl's ZeRO reader accepts. Not torch's allowlist: a file naming
+ * one does not load with weights_only=True. */
+bool tc_verdict_deepspeed_zero(const char *name);
+
 #endif

@@ -48,7 +48,8 @@ bool tc_assembled_origin(const tc_ckpt *c, size_t i, uint64_t *off)
         if (!first || !vol)
             continue;
         const tc_storage *s = tc_ckpt_storage(c, ch[k].storage);
-        if (ch[k].soffset || !c_order(&ch[k], nd) || vol * tc_dtype_size(s->dtype) < BIG)
+        if (ch[k].soffset || !c_order(&ch[k], nd) || vol * tc_dtype_size(s->dtype) < BIG ||
+            s->dtype != tc_ckpt_storage(c, i)->dtype)
             return false;
         tc_rd r;
         tc_diag d = TC_DIAG_INIT;
@@ -195,6 +196,12 @@ static int part_open(asm_ *A, part *t)
     if (rc)
         return rc;
     t->open = true;
+    if (t->corder && t->ch->soffset) { /* a piece of a larger storage (a ZeRO rank's flat buffer): from its start */
+        if (!t->r.src)
+            return tc_fail(A->d, TC_ERR_UNSUPPORTED, "chunk '%s' starts inside its storage, which is not a plain "
+                           "range of its file", t->s->key);
+        t->r.done = (uint64_t)t->ch->soffset * A->ein;
+    }
     if (t->corder)
         return 0;
     /* another order: the storage whole when small, else a window of blocks over its file */
@@ -451,7 +458,14 @@ static int run_all(asm_ *A, size_t i)
         t->corder = c_order(&ch[k], A->nd);
         t->len = (split >= 0 ? (uint64_t)ch[k].sizes[split] : 1) * inner;
         t->nruns = vol / t->len;
-        if (t->s->dtype != A->from || t->s->nbytes != vol * A->ein || ch[k].soffset)
+        t->sel = (uint64_t)ch[k].soffset;
+        /* the last element the chunk's strides reach from soffset lies in its storage */
+        uint64_t last = (uint64_t)ch[k].soffset, have = t->s->nbytes / A->ein;
+        bool ok = t->s->dtype == A->from && ch[k].soffset >= 0 && !(t->s->nbytes % A->ein);
+        for (int j = 0; j < A->nd && ok; j++)
+            ok = ch[k].strides[j] >= 0 &&
+                 !__builtin_add_overflow(last, (uint64_t)(ch[k].sizes[j] - 1) * (uint64_t)ch[k].strides[j], &last);
+        if (!ok || last >= have || (t->corder && have - (uint64_t)ch[k].soffset < vol))
             return tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': chunk '%s' does not hold %" PRIu64 " elements of %s",
                            w->key, t->s->key, vol, tc_dtype_name(A->from));
         t->pos = run_pos(A, t, 0, split, ostride);
@@ -506,10 +520,20 @@ static void asm_free(asm_ *A)
     free(A->cbuf);
 }
 
+/* The element type the chunks of storage i hold: the tensor's own, or
+ * another one the assembly casts from (a ZeRO buffer saved in bfloat16 that
+ * DeepSpeed's converter returns as float32). */
+static tc_dtype chunk_dtype(const tc_ckpt *c, size_t i)
+{
+    size_t n;
+    const tc_chunk *ch = tc_ckpt_chunks(c, i, &n);
+    return ch && n ? tc_ckpt_storage(c, ch[0].storage)->dtype : tc_ckpt_storage(c, i)->dtype;
+}
+
 int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
                 tc_cast_stats *stats, tc_diag *d)
 {
-    asm_ A = {.p = p, .c = c, .from = tc_ckpt_storage(c, i)->dtype, .to = to, .dst = dst, .off = off,
+    asm_ A = {.p = p, .c = c, .from = chunk_dtype(c, i), .to = to, .dst = dst, .off = off,
               .want_crc = crc, .crc = (uint32_t)crc32(0, NULL, 0), .stats = stats, .d = d};
     int rc = run_all(&A, i);
     asm_free(&A);
@@ -521,7 +545,7 @@ int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst
 int tc_assemble_elements(const tc_ckpt *c, size_t i, tc_dtype to, tc_sink_fn sink, void *ctx, tc_cast_stats *stats,
                          tc_diag *d)
 {
-    asm_ A = {.c = c, .from = tc_ckpt_storage(c, i)->dtype, .to = to, .sink = sink, .ctx = ctx,
+    asm_ A = {.c = c, .from = chunk_dtype(c, i), .to = to, .sink = sink, .ctx = ctx,
               .crc = 0, .stats = stats, .d = d};
     int rc = run_all(&A, i);
     asm_free(&A);

@@ -1,6 +1,9 @@
 /* Tensors assembled from chunks (distributed checkpoints): a storage whose
  * bytes are the whole tensor in C order, held by the storages of its chunks
- * (tc_ckpt_chunks), each chunk a box of the tensor.
+ * (tc_ckpt_chunks), each chunk a box of the tensor. A chunk may start inside
+ * its storage (soffset: a parameter's piece of a ZeRO rank's flat buffer),
+ * and its storage may hold another element type than the tensor, which the
+ * assembly casts from (every chunk of a tensor holds the same one).
  *
  * The output is produced in order. Each chunk is a sequence of runs: the
  * pieces contiguous both in the chunk and in the whole tensor (a chunk split

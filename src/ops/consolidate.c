@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rewrite.h"
 #include "safety.h"
@@ -31,7 +32,7 @@ static const char *under(const char *name, const char *key)
 static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_consolidate_report *rep, tc_diag *d)
 {
     tc_convert_report *sum = &rep->set.sum;
-    size_t nt = tc_ckpt_ntensors(c), no = tc_ckpt_nobjects(c), n = 0, nb = 0, nobj = 0;
+    size_t nt = tc_ckpt_ntensors(c), no = tc_ckpt_nobjects(c), n = 0, nb = 0, ni = 0, nobj = 0;
     tc_rewrite_opts ro = co->ro;
     ro.all_to = co->device ? co->device : "cpu";
     ro.maps = NULL;
@@ -40,6 +41,7 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     tc_keymap km = {0};
     const char **names = calloc(nt + no + 1, sizeof *names);
     long *src = malloc((nt + no + 1) * sizeof *src); /* per name: its tensor, or -1 - its object */
+    long *item_of = malloc((nt + 1) * sizeof *item_of); /* per tensor: its item, or -1 */
     tc_witem *items = calloc(nt + 1, sizeof *items);
     tc_wblock *blocks = calloc(nt + 1, sizeof *blocks);
     size_t *blk = calloc(nt + 1, sizeof *blk);
@@ -47,7 +49,7 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     const uint8_t **ov = calloc(no + 1, sizeof *ov);
     size_t *ol = calloc(no + 1, sizeof *ol);
     int rc = 0;
-    if (!names || !src || !items || !blocks || !blk || !on || !ov || !ol) {
+    if (!names || !src || !item_of || !items || !blocks || !blk || !on || !ov || !ol) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -58,6 +60,7 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
         const char *rel = under(t->name, co->key);
+        item_of[i] = -1;
         if (!rel)
             continue;
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
@@ -95,23 +98,31 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
         }
         const tc_tensor *t = tc_ckpt_tensor(c, (size_t)src[k]);
         const tc_out_storage *ps = &p.out[t->storage];
+        /* another name for a tensor written already (tied weights): the same object, one storage */
+        long same = t->alias_of >= 0 ? item_of[t->alias_of] : -1;
+        item_of[src[k]] = (long)ni;
+        items[ni] = (tc_witem){name, same >= 0 ? items[same].block : nb, ps->dtype, t->ndim, t->shape, t->stride, 0,
+                               t->requires_grad, t->parameter, same};
+        ni++;
+        if (same >= 0)
+            continue;
         blocks[nb] = (tc_wblock){ps->nbytes, ps->dtype, ps->location, ps->cast};
         blk[nb] = (size_t)t->storage;
-        items[nb] = (tc_witem){name, nb, ps->dtype, t->ndim, t->shape, t->stride, 0, false, false, -1};
         sum->data_bytes += ps->nbytes;
         p.total += tc_ckpt_storage(c, (size_t)t->storage)->nbytes;
         nb++;
     }
     if (rc)
         goto done;
-    if (!nb && !nobj) {
+    if (!ni && !nobj) {
         rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "nothing to write: every name is left out");
         goto done;
     }
     sum->ntensors = nb;
+    sum->naliases = ni - nb;
     rep->ncarried = nobj;
     tc_storage_data pd = {&p, c, blk}; /* block k of the .pt output is storage blk[k] of c */
-    tc_write_job job = {.items = items, .nitems = nb, .blocks = blocks, .nblocks = nb, .data = tc_storage_data_fn,
+    tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .data = tc_storage_data_fn,
                         .origin = tc_storage_origin_fn, .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj};
     rc = tc_format_named("torch-zip")->write(&job, dst, d);
     if (!rc) {
@@ -124,6 +135,7 @@ done:
     tc_keymap_free(&km);
     free(names);
     free(src);
+    free(item_of);
     free(items);
     free(blocks);
     free(blk);
@@ -139,15 +151,32 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
     const tc_set_opts *so = &o->set;
     tc_ckpt *c = NULL;
     tc_dst dst = TC_DST_INIT;
+    char *tagged = NULL;
+    if (o->tag) { /* a save folder's step other than the one its 'latest' names */
+        size_t l = strlen(in) + strlen(o->tag) + 2;
+        struct stat st;
+        if (!(tagged = malloc(l)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        snprintf(tagged, l, "%s/%s", in, o->tag);
+        if (stat(tagged, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            free(tagged);
+            return tc_fail_at(d, TC_ERR_USAGE, in, TC_NO_OFFSET, "--tag %s: no folder '%s' here", o->tag, o->tag);
+        }
+        in = tagged;
+    }
     int rc = tc_open(&c, in, &so->lim, d);
-    if (rc)
+    if (rc) {
+        free(tagged);
         return rc;
-    if (strcmp(tc_ckpt_format(c), "dcp")) {
+    }
+    if (!tc_ckpt_distributed(c)) {
         rc = tc_fail_at(d, TC_ERR_USAGE, in, TC_NO_OFFSET,
                         "not a distributed checkpoint but a %s file ('tensorctl convert' rewrites those)",
                         tc_ckpt_format(c));
         goto done;
     }
+    if (o->exclude_frozen && (rc = tc_ckpt_drop_frozen(c, d)))
+        goto done;
     tc_ckpt_admit(c, so->safe_globals, so->nsafe);
     if ((rc = tc_safety_gate(c, TC_KEEPS_TENSORS, "consolidate", so->allow_unsafe, d)))
         goto done;
@@ -175,5 +204,6 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
 done:
     tc_dst_abort(&dst);
     tc_ckpt_close(c);
+    free(tagged);
     return rc;
 }

@@ -1,6 +1,9 @@
 /* Consolidating a distributed checkpoint (torch.distributed.checkpoint: a
- * folder of .distcp files and their .metadata) into one checkpoint, or a
- * sharded set.
+ * folder of .distcp files and their .metadata; a DeepSpeed ZeRO save folder)
+ * into one checkpoint, or a sharded set. A ZeRO folder's tensors are the
+ * state_dict DeepSpeed's get_fp32_state_dict_from_zero_checkpoint returns,
+ * each parameter assembled from the ranks' flat fp32 partitions; tied
+ * parameters stay one tensor (one storage) in a .pt output.
  *
  * The output is a flat state_dict named by DCP's own flattened names
  * ("model.layers.0.weight", "optim.state.0.exp_avg"), as dcp_to_torch_save's
@@ -32,6 +35,8 @@ typedef struct tc_consolidate_opts {
     tc_out_format format;
     bool sharded;           /* a set: out is its folder or its index */
     tc_set_opts set;        /* the set's options (and, for one file: co, dst_flags, allow_unsafe, safe globals, limits) */
+    const char *tag;        /* read in/tag (a ZeRO save folder's step), or NULL */
+    bool exclude_frozen;    /* leave out the frozen parameters (tc_ckpt_drop_frozen) */
 } tc_consolidate_opts;
 
 typedef struct tc_consolidate_report {
@@ -39,7 +44,7 @@ typedef struct tc_consolidate_report {
     size_t ncarried;        /* pickled items written into the .pt output */
 } tc_consolidate_report;
 
-/* in: the checkpoint's folder or its .metadata. */
+/* in: the checkpoint's folder or its .metadata (for ZeRO: the save folder, its tag folder or a file of it). */
 int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o, tc_consolidate_report *rep,
                    tc_diag *d);
 void tc_consolidate_report_free(tc_consolidate_report *r);
