@@ -1,6 +1,7 @@
 /* The format registry, opening by probe, and storage readers. */
 #include "format.h"
 #include "readings.h"
+#include "zero.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +9,10 @@
 #include <sys/stat.h>
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
-    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript;
+    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_zero;
 
 const tc_format *const tc_formats[] = {
+    &tc_format_zero, /* a DeepSpeed rank file by its name; declined (to torch-zip) outside a ZeRO folder */
     &tc_format_torch_zip,
     &tc_format_torchscript, /* a zip the torch zip driver declines: one with constants.pkl */
     &tc_format_torch_legacy,
@@ -41,11 +43,15 @@ static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc
     snprintf(m, l + 12, "%.*s/.metadata", (int)l, path);
     struct stat st;
     int rc;
-    if (stat(m, &st) < 0 || S_ISDIR(st.st_mode))
-        rc = tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
-                        "is a directory without a .metadata file (not a distributed checkpoint)");
-    else
+    char *zf = NULL;
+    if (!stat(m, &st) && !S_ISDIR(st.st_mode))
         rc = tc_open(out, m, lim, d);
+    else if (!(rc = tc_zero_folder(path, &zf, d))) /* a DeepSpeed save folder, through its rank 0 file */
+        rc = tc_open(out, zf, lim, d);
+    else if (rc == 1)
+        rc = tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
+                        "is a directory without a .metadata file or DeepSpeed's 'latest' (not a distributed checkpoint)");
+    free(zf);
     free(m);
     return rc;
 }

@@ -255,7 +255,7 @@ static void print_text(const tc_ckpt *c)
             printf("  %-24s %s\n", tc_term_esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
                    tc_term_esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
     }
-    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c))
+    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c) || tc_ckpt_nentries(c))
         contents(c, NULL);
     tc_inspect_weights_text(c);
     bool cuda = false;
@@ -487,7 +487,7 @@ static void print_json(const tc_ckpt *c)
         jnext(&first, "metadata", "  ");
         jput(m);
     }
-    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c)) {
+    if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c) || tc_ckpt_nentries(c)) {
         cJSON *m = cJSON_CreateObject();
         contents(c, m);
         jnext(&first, "contents", "  ");
