@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Make the DeepSpeed ZeRO samples of this folder with real DeepSpeed (run by hand; CI has no DeepSpeed).
 
-    make_zero_samples.py [OUTDIR] [CASE...]
+    make_zero_samples.py [--refs] [OUTDIR] [CASE...]
 
 Each case is what engine.save_checkpoint() writes after a few Adam steps of a small model (an
 embedding tied to the output head, odd-sized Linear and LayerNorm layers so that every partition is
 padded, a frozen Linear and a frozen bare parameter, float, int64 and non-persistent buffers, two
 parameter groups), trained on the CPU accelerator with gloo by as many processes as the case has
 ranks. Beside each case NAME/, NAME.reference.pt is torch.save(get_fp32_state_dict_from_zero_checkpoint
-(NAME)): what tensorctl consolidate must give, name for name, bit for bit. A case saved at two steps
-also gets NAME.TAG.reference.pt for the older tag. DeepSpeed's copied zero_to_fp32.py and
+(NAME)): what tensorctl consolidate must give, name for name, bit for bit; NAME.exclude_frozen.
+reference.pt the same with exclude_frozen_parameters=True. A case saved at two steps also gets
+NAME.TAG.reference.pt for the older tag. --refs makes the references of existing cases anew. DeepSpeed's copied zero_to_fp32.py and
 zero_to_torch.py are removed from the folders (they are DeepSpeed's code, not samples).
 
 Needs DeepSpeed (pip install deepspeed; DS_BUILD_OPS=0 is enough) over a torch with gloo. Two
@@ -113,9 +114,18 @@ def worker(rank, world, port, name, out, stage, precision, extra, saves):
             engine.save_checkpoint(os.path.join(out, name))
 
 
-def reference(path, tag=None):
+def reference(path, tag=None, exclude_frozen=False):
     from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
-    return get_fp32_state_dict_from_zero_checkpoint(path, tag=tag)
+    return get_fp32_state_dict_from_zero_checkpoint(path, tag=tag, exclude_frozen_parameters=exclude_frozen)
+
+
+def references(folder, saves):
+    """DeepSpeed's state_dicts of a case: of its latest step, with exclude_frozen_parameters, of older steps."""
+    torch.save(reference(folder), folder + ".reference.pt")
+    torch.save(reference(folder, exclude_frozen=True), folder + ".exclude_frozen.reference.pt")
+    for s in saves[:-1]:
+        tag = "global_step%d" % s
+        torch.save(reference(folder, tag), "%s.%s.reference.pt" % (folder, tag))
 
 
 def make(out, name, port):
@@ -126,22 +136,24 @@ def make(out, name, port):
     for f in ("zero_to_fp32.py", "zero_to_torch.py"):
         if os.path.exists(os.path.join(folder, f)):
             os.remove(os.path.join(folder, f))
-    if precision == "bf16accum":
-        return
-    torch.save(reference(folder), folder + ".reference.pt")
-    for s in saves[:-1]:
-        tag = "global_step%d" % s
-        torch.save(reference(folder, tag), "%s.%s.reference.pt" % (folder, tag))
+    if precision != "bf16accum":
+        references(folder, saves)
 
 
 def main():
     args = sys.argv[1:]
+    refs_only = "--refs" in args  # the references of cases already made, anew
+    args = [a for a in args if a != "--refs"]
     out = args.pop(0) if args and not args[0] in CASES else os.path.dirname(os.path.abspath(__file__))
     names = args or list(CASES)
     for i, name in enumerate(names):
         if name not in CASES:
             sys.exit("unknown case %s (cases: %s)" % (name, ", ".join(CASES)))
-        make(out, name, 29600 + i)
+        if refs_only:
+            if CASES[name][2] != "bf16accum":
+                references(os.path.join(out, name), CASES[name][4])
+        else:
+            make(out, name, 29600 + i)
         print("made", name)
 
 

@@ -459,6 +459,7 @@ def write_case(gen, path):
     path = path[:-3]
     os.makedirs(path)
     for rel, v in data.items():
+        os.makedirs(os.path.dirname(os.path.join(path, rel)), exist_ok=True)
         if isinstance(v, tuple):
             os.symlink(v[1], os.path.join(path, rel))
         else:
@@ -467,10 +468,11 @@ def write_case(gen, path):
     return path
 
 def snapshot(path):
+    if os.path.islink(path):
+        return os.readlink(path)
     if not os.path.isdir(path):
         return open(path, 'rb').read()
-    return {n: os.readlink(os.path.join(path, n)) if os.path.islink(os.path.join(path, n))
-            else open(os.path.join(path, n), 'rb').read() for n in sorted(os.listdir(path))}
+    return {n: snapshot(os.path.join(path, n)) for n in sorted(os.listdir(path))}
 
 def run_case(tensorctl, name, tmp):
     gen, runs = CASES[name]

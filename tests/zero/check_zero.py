@@ -2,6 +2,7 @@
 """Judge `tensorctl consolidate` of DeepSpeed ZeRO checkpoints with real torch (no DeepSpeed).
 
     check_zero.py TENSORCTL OUTDIR CASE_DIR...
+    check_zero.py TENSORCTL OUTDIR --all FOLDER     (every save folder in FOLDER)
 
 Every CASE_DIR is a DeepSpeed save folder with CASE_DIR.reference.pt beside it: what DeepSpeed's
 get_fp32_state_dict_from_zero_checkpoint returned for it, saved with torch.save (made by
@@ -21,7 +22,8 @@ sample_models/zero/make_zero_samples.py, or the shared corpus). For each:
     frozen_param_shapes) and the names tied to them (or CASE_DIR.exclude_frozen.reference.pt where
     the generator made one with DeepSpeed itself);
   * --tag TAG for each CASE_DIR.TAG.reference.pt: that step's state_dict.
-One line per check, then `N passed, M failed`. Exit 0, 1 on any failure, 2 on bad usage, 77 when
+A CASE_DIR without a reference is one DeepSpeed's converter refused: consolidate must refuse it too,
+with one line, writing nothing. One line per check, then `N passed, M failed`. Exit 0, 1 on any failure, 2 on bad usage, 77 when
 torch cannot be imported.
 """
 import glob
@@ -231,16 +233,34 @@ def check_case(tool, out, case, rep):
         rep.check("%s: --tag %s" % (name, t), problems)
 
 
+def check_refused(tool, out, case, rep):
+    """A case DeepSpeed's converter refused (no reference): refused with one line, nothing written."""
+    name = os.path.basename(case.rstrip("/"))
+    pt = os.path.join(out, name + ".pt")
+    rc, _, err = run(tool, "consolidate", "-q", case, "-o", pt)
+    lines = err.strip().splitlines()
+    problems = ["accepted, but DeepSpeed's converter refuses it"] if not rc else []
+    if rc and (len(lines) != 1 or not lines[0].startswith("tensorctl: %s" % case)):
+        problems.append("not one line naming the case: %s" % lines)
+    if os.path.exists(pt):
+        problems.append("wrote %s" % pt)
+    rep.check("%s: refused as DeepSpeed's converter refuses it: %s" % (name, lines[0] if lines else ""), problems)
+
+
 def main():
     if len(sys.argv) < 4:
         print(__doc__)
         return 2
     tool, base, cases = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if cases[0] == "--all":  # every save folder of a folder (the shared corpus)
+        top = cases[1]
+        cases = sorted(os.path.join(top, n) for n in os.listdir(top)
+                       if os.path.isfile(os.path.join(top, n, "latest")))
     out = out_dir(base, torch)
     rep = Report()
     for case in cases:
         if not os.path.exists(case + ".reference.pt"):
-            rep.check("%s: has a reference" % case, ["no %s.reference.pt" % case])
+            check_refused(tool, out, case, rep)
             continue
         check_case(tool, out, case, rep)
     return rep.finish()
