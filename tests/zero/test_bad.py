@@ -73,7 +73,7 @@ def main():
     cases.append(("ranks of different runs", d, d + "/global_step3/zero_pp_rank_1_mp_rank_00_optim_states.pt",
                   "ranks of different runs?"))
 
-    d = copy(samples, "z3_w3_bf16", work, "mixed_runs3")
+    d = copy(samples, "z3_w4_fp32", work, "mixed_runs3")
     shutil.copy(os.path.join(samples, "z3_w2_fp16", "global_step3", "zero_pp_rank_1_mp_rank_00_optim_states.pt"),
                 os.path.join(d, "global_step3"))
     cases.append(("stage 3: ranks of different runs", d,
