@@ -77,6 +77,8 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
         fprintf(stderr, "tensorctl: wrote %s", out);
     if (!o->set.index_only && !o->set.nparts)
         fprintf(stderr, ": %zu tensors", s->ntensors);
+    if (!o->set.index_only && !o->set.nparts && s->naliases && !o->sharded)
+        fprintf(stderr, " (and %zu tied name(s) of them)", s->naliases);
     if (r->ncarried)
         fprintf(stderr, " and %zu other item(s)", r->ncarried);
     if (o->set.co.ro.dtype != TC_DT_INVALID)
