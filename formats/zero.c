@@ -804,19 +804,24 @@ static int put(zr *R, const char *name, size_t val, tc_diag *d)
 
 /* ---- the optimizer files ------------------------------------------------------------------ */
 
-/* Which rank's file is missing, as its name would say it, into buf. */
+/* Which rank's file is missing, as its name would say it, into buf (the
+ * first rank no file names: at most one more than the files). */
 static void missing_rank(const zr *R, size_t world, char *buf, size_t n)
 {
+    tc_map have = {0};
     buf[0] = 0;
-    for (size_t r = 0; r < world && !buf[0]; r++) {
-        char want[48];
-        snprintf(want, sizeof want, "zero_pp_rank_%zu_", r);
-        bool found = false;
-        for (size_t i = 0; i < R->optim.n && !found; i++)
-            found = strstr(R->optim.v[i], want) != NULL;
-        if (!found)
-            snprintf(buf, n, " (no zero_pp_rank_%zu_*_optim_states.pt)", r);
+    for (size_t i = 0; i < R->optim.n; i++) {
+        const char *p = strstr(R->optim.v[i], "zero_pp_rank_");
+        unsigned long long r;
+        if (p && sscanf(p, "zero_pp_rank_%llu_", &r) == 1 && tc_map_put2(&have, r, 0, 0, NULL) < 0)
+            break;
     }
+    for (size_t r = 0; r < world && r <= R->optim.n; r++)
+        if (!tc_map_find2(&have, r, 0)) {
+            snprintf(buf, n, " (no zero_pp_rank_%zu_*_optim_states.pt)", r);
+            break;
+        }
+    tc_map_free(&have);
 }
 
 /* What inspect lists of an optimizer file's other tensors: bytes per last name component. */
@@ -904,7 +909,8 @@ static int read_optim(zr *R, size_t r, tc_diag *d)
             char sc[64] = "";
             if (cur && (cur->kind == PK_FLOAT || cur->kind == PK_INT))
                 snprintf(sc, sizeof sc, ", scale %g", cur->kind == PK_FLOAT ? cur->f : (double)cur->i);
-            snprintf(R->scaler, sizeof R->scaler, "%.100s%s", g->name, sc);
+            char e[100];
+            snprintf(R->scaler, sizeof R->scaler, "%s%s", tc_esc(g->name, e, sizeof e), sc);
         }
     } else if (stage != R->stage || (size_t)world != R->world) {
         rc = tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET,
@@ -969,14 +975,16 @@ done:
 static int check_partitions(zr *R, size_t g, tc_diag *d)
 {
     const zflat *f0 = &R->flat.v[g];
+    size_t last = 0; /* the last rank holding data */
+    for (size_t r = 0; r < R->world; r++)
+        if (R->flat.v[r * R->ngroups + g].numel)
+            last = r;
     for (size_t r = 0; r < R->world; r++) {
         const zflat *f = &R->flat.v[r * R->ngroups + g];
         if (f->pad < 0 || f0->pad < 0)
             return 0;
         uint64_t p0 = f0->numel + (uint64_t)f0->pad, p = f->numel + (uint64_t)f->pad;
-        bool bad = p > p0 || p0 - p > 1;
-        for (size_t q = r + 1; q < R->world && !bad && f->pad; q++)
-            bad = R->flat.v[q * R->ngroups + g].numel != 0;
+        bool bad = p > p0 || p0 - p > 1 || (f->pad && r < last);
         if (bad)
             return tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[r].path, TC_NO_OFFSET,
                               "group %zu: this rank's partition holds %" PRIu64 " elements and %" PRId64
@@ -994,6 +1002,7 @@ typedef struct zmodel {
     tc_ckpt *b;            /* model file 0, open while the state_dict is made */
     size_t fi;
     objs module, buffers, shapes_groups, frozen, shared;
+    tc_strmap bufset;      /* the text entries of buffer_names */
     const pk_obj *fragments; /* frozen_param_fragments */
 } zmodel;
 
@@ -1005,6 +1014,7 @@ static void zmodel_free(zmodel *m)
     tc_vec_free(&m->shapes_groups);
     tc_vec_free(&m->frozen);
     tc_vec_free(&m->shared);
+    tc_strmap_free(&m->bufset);
 }
 
 /* Model file k opened: the keys every model file must have (parse_model_states). */
@@ -1047,7 +1057,8 @@ static int read_model0(zr *R, zmodel *m, tc_diag *d)
     if (!is_list(bn))
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "buffer_names is not a list");
     for (size_t i = 0; i < bn->n; i++)
-        if (tc_vec_push(&m->buffers, bn->items[i]))
+        if (tc_vec_push(&m->buffers, bn->items[i]) ||
+            (plain_str(bn->items[i]) && tc_strmap_put(&m->bufset, bn->items[i]->s, i, NULL) < 0))
             return oom(d);
     if (!is_list(ps))
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "param_shapes is not a list of dicts");
@@ -1061,13 +1072,7 @@ static int read_model0(zr *R, zmodel *m, tc_diag *d)
 
 /* ---- building the state_dict --------------------------------------------------------------- */
 
-static bool listed(const objs *v, const char *name)
-{
-    for (size_t i = 0; i < v->n; i++)
-        if (pk_is_str(v->v[i], name))
-            return true;
-    return false;
-}
+static bool listed(const zmodel *m, const char *name) { return tc_strmap_get(&m->bufset, name, NULL); }
 
 /* The buffers: module's entries named in buffer_names, floating ones as float32. */
 static int add_buffers(zr *R, zmodel *m, tc_diag *d)
@@ -1075,7 +1080,7 @@ static int add_buffers(zr *R, zmodel *m, tc_diag *d)
     int rc = 0;
     for (size_t i = 0; i + 1 < m->module.n && !rc; i += 2) {
         const char *name = m->module.v[i]->s;
-        if (!listed(&m->buffers, name))
+        if (!listed(m, name))
             continue;
         char what[300];
         snprintf(what, sizeof what, "module['%.250s']", name);
@@ -1214,11 +1219,11 @@ static int add_frozen(zr *R, zmodel *m, tc_diag *d)
 }
 
 /* Elements [at, at + len) of rank r's flat buffer (its groups one after
- * another; stage 1/2: group g alone) as chunks of value v at position pos. */
-static int take_flat(zr *R, size_t v, size_t r, size_t g0, size_t g1, uint64_t at, uint64_t len, uint64_t pos,
-                     tc_diag *d)
+ * another, group g0 starting at element start; stage 1/2: group g0 alone)
+ * as chunks of value v at position pos. */
+static int take_flat(zr *R, size_t v, size_t r, size_t g0, size_t g1, uint64_t start, uint64_t at, uint64_t len,
+                     uint64_t pos, tc_diag *d)
 {
-    uint64_t start = 0;
     int rc = 0;
     for (size_t g = g0; g < g1 && len && !rc; g++) {
         const zflat *f = &R->flat.v[r * R->ngroups + g];
@@ -1249,7 +1254,8 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
     int rc = 0;
     for (size_t g = 0; g < R->ngroups && !rc; g++) {
         objs shapes = {0};
-        uint64_t avail = 0, offset = 0;
+        uint64_t avail = 0, offset = 0, rstart = 0;
+        size_t rk = 0; /* the first rank whose slice reaches past offset, rstart where it starts */
         for (size_t r = 0; r < R->world; r++)
             avail += R->flat.v[r * R->ngroups + g].numel;
         const pk_obj *pads = is_list(paddings) && g < paddings->n ? paddings->items[g] : NULL;
@@ -1282,13 +1288,15 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             }
             if ((rc = new_val(R, R->flat.v[g].dtype, nd, shape, numel, &v, d)))
                 break;
-            /* the ranks whose slices hold [offset, offset + numel) */
-            uint64_t start = 0, at = offset, left = numel;
-            for (size_t r = 0; r < R->world && left && !rc; r++) {
+            /* the ranks whose slices hold [offset, offset + numel): from the first, onward */
+            uint64_t at = offset, left = numel;
+            while (rk < R->world && rstart + R->flat.v[rk * R->ngroups + g].numel <= at)
+                rstart += R->flat.v[rk++ * R->ngroups + g].numel;
+            for (size_t r = rk, start = rstart; r < R->world && left && !rc; r++) {
                 uint64_t len = R->flat.v[r * R->ngroups + g].numel;
                 if (at < start + len) {
                     uint64_t n = start + len - at < left ? start + len - at : left;
-                    rc = take_flat(R, v, r, g, g + 1, at - start, n, at - offset, d);
+                    rc = take_flat(R, v, r, g, g + 1, 0, at - start, n, at - offset, d);
                     at += n;
                     left -= n;
                 }
@@ -1342,7 +1350,8 @@ static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
             rc = oom(d);
     }
     tc_strmap_free(&at);
-    uint64_t total = 0, offset = 0, world = R->world;
+    uint64_t total = 0, offset = 0, world = R->world, gstart = 0;
+    size_t gk = 0; /* the group of every rank's flat buffer holding offset, gstart where it starts */
     for (size_t g = 0; g < R->ngroups; g++)
         total += R->flat.v[g].numel;
     for (size_t k = 0; k + 1 < merged.n && !rc; k += 2) {
@@ -1365,9 +1374,11 @@ static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
         }
         if ((rc = new_val(R, R->flat.v[0].dtype, nd, shape, numel, &v, d)))
             break;
+        while (gk < R->ngroups && gstart + R->flat.v[gk].numel <= offset) /* the group holding offset */
+            gstart += R->flat.v[gk++].numel;
         for (size_t r = 0; r < R->world && !rc && (uint64_t)r * p < numel; r++) {
             uint64_t n = numel - r * p < p ? numel - r * p : p;
-            rc = take_flat(R, v, r, 0, R->ngroups, offset, n, r * p, d);
+            rc = take_flat(R, v, r, gk, R->ngroups, gstart, offset, n, r * p, d);
         }
         if (!rc)
             rc = put(R, name, v, d);
@@ -1492,7 +1503,7 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
     tc_dtype train = TC_DT_INVALID;
     for (size_t i = 0; i + 1 < m->module.n && train == TC_DT_INVALID; i += 2) {
         long k = tensor_of(m->b, m->module.v[i + 1]);
-        if (k >= 0 && !listed(&m->buffers, m->module.v[i]->s))
+        if (k >= 0 && !listed(m, m->module.v[i]->s))
             train = tc_ckpt_tensor(m->b, (size_t)k)->dtype;
     }
     snprintf(v, sizeof v, "%d", R->stage);
@@ -1517,7 +1528,7 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
         for (size_t e = 0; e < R->ent.n; e++) {
             const zval *x = &R->val.v[R->ent.v[e].val];
             const tc_tensor *ct = tc_ckpt_tensor(c, e);
-            bool is = kind == 0 ? !x->frozen && x->nch <= 1 && ct->alias_of < 0 && listed(&m->buffers, ct->name)
+            bool is = kind == 0 ? !x->frozen && x->nch <= 1 && ct->alias_of < 0 && listed(m, ct->name)
                     : kind == 1 ? x->frozen && ct->alias_of < 0
                                 : ct->alias_of >= 0;
             if (!is)
@@ -1600,7 +1611,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
         rc = read_optim(&R, r, d);
     if (!rc)
         rc = read_model0(&R, &m, d);
-    for (size_t k = 1; !rc && R.stage <= 2 && k < R.model.n; k++) { /* the converter reads them all */
+    for (size_t k = 1; !rc && (R.stage <= 2 || !m.frozen.n) && k < R.model.n; k++) { /* the converter reads them all */
         size_t fi;
         tc_ckpt *b = NULL;
         rc = open_model(&R, k, &fi, &b, d);
