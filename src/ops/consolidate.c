@@ -180,6 +180,10 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
     tc_ckpt_admit(c, so->safe_globals, so->nsafe);
     if ((rc = tc_safety_gate(c, TC_KEEPS_TENSORS, "consolidate", so->allow_unsafe, d)))
         goto done;
+    tc_set_opts sets = *so; /* a checkpoint without pickled items (ZeRO): its entries describe the files, and no
+                               consolidation carries them, so none is reported dropped */
+    sets.co.no_entries = so->co.no_entries || !tc_ckpt_nobjects(c);
+    so = &sets;
     if (o->sharded) {
         /* tensors only: the pickled items are left out, as in a set converted from a .pt */
         for (size_t i = 0; o->format == TC_OUT_PT && i < tc_ckpt_nobjects(c) && !rc; i++) {
