@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark `tensorctl consolidate` of a DeepSpeed ZeRO-2 checkpoint (2 ranks, 1.2 GB of fp32 master
+# Benchmark `tensorctl consolidate` of a DeepSpeed ZeRO-2 checkpoint (2 ranks, 1.6 GB of fp32 master
 # weights: bench/make_bench_zero.py writes it as DeepSpeed does, `make_bench_zero.py --check
 # SAVE_FOLDER` compares its files with a real one) against cp of the same bytes and against
 # DeepSpeed's own converter where DeepSpeed can be imported.

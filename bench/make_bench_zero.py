@@ -15,8 +15,8 @@ group_paddings), Adam's moments of the padded slice, a LossScaler, ZeroStageEnum
 fragment_address records. DeepSpeed's classes are pickled under their own names from stand-ins
 (this script needs no DeepSpeed).
 
-The defaults make 16 * 4096 * 4096 + 32000 * 4096 parameters: 1.2 GB of fp32 master weights over 2
-ranks (plus 2.4 GB of moments, and the module copy). --check makes the same files at the shapes of a
+The defaults make 16 * 4096 * 4096 + 32000 * 4096 parameters: 1.6 GB of fp32 master weights over 2
+ranks (plus 3.2 GB of moments, and the module copy). --check makes the same files at the shapes of a
 real ZeRO-2 save folder and compares what they hold with the real ones: keys, the kinds of values,
 the globals they name, every tensor's shape and dtype, the paddings. Values are random.
 """
