@@ -155,10 +155,10 @@ static int list_folder(const char *dir, names *model, names *optim, tc_buf *step
         }
     }
     closedir(dh);
-    if (!rc) {
+    if (!rc && model->n)
         qsort(model->v, model->n, sizeof *model->v, cmp_natural);
+    if (!rc && optim->n)
         qsort(optim->v, optim->n, sizeof *optim->v, cmp_natural);
-    }
     return rc;
 }
 
