@@ -29,6 +29,22 @@ static inline int fz_memfd(const uint8_t *data, size_t size, char *path, size_t 
     return fd;
 }
 
+/* A sink that hashes and counts what it is given (a tensor streamed to the end). */
+typedef struct fz_sum {
+    uint64_t bytes, x;
+} fz_sum;
+
+static inline int fz_sum_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
+{
+    (void)d;
+    fz_sum *s = ctx;
+    const uint8_t *p = buf;
+    for (size_t i = 0; i < n; i++)
+        s->x = s->x * 31 + p[i];
+    s->bytes += n;
+    return 0;
+}
+
 /* An invariant the code under test broke: crash loudly so the fuzzer keeps the input. */
 #define FZ_CHECK(cond, ...)                                                                        \
     do {                                                                                           \

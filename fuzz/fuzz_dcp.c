@@ -35,21 +35,6 @@ static int spill(const char *name, const uint8_t *p, size_t n)
     return fclose(f);
 }
 
-typedef struct sum {
-    uint64_t bytes, x;
-} sum;
-
-static int sink(void *ctx, const void *buf, size_t n, tc_diag *d)
-{
-    (void)d;
-    sum *s = ctx;
-    const uint8_t *p = buf;
-    for (size_t i = 0; i < n; i++)
-        s->x = s->x * 31 + p[i];
-    s->bytes += n;
-    return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4)
@@ -77,9 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_CHECK(ch[k].storage < tc_ckpt_nstorages(c) &&
                          tc_ckpt_chunk_of(c, ch[k].storage) == t->storage,
                      "chunk storage");
-        sum s = {0};
+        fz_sum s = {0};
         tc_diag d2 = TC_DIAG_INIT;
-        if (!tc_tensor_elements(c, t, t->dtype, sink, &s, NULL, &d2))
+        if (!tc_tensor_elements(c, t, t->dtype, fz_sum_sink, &s, NULL, &d2))
             FZ_CHECK(s.bytes == t->nbytes, "tensor %s assembled to %llu bytes, not %llu", t->name,
                      (unsigned long long)s.bytes, (unsigned long long)t->nbytes);
         else
