@@ -2,7 +2,7 @@
 # valgrind_corpus.sh TENSORCTL DIR...: `inspect`, `inspect --json` and
 # `to-cpu` under valgrind memcheck over every checkpoint in DIRs (and the
 # hostile cases), `inspect --json --hash` and `consolidate` over every
-# distributed checkpoint's folder in them: no invalid access, no
+# distributed checkpoint's or DeepSpeed ZeRO save folder in them: no invalid access, no
 # uninitialised use, no leak.
 # Exit status 0 only when every run is clean (valgrind --error-exitcode).
 # Fails, never skips, when valgrind is missing, a DIR is missing or holds no
@@ -23,7 +23,7 @@ for d in "$@" "$tmp/hostile"; do
   files=0
   for f in "$d"/*; do
     case $f in *.json|*.py|*.md|*.txt) continue ;; esac
-    if [ -d "$f" ] && [ -f "$f/.metadata" ]; then   # a distributed checkpoint
+    if [ -d "$f" ] && { [ -f "$f/.metadata" ] || [ -f "$f/latest" ]; }; then   # a distributed checkpoint, a ZeRO save folder
       cmds="inspect|inspect --json --hash|consolidate -q -f -o $tmp/out.pt|consolidate -q -f --dtype bfloat16 -o $tmp/out.pt"
     elif [ -f "$f" ]; then
       cmds="inspect|inspect --json|to-cpu -q -f -o $tmp/out.pt|to-cpu -q -f --dtype bfloat16 -o $tmp/out.pt"
