@@ -154,6 +154,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
+    char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
     int pr = tc_parse(cmd, argc, argv, &a);
@@ -181,11 +182,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
             goto done;
         }
-        if (!tc_valid_location(dv)) {
-            tc_err(NULL, "--device '%s': expected cpu, cuda, cuda:N, ...", dv);
+        if (tc_device_arg("--device", dv, device_tag, sizeof device_tag))
             goto done;
-        }
-        o.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
+        o.device = device_tag;
     }
     if (o.key && fmt != TC_OUTNAME_ST) {
         tc_err(NULL, "--key '%s' selects what goes into a safetensors file; it does not apply to .pt output", o.key);
