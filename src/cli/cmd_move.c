@@ -9,6 +9,7 @@
 #include "cast_cuda.h"
 #include "cli.h"
 #include "format.h"
+#include "hash.h"
 #include "move.h"
 #include "safety.h"
 #include "set.h"
@@ -249,9 +250,24 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     rc = tc_rewrite(c, &p, &dst, &d);
     tc_progress_end(&prog);
     uint64_t file_bytes = dst.pos;
-    if (rc || (rc = tc_dst_commit(&dst, &d)))
+    char *old_blob = tc_dst_blob(&dst) ? strdup(tc_dst_blob(&dst)) : NULL, blob[65];
+    if (rc || (rc = tc_dst_commit_hashed(&dst, blob, &d))) {
+        free(old_blob);
         goto fail;
+    }
     summary(out, c, &p, r, file_bytes);
+    if (blob[0] && tc_verbosity > 0) {
+        const char *old_name = old_blob ? strrchr(old_blob, '/') + 1 : "";
+        if (strcmp(old_name, blob))
+            fprintf(stderr,
+                    "tensorctl: %s links into a content-addressed store: the new content is a new blob %s, this "
+                    "link now points to it, and the old blob %s is left as it was for whatever else links to it\n",
+                    out, blob, old_name);
+        else
+            fprintf(stderr, "tensorctl: %s links into a content-addressed store: its content is unchanged (blob %s)\n",
+                    out, blob);
+    }
+    free(old_blob);
     tc_plan_free(&p);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
