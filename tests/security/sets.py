@@ -146,6 +146,22 @@ def big_set(c, name, n=3, mib=48):
     return d, ix
 
 
+def open_in(pid, folder):
+    """What process pid holds open in folder: an unnamed output shows as '#NNN (deleted)'."""
+    fds, found = '/proc/%d/fd' % pid, []
+    try:
+        for fd in os.listdir(fds):
+            try:
+                t = os.readlink(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if t.startswith(folder + '/'):
+                found.append(t)
+    except OSError:
+        pass
+    return found
+
+
 def signals_mid_set(c):
     d, ix = big_set(c, 'sig')
     before = tree(d)
@@ -159,7 +175,8 @@ def signals_mid_set(c):
             caught, deadline = False, time.time() + 120
             while time.time() < deadline and p.poll() is None:  # freeze it once a first shard is done
                 names = os.listdir(out) if os.path.isdir(out) else []
-                if sum('.tensorctl-' in n for n in names) >= 2:
+                # outputs are unnamed until published (open in the process), or hidden temporaries
+                if sum('.tensorctl-' in n for n in names) + len(open_in(p.pid, out)) >= 2:
                     p.send_signal(signal.SIGSTOP)
                     caught = True
                     break
