@@ -67,6 +67,9 @@ typedef struct tc_tensor {
     bool restored;         /* a view the safetensors aliases record restores (TC_ST_ALIASES_KEY): not in the
                               header, and no index lists it */
     long keyed;            /* the container holding it under a key (tc_ckpt_keyed), or -1 (a list element, a part of another tensor) */
+    const char *badkey;    /* a key on its path is no name a state_dict can have ("bytes", "a tuple", "text that
+                              is not UTF-8 ..."; a static string): name shows it as repr() does, and no output
+                              that names tensors flat takes it; NULL for a name */
     size_t item;           /* its key's position among that container's items */
 } tc_tensor;
 

@@ -783,6 +783,27 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
         free(sls);
         free(its);
     }
+    /* every name the set gives, aliases included, once */
+    if (!rc) {
+        const tc_ckpt **cs = calloc(ix->nsh + 1, sizeof *cs);
+        size_t *counts = calloc(ix->nsh + 1, sizeof *counts);
+        tc_sel **sls = calloc(ix->nsh + 1, sizeof *sls);
+        tc_sd_items **its = calloc(ix->nsh + 1, sizeof *its);
+        if (!cs || !counts || !sls || !its)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < ix->nsh && !rc; i++) {
+            cs[i] = S.in[i].c;
+            counts[i] = tc_ckpt_ntensors(S.in[i].c);
+            sls[i] = S.in[i].sl;
+            its[i] = &S.in[i].it;
+        }
+        if (!rc && (rc = tc_out_names_check(&o->co, cs, st ? sls : NULL, counts, its, ix->nsh, d)) && ix->nsh > 1)
+            tc_diag_subject(d, ix->path);
+        free(cs);
+        free(counts);
+        free(sls);
+        free(its);
+    }
     /* the plan: greedy, in input order */
     uint64_t fill = 0;
     for (size_t u = 0; u < S.nu && !rc; u++) {
