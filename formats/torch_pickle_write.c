@@ -324,11 +324,12 @@ int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_
     b.v3 = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_tensor_v3"));
     b.untyped = chk(&b, pk_new_global(b.g, "torch.storage", "UntypedStorage"));
     b.param = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_parameter"));
-    if (b.oom || !(root = od_new(&b))) {
+    if (b.oom || !(root = job->plain_dict ? chk(&b, pk_new(b.g, PK_DICT)) : od_new(&b))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    root->items_kind = PK_ITEMS_DICT;
+    if (!job->plain_dict)
+        root->items_kind = PK_ITEMS_DICT;
     for (size_t i = 0; i < job->nitems && !rc; i++) {
         const tc_witem *it = &job->items[i];
         pk_obj *node = it->same_as >= 0 ? nodes[it->same_as] : NULL;

@@ -696,13 +696,19 @@ static int walk_sparse(walker *w, const pk_obj *layout, pk_obj *parts)
 static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np_names);
 
 /* nn.Module pickled whole: names as state_dict() gives them (minus the
- * buffers named in _non_persistent_buffers_set, as state_dict() leaves them out). */
+ * buffers named in _non_persistent_buffers_set, as state_dict() leaves them
+ * out). The set is pickled as set([...]) under protocols 0-3 (a REDUCE on a
+ * list), as EMPTY_SET + ADDITEMS under 4 and 5. */
 static int walk_module(walker *w, const pk_obj *state)
 {
-    const pk_obj *skip = dict_get(state, "_non_persistent_buffers_set");
+    const pk_obj *skip = dict_get(state, "_non_persistent_buffers_set"), *l = NULL;
     tc_strmap np_names = {0};
-    if (skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1 && skip->args->items[0]->kind == PK_LIST) {
-        const pk_obj *l = skip->args->items[0];
+    if (skip && (skip->kind == PK_SET || skip->kind == PK_FROZENSET))
+        l = skip;
+    else if (skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1 &&
+             (skip->args->items[0]->kind == PK_LIST || skip->args->items[0]->kind == PK_TUPLE))
+        l = skip->args->items[0];
+    if (l) {
         for (size_t j = 0; j < l->n; j++)
             if (l->items[j]->kind == PK_STR && tc_strmap_put(&np_names, l->items[j]->s, j, NULL) < 0) {
                 tc_strmap_free(&np_names);

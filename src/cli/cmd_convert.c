@@ -132,7 +132,7 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
     if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
     if (stay_behind)
-        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+        tc_unsafe_note(c, in);
     if (key_hint)
         fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n", key_hint);
     summary(out, NULL, &rep, fmt == TC_OUTNAME_ST, o, file_bytes);

@@ -1,5 +1,6 @@
 /* Messages, exit statuses, progress. */
 #include "cli.h"
+#include "safety.h"
 #include "shard_index.h"
 
 #include <errno.h>
@@ -204,4 +205,16 @@ void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uin
             "tensorctl: %s: %" PRIu64 " bytes: %" PRIu64 " shared with the input (%s of cloned blocks), %" PRIu64
             " copied, %" PRIu64 " written\n",
             out, file_bytes, shared, h, copied, file_bytes - shared - copied);
+}
+
+void tc_unsafe_note(const tc_ckpt *c, const char *in)
+{
+    if (!tc_safety_script_only(c)) {
+        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+        return;
+    }
+    char why[900];
+    tc_safety_why(c, why, sizeof why);
+    tc_warn(in, "UNSAFE to load: %s; its tensors were read without running anything, and the output holds only "
+                "them", why);
 }
