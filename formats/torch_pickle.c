@@ -110,9 +110,9 @@ static int on_persid(void *ctx, pk_obj *persid, tc_diag *d)
     if (si < 0) {
         if ((si = tc_ckpt_add_storage(c, key->s, d)) < 0)
             return d->code;
+        if (tc_ckpt_set_location(c, (size_t)si, loc->s, d))
+            return d->code;
         tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
-        if (!(s->location = strdup(loc->s)))
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         s->dtype = dt;
         s->untyped = untyped;
         s->numel = (uint64_t)numel->i;

@@ -536,22 +536,22 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
     t->parameter = param != NULL;
     pk_obj *const *a = args->items;
     size_t na = args->n;
-    int nd2 = 0;
+    int nd = 0, nd2 = 0;
+    int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
     if (is_rebuild(func, "_rebuild_meta_tensor_no_storage")) {
         if (na < 3)
             return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': meta tensor with %zu arguments", w->path, na);
         t->kind = TC_TENSOR_META;
         t->dtype = dtype_global(a[0]);
         snprintf(t->device, sizeof t->device, "meta");
-        if (int_tuple(w, a[1], t->shape, &t->ndim, "size") || int_tuple(w, a[2], t->stride, &nd2, "stride"))
+        if (int_tuple(w, a[1], shape, &nd, "size") || int_tuple(w, a[2], stride, &nd2, "stride"))
             return w->d->code;
         t->requires_grad = na > 3 && a[3]->kind == PK_BOOL && a[3]->i;
     } else if (is_rebuild(func, "_rebuild_wrapper_subclass")) {
         t->kind = TC_TENSOR_OTHER;
         t->dtype = na > 1 ? dtype_global(a[1]) : TC_DT_INVALID;
         snprintf(t->device, sizeof t->device, "?");
-        if (na > 3 && (int_tuple(w, a[2], t->shape, &t->ndim, "size") ||
-                       int_tuple(w, a[3], t->stride, &nd2, "stride")))
+        if (na > 3 && (int_tuple(w, a[2], shape, &nd, "size") || int_tuple(w, a[3], stride, &nd2, "stride")))
             return w->d->code;
     } else {
         bool v3 = is_rebuild(func, "_rebuild_tensor_v3");
@@ -575,7 +575,7 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
             return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': storage offset is not a non-negative integer",
                            w->path);
         t->offset = a[1]->i;
-        if (int_tuple(w, a[2], t->shape, &t->ndim, "size") || int_tuple(w, a[3], t->stride, &nd2, "stride"))
+        if (int_tuple(w, a[2], shape, &nd, "size") || int_tuple(w, a[3], stride, &nd2, "stride"))
             return w->d->code;
         t->dtype = v3 ? dtype_global(a[6]) : s->dtype;
         if (t->dtype == TC_DT_INVALID)
@@ -585,9 +585,11 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
         size_t rgi = q ? 5 : 4;
         t->requires_grad = na > rgi && a[rgi]->kind == PK_BOOL && a[rgi]->i;
     }
-    if (nd2 != t->ndim)
-        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': size has %d dimensions, stride %d", w->path,
-                       t->ndim, nd2);
+    if (nd2 != nd)
+        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': size has %d dimensions, stride %d", w->path, nd, nd2);
+    if (tc_ckpt_set_dims(c, (size_t)ti, nd, shape, stride, w->d))
+        return w->d->code;
+    t = tc_ckpt_tensor_mut(c, (size_t)ti);
     if (requires_grad_given)
         t->requires_grad = rg;
     int set_rg = -1;
