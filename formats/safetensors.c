@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "format.h"
 #include "vec.h"
 
@@ -705,16 +706,42 @@ static cJSON *exact(uint64_t v)
     return cJSON_CreateRaw(t);
 }
 
+/* One member of the header object, "key":value, as cJSON prints it inside the
+ * whole object (the object {key: value} printed, its braces taken off). v is
+ * consumed. A header of N tensors is made one tensor's tree at a time. */
+static bool add_member(tc_buf *b, const char *key, cJSON *v)
+{
+    bool first = tc_buf_len(b) == 1; /* just the '{' */
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !v) {
+        cJSON_Delete(o);
+        cJSON_Delete(v);
+        return false;
+    }
+    cJSON_AddItemToObject(o, key, v);
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!t)
+        return false;
+    if (!first)
+        tc_buf_putc(b, ',');
+    tc_buf_add(b, t + 1, strlen(t) - 2);
+    free(t);
+    return !tc_buf_oom(b);
+}
+
 /* The header: __metadata__, then every tensor in the reference library's order. */
 static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
 {
-    cJSON *h = cJSON_CreateObject();
-    bool ok = h != NULL;
-    if (ok && job->nmeta) {
-        cJSON *m = cJSON_AddObjectToObject(h, "__metadata__");
+    tc_buf b = TC_BUF_INIT(0);
+    bool ok = true;
+    tc_buf_putc(&b, '{');
+    if (job->nmeta) {
+        cJSON *m = cJSON_CreateObject();
         ok = m != NULL;
         for (size_t i = 0; ok && i < job->nmeta; i++)
             ok = cJSON_AddStringToObject(m, job->meta[i].key, job->meta[i].value) != NULL;
+        ok = ok ? add_member(&b, "__metadata__", m) : (cJSON_Delete(m), false);
     }
     uint64_t pos = 0;
     for (size_t i = 0; ok && i < job->nitems; i++) {
@@ -728,7 +755,7 @@ static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
         if (ok) {
             cJSON_AddItemToObject(t, "shape", shape);
             cJSON_AddItemToObject(t, "data_offsets", offs);
-            cJSON_AddItemToObject(h, it->name, t);
+            ok = add_member(&b, it->name, t);
         } else {
             cJSON_Delete(t);
             cJSON_Delete(shape);
@@ -736,8 +763,9 @@ static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
         }
         pos += n;
     }
-    char *text = ok ? cJSON_PrintUnformatted(h) : NULL;
-    cJSON_Delete(h);
+    tc_buf_putc(&b, '}');
+    char *text = ok && !tc_buf_oom(&b) ? tc_buf_take(&b) : NULL;
+    tc_buf_free(&b);
     if (!text)
         tc_fail(d, TC_ERR_NOMEM, "out of memory");
     return text;

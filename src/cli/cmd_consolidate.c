@@ -167,6 +167,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = tc_err_diag(&d);
     } else {
         summary(o.sharded ? rep.set.index_path : out, &rep, &o);
+        if (o.sharded)
+            tc_print_removed(rep.set.index_path, rep.set.removed, rep.set.nremoved);
         ex = TC_EXIT_OK;
     }
     tc_consolidate_report_free(&rep);

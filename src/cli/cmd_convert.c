@@ -260,6 +260,8 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
                  lim_text, rep.ninputs);
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     }
+    if (!rc)
+        tc_print_removed(rep.index_path, rep.removed, rep.nremoved);
     tc_set_report_free(&rep);
     return tc_exit_for(rc);
 }

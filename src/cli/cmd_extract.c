@@ -195,6 +195,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         char wrote[4200];
         snprintf(wrote, sizeof wrote, "%s and %zu shard(s)", srep.index_path, srep.nshards);
         summary(wrote, &w, &rep, &srep.sum, o.safetensors, stripped);
+        tc_print_removed(srep.index_path, srep.removed, srep.nremoved);
     } else {
         summary(out, &w, &rep, &rep.conv, o.safetensors, stripped);
     }

@@ -344,6 +344,7 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
         fprintf(stderr, "; tensor data %s\n", b);
         tc_print_sharing(rep.index_path, rep.file_bytes, rep.sum.shared_bytes, rep.sum.copied_bytes);
     }
+    tc_print_removed(rep.index_path, rep.removed, rep.nremoved);
     tc_set_report_free(&rep);
     return TC_EXIT_OK;
 }

@@ -1,4 +1,5 @@
 /* Messages, exit statuses, progress. */
+#include "buf.h"
 #include "cli.h"
 #include "safety.h"
 #include "shard_index.h"
@@ -217,4 +218,19 @@ void tc_unsafe_note(const tc_ckpt *c, const char *in)
     tc_safety_why(c, why, sizeof why);
     tc_warn(in, "UNSAFE to load: %s; its tensors were read without running anything, and the output holds only "
                 "them", why);
+}
+
+void tc_print_removed(const char *index, char *const *names, size_t n)
+{
+    if (!n || tc_verbosity < 1)
+        return;
+    tc_buf b = TC_BUF_INIT(2000);
+    for (size_t i = 0; i < n; i++) {
+        tc_buf_sep(&b, ", ");
+        tc_buf_esc(&b, names[i], strlen(names[i]));
+    }
+    char e[600];
+    fprintf(stderr, "tensorctl: %s: removed %zu shard(s) of the set it replaced, which the new one does not have: %s\n",
+            tc_esc(index, e, sizeof e), n, tc_buf_str(&b));
+    tc_buf_free(&b);
 }
