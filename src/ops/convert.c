@@ -218,7 +218,7 @@ int tc_sel_rename(const tc_keyops *keys, tc_sel *const *sl, const size_t *n, siz
         for (size_t i = 0; i < n[s]; i++)
             if (sl[s][i].role != TC_SEL_SKIP)
                 names[k++] = sl[s][i].name;
-    int rc = tc_keymap_make(keys, names, k, km, d);
+    int rc = tc_keymap_make_any(keys, names, k, km, d); /* names checked once renamed: tc_out_names_check */
     free(names);
     k = 0;
     for (size_t s = 0; s < nsel && !rc; s++)
@@ -242,7 +242,7 @@ int tc_items_rename(const tc_keyops *keys, tc_sd_items *const *it, size_t nit, t
     for (size_t s = 0; s < nit; s++)
         for (size_t i = 0; i < it[s]->n; i++)
             names[k++] = it[s]->v[i].name;
-    int rc = tc_keymap_make(keys, names, k, km, d);
+    int rc = tc_keymap_make_any(keys, names, k, km, d); /* names checked once renamed: tc_out_names_check */
     free(names);
     k = 0;
     for (size_t s = 0; s < nit && !rc; s++)

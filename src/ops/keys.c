@@ -137,7 +137,21 @@ void tc_keymap_free(tc_keymap *m)
     memset(m, 0, sizeof *m);
 }
 
+static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, bool distinct, tc_keymap *m,
+                       tc_diag *d);
+
 int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d)
+{
+    return keymap_make(o, names, n, true, m, d);
+}
+
+int tc_keymap_make_any(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d)
+{
+    return keymap_make(o, names, n, false, m, d);
+}
+
+static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, bool distinct, tc_keymap *m,
+                       tc_diag *d)
 {
     memset(m, 0, sizeof *m);
     int rc = 0;
@@ -209,7 +223,7 @@ int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_ke
             break;
         }
         size_t was;
-        int put = tc_strmap_put(&seen, cur, i, &was);
+        int put = distinct ? tc_strmap_put(&seen, cur, i, &was) : 1;
         if (put < 0)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         else if (put == 0)

@@ -42,6 +42,9 @@ bool tc_keyops_any(const tc_keyops *o);
 int tc_keyops_check(const tc_keyops *o, tc_diag *d);
 /* The output names of names[0..n). */
 int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d);
+/* The same, names alike allowed: for callers that check every output name
+ * afterwards with what holds each tensor (tc_outnames_check). */
+int tc_keymap_make_any(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d);
 void tc_keymap_free(tc_keymap *m);
 /* The first dotted component every name shares ("module."), into out; false when none is shared. */
 bool tc_keys_shared_prefix(const char *const *names, size_t n, char *out, size_t len);
