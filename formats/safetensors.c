@@ -154,11 +154,12 @@ static int read_tensor(tc_ckpt *c, const char *name, const cJSON *v, uint64_t da
     }
     uint64_t nbytes = 0;
     ovf |= __builtin_mul_overflow(numel, (uint64_t)tc_dtype_size(dt), &nbytes);
-    char shp[96];
-    json_brief(js, shp, sizeof shp);
-    if (ovf)
+    char shp[96]; /* the shape's text, for a message: made only for one (printing it costs more than reading it) */
+    if (ovf) {
+        json_brief(js, shp, sizeof shp);
         return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape %s x %s overflows a 64-bit byte count", name, shp,
                        stname);
+    }
     uint64_t off[2];
     if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || json_u64(jo->child, &off[0]) ||
         json_u64(jo->child->next, &off[1])) {
@@ -174,11 +175,13 @@ static int read_tensor(tc_ckpt *c, const char *name, const cJSON *v, uint64_t da
                        "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] reach past the end of the data (%" PRIu64
                        " bytes; file truncated?)",
                        name, off[0], off[1], data_size);
-    if (off[1] - off[0] != nbytes)
+    if (off[1] - off[0] != nbytes) {
+        json_brief(js, shp, sizeof shp);
         return tc_fail(d, TC_ERR_FORMAT,
                        "tensor '%s': shape %s x %s is %" PRIu64 " bytes but data_offsets [%" PRIu64 ", %" PRIu64
                        "] hold %" PRIu64,
                        name, shp, stname, nbytes, off[0], off[1], off[1] - off[0]);
+    }
 
     long si = tc_ckpt_add_storage(c, name, d);
     if (si < 0)
@@ -532,27 +535,23 @@ static int trailing(hwin *w, uint64_t at, tc_diag *d)
     return 0;
 }
 
-static int cmp_tname(const void *x, const void *y, void *c)
-{
-    return strcmp(tc_ckpt_tensor(c, *(const size_t *)x)->name, tc_ckpt_tensor(c, *(const size_t *)y)->name);
-}
+static int cmp_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
-/* No name twice. */
+/* No name twice (the names sorted as pointers: no detour through the tensor table per comparison). */
 static int unique_names(const tc_ckpt *c, tc_diag *d)
 {
     size_t n = tc_ckpt_ntensors(c);
-    size_t *ix = malloc((n + 1) * sizeof *ix);
-    if (!ix)
+    const char **v = malloc((n + 1) * sizeof *v);
+    if (!v)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
-        ix[i] = i;
-    qsort_r(ix, n, sizeof *ix, cmp_tname, (void *)c);
+        v[i] = tc_ckpt_tensor(c, i)->name;
+    qsort(v, n, sizeof *v, cmp_name);
     int rc = 0;
     for (size_t i = 1; i < n && !rc; i++)
-        if (!strcmp(tc_ckpt_tensor(c, ix[i])->name, tc_ckpt_tensor(c, ix[i - 1])->name))
-            rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice",
-                         tc_ckpt_tensor(c, ix[i])->name);
-    free(ix);
+        if (!strcmp(v[i], v[i - 1]))
+            rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", v[i]);
+    free(v);
     return rc;
 }
 
