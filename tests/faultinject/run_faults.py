@@ -43,6 +43,9 @@ A part that checked nothing fails: a clean run that logged no call to fail
 """
 import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from judge import open_in  # noqa: E402
+
 CALLS = ['write', 'pwrite', 'fsync', 'close', 'rename', 'copy_file_range', 'read', 'pread', 'open', 'mkostemp',
          'ioctl', 'linkat']
 ERRNOS = ['ENOSPC', 'EIO', 'EACCES']
@@ -229,23 +232,6 @@ def big_checkpoint(path, mib=200):
         z.writestr('big/version', '3\n')
 
 
-def writing_into(pid, folder):
-    """The files process pid holds open in folder (an unnamed output shows as '#NNN (deleted)')."""
-    fds = os.path.join('/proc', str(pid), 'fd')
-    found = []
-    try:
-        for fd in os.listdir(fds):
-            try:
-                t = os.readlink(os.path.join(fds, fd))
-            except OSError:
-                continue
-            if t.startswith(folder + '/'):
-                found.append(t)
-    except OSError:
-        pass
-    return found
-
-
 def part_kill(a, tmp, fails):
     src = os.path.join(tmp, 'big.pt')
     big_checkpoint(src)
@@ -274,12 +260,14 @@ def part_kill(a, tmp, fails):
         caught = False
         while time.time() < deadline and p.poll() is None:
             # midway: the output is open and has bytes (unnamed, or a hidden temporary)
-            open_now = writing_into(p.pid, outdir)
             tmps = leftovers(outdir, 'out.pt')
-            if (open_now and any(os.stat('/proc/%d/fd/%s' % (p.pid, fd)).st_size > 0
-                                 for fd in os.listdir('/proc/%d/fd' % p.pid)
-                                 if os.readlink('/proc/%d/fd/%s' % (p.pid, fd)) in open_now)) or \
-               (tmps and os.path.getsize(os.path.join(outdir, tmps[0])) > 0):
+            sizes = []
+            for fd in open_in(p.pid, outdir):
+                try:
+                    sizes.append(os.stat(fd).st_size)
+                except OSError:
+                    pass
+            if any(sizes) or (tmps and os.path.getsize(os.path.join(outdir, tmps[0])) > 0):
                 p.send_signal(signal.SIGSTOP)
                 caught = True
                 break

@@ -16,7 +16,9 @@ import argparse, hashlib, json, os, resource, shutil, signal, stat, struct, subp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'hostile'))
+sys.path.insert(0, os.path.join(HERE, '..'))
 import hostile as H  # noqa: E402
+from judge import open_in  # noqa: E402
 
 
 def tree(folder):
@@ -144,22 +146,6 @@ def big_set(c, name, n=3, mib=48):
     ix = os.path.join(d, 'pytorch_model.bin.index.json')
     index(ix, wm)
     return d, ix
-
-
-def open_in(pid, folder):
-    """What process pid holds open in folder: an unnamed output shows as '#NNN (deleted)'."""
-    fds, found = '/proc/%d/fd' % pid, []
-    try:
-        for fd in os.listdir(fds):
-            try:
-                t = os.readlink(os.path.join(fds, fd))
-            except OSError:
-                continue
-            if t.startswith(folder + '/'):
-                found.append(t)
-    except OSError:
-        pass
-    return found
 
 
 def signals_mid_set(c):
