@@ -15,6 +15,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "vec.h"
 
 /* ---- names a signal handler removes --------------------------------------------
@@ -643,14 +644,12 @@ static int publish_blob(tc_dst *o, tc_diag *d)
         tc_dst_abort(o);
         return rc;
     }
-    size_t n = strlen(o->blobs) + strlen(o->blob_name) + 2;
-    char *blob = malloc(n), *text = NULL;
-    int rc = blob ? 0 : tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory");
-    if (!rc)
-        snprintf(blob, n, "%s/%s", o->blobs, o->blob_name);
-    if (!rc && strcmp(blob, o->target) && !(rc = place_new(o, blob, d))) {
-        sync_dir_of(blob);
-        /* the link's own text with its last component renamed (relative stays relative) */
+    tc_buf blob = TC_BUF_INIT(0), text = TC_BUF_INIT(0);
+    tc_buf_printf(&blob, "%s/%s", o->blobs, o->blob_name);
+    int rc = tc_buf_oom(&blob) ? tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory") : 0;
+    if (!rc && strcmp(tc_buf_str(&blob), o->target) && !(rc = place_new(o, tc_buf_str(&blob), d))) {
+        sync_dir_of(tc_buf_str(&blob));
+        /* the link's own text with its last component renamed (relative stays relative), else the blob's path */
         char buf[PATH_MAX];
         ssize_t l = readlink(o->path, buf, sizeof buf - 1);
         const char *oldname = strrchr(o->target, '/') + 1;
@@ -658,16 +657,20 @@ static int publish_blob(tc_dst *o, tc_diag *d)
             buf[l] = 0;
             char *last = strrchr(buf, '/');
             last = last ? last + 1 : buf;
-            if (!strcmp(last, oldname) && (text = malloc((size_t)(last - buf) + strlen(o->blob_name) + 1)))
-                sprintf(text, "%.*s%s", (int)(last - buf), buf, o->blob_name);
+            if (!strcmp(last, oldname)) {
+                tc_buf_add(&text, buf, (size_t)(last - buf));
+                tc_buf_puts(&text, o->blob_name);
+            }
         }
-        if (!text && !(text = strdup(blob)))
+        if (!tc_buf_len(&text))
+            tc_buf_puts(&text, tc_buf_str(&blob));
+        if (tc_buf_oom(&text))
             rc = tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory");
-        if (!rc && !(rc = repoint(o->path, text, o->path, d)) && o->sync)
+        if (!rc && !(rc = repoint(o->path, tc_buf_str(&text), o->path, d)) && o->sync)
             sync_dir_of(o->path);
     }
-    free(blob);
-    free(text);
+    tc_buf_free(&blob);
+    tc_buf_free(&text);
     if (o->tmp_exists) { /* placed by a link of its own: the temporary name goes */
         unlink(o->tmp);
         pending_drop(o->tmp);
