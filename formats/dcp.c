@@ -613,9 +613,8 @@ static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, t
     if (!rc && si < 0)
         rc = d->code;
     if (!rc) {
+        rc = tc_ckpt_set_location(R->c, (size_t)si, "-", d);
         tc_storage *st = tc_ckpt_storage_mut(R->c, (size_t)si);
-        if (!(st->location = strdup("-")))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         st->dtype = bt->dtype;
         st->numel = bs->numel;
         st->nbytes = bs->nbytes;
@@ -1231,21 +1230,16 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
         tc_storage *st = tc_ckpt_storage_mut(c, (size_t)s);
         if (!rc && __builtin_mul_overflow(numel, (uint64_t)tc_dtype_size(t->dtype), &st->nbytes))
             rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': its size overflows 64 bits", t->fqn);
-        if (!rc && !(st->location = strdup("-")))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if (!rc)
+            rc = tc_ckpt_set_location(c, (size_t)s, "-", d);
         st->dtype = t->dtype;
         st->numel = numel;
         st->ntensors = 1;
+        if (!rc)
+            rc = tc_ckpt_set_dims(c, (size_t)k, t->ndim, t->shape, NULL, d);
         tc_tensor *tt = tc_ckpt_tensor_mut(c, (size_t)k);
         tt->kind = TC_TENSOR_DENSE;
         tt->dtype = t->dtype;
-        tt->ndim = t->ndim;
-        int64_t stride = 1;
-        for (int j = t->ndim - 1; j >= 0; j--) {
-            tt->shape[j] = t->shape[j];
-            tt->stride[j] = stride;
-            stride *= t->shape[j] ? t->shape[j] : 1;
-        }
         tt->storage = s;
         tt->numel = numel;
         tt->nbytes = st->nbytes;

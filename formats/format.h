@@ -124,6 +124,7 @@ typedef struct tc_write_job {
     const uint8_t *const *obj_pickles;
     const size_t *obj_lens;
     size_t nobjs;
+    bool plain_dict;       /* the state_dict is a dict (as dcp_to_torch_save writes), not an OrderedDict */
 } tc_write_job;
 
 /* What open returns when a file its probe accepted turns out to be another

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "format.h"
+#include "vec.h"
 
 extern const tc_format tc_format_safetensors;
 
@@ -83,11 +85,6 @@ static int cmp_span(const void *x, const void *y)
     return 0;
 }
 
-static int cmp_name(const void *x, const void *y)
-{
-    return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 static int read_metadata(tc_ckpt *c, const cJSON *m, tc_diag *d)
 {
     if (!cJSON_IsObject(m))
@@ -109,9 +106,8 @@ static int read_metadata(tc_ckpt *c, const cJSON *m, tc_diag *d)
 }
 
 /* One tensor entry: dtype, shape, data_offsets. */
-static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp, tc_diag *d)
+static int read_tensor(tc_ckpt *c, const char *name, const cJSON *v, uint64_t data_size, span *sp, tc_diag *d)
 {
-    const char *name = v->string;
     if (!cJSON_IsObject(v))
         return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': entry is %s, not an object", name, json_kind(v));
     const cJSON *jd = cJSON_GetObjectItemCaseSensitive(v, "dtype");
@@ -158,11 +154,12 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
     }
     uint64_t nbytes = 0;
     ovf |= __builtin_mul_overflow(numel, (uint64_t)tc_dtype_size(dt), &nbytes);
-    char shp[96];
-    json_brief(js, shp, sizeof shp);
-    if (ovf)
+    char shp[96]; /* the shape's text, for a message: made only for one (printing it costs more than reading it) */
+    if (ovf) {
+        json_brief(js, shp, sizeof shp);
         return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': shape %s x %s overflows a 64-bit byte count", name, shp,
                        stname);
+    }
     uint64_t off[2];
     if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || json_u64(jo->child, &off[0]) ||
         json_u64(jo->child->next, &off[1])) {
@@ -178,18 +175,20 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
                        "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] reach past the end of the data (%" PRIu64
                        " bytes; file truncated?)",
                        name, off[0], off[1], data_size);
-    if (off[1] - off[0] != nbytes)
+    if (off[1] - off[0] != nbytes) {
+        json_brief(js, shp, sizeof shp);
         return tc_fail(d, TC_ERR_FORMAT,
                        "tensor '%s': shape %s x %s is %" PRIu64 " bytes but data_offsets [%" PRIu64 ", %" PRIu64
                        "] hold %" PRIu64,
                        name, shp, stname, nbytes, off[0], off[1], off[1] - off[0]);
+    }
 
     long si = tc_ckpt_add_storage(c, name, d);
     if (si < 0)
         return d->code;
     tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
-    if (!(s->location = strdup("-")))
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (tc_ckpt_set_location(c, (size_t)si, "-", d))
+        return d->code;
     s->dtype = dt;
     s->numel = numel;
     s->nbytes = nbytes;
@@ -201,13 +200,8 @@ static int read_tensor(tc_ckpt *c, const cJSON *v, uint64_t data_size, span *sp,
     tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
     t->kind = TC_TENSOR_DENSE;
     t->dtype = dt;
-    t->ndim = nd;
-    int64_t stride = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-        t->shape[i] = shape[i];
-        t->stride[i] = stride;
-        stride *= shape[i] ? shape[i] : 1;
-    }
+    if (tc_ckpt_set_dims(c, (size_t)ti, nd, shape, NULL, d))
+        return d->code;
     t->storage = si;
     t->numel = numel;
     t->nbytes = nbytes;
@@ -288,12 +282,13 @@ static int read_aliases(tc_ckpt *c, size_t nreal, tc_diag *d)
             break;
         }
         bt = tc_ckpt_tensor(c, (size_t)base); /* the table may have moved */
+        if (tc_ckpt_set_dims(c, (size_t)ti, nd, shape, stride, d)) {
+            rc = d->code;
+            break;
+        }
         tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
         t->kind = TC_TENSOR_DENSE;
         t->dtype = bt->dtype;
-        t->ndim = nd;
-        memcpy(t->shape, shape, sizeof shape);
-        memcpy(t->stride, stride, sizeof stride);
         t->offset = (int64_t)off;
         t->storage = bt->storage;
         t->numel = numel;
@@ -304,6 +299,259 @@ static int read_aliases(tc_ckpt *c, size_t nreal, tc_diag *d)
         s->ntensors++;
     }
     cJSON_Delete(j);
+    return rc;
+}
+
+/* ---- the header, a member at a time ------------------------------------------------- *
+ * A header of N tensors parsed whole by cJSON is a tree of about 600 bytes
+ * per tensor (eight nodes and their strings). It is read instead in windows
+ * and parsed one top-level member ("name": value) at a time, cJSON parsing
+ * the key and the value apart: only a member's text need be in memory. The
+ * members are found as cJSON's object parser finds them (whitespace is any
+ * byte up to 0x20, a string ends at a '"' no backslash escapes), so a header
+ * is accepted exactly when cJSON accepts it whole; the value's span ends at
+ * the first ',' or '}' outside strings and brackets, which no valid value
+ * holds. */
+
+typedef struct hwin {
+    const tc_src *src;
+    uint64_t n;           /* header bytes */
+    uint64_t base;        /* header offset of buf[0] */
+    char *buf;
+    size_t len, cap;
+    char first;           /* the header's first byte */
+} hwin;
+
+#define WINDOW ((size_t)1 << 20)
+
+/* Hold header bytes [from, from + want) (fewer at the header's end); nothing before from is kept. */
+static int hold(hwin *w, uint64_t from, size_t want, tc_diag *d)
+{
+    if (from + want > w->n)
+        want = (size_t)(w->n - from);
+    if (from >= w->base && from + want <= w->base + w->len)
+        return 0;
+    size_t keep = from >= w->base && from < w->base + w->len ? (size_t)(w->base + w->len - from) : 0;
+    if (keep)
+        memmove(w->buf, w->buf + (from - w->base), keep);
+    w->base = from;
+    w->len = keep;
+    size_t need = want > WINDOW ? want : WINDOW;
+    if (need > w->cap && tc_grow(&w->buf, &w->cap, need, 1) < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory for a %zu-byte piece of the header", need);
+    size_t more = w->cap - w->len;
+    if (more > w->n - (w->base + w->len))
+        more = (size_t)(w->n - (w->base + w->len));
+    int rc = more ? tc_src_read(w->src, 8 + w->base + w->len, w->buf + w->len, more, "header", d) : 0;
+    if (!rc)
+        w->len += more;
+    return rc;
+}
+
+/* A first pass: no NUL byte anywhere (as the whole header is checked before it is parsed), and how many
+ * members the top-level object has (for the --max-entries message). */
+static int prescan(hwin *w, size_t *count, tc_diag *d)
+{
+    int depth = 0;
+    bool str = false, esc = false, any = false;
+    size_t n = 0;
+    for (uint64_t off = 0; off < w->n; off += w->len) {
+        int rc = hold(w, off, WINDOW, d);
+        if (rc)
+            return rc;
+        const char *z = memchr(w->buf, 0, w->len);
+        if (z) {
+            uint64_t at = off + (uint64_t)(z - w->buf);
+            return tc_fail(d, TC_ERR_FORMAT, "safetensors header has a NUL byte at header byte %" PRIu64
+                           " (file offset %" PRIu64 ")", at, at + 8);
+        }
+        if (!off)
+            w->first = w->buf[0];
+        for (size_t i = 0; i < w->len; i++) {
+            char ch = w->buf[i];
+            if (str) {
+                esc = !esc && ch == '\\';
+                str = esc || ch != '"';
+                continue;
+            }
+            if (depth == 1 && (uint8_t)ch > ' ' && ch != '}')
+                any = true;
+            if (ch == '"')
+                str = true;
+            else if (ch == '{' || ch == '[')
+                depth++;
+            else if (ch == '}' || ch == ']')
+                depth--;
+            else if (ch == ',' && depth == 1)
+                n++;
+        }
+    }
+    *count = n + any;
+    return 0;
+}
+
+static int bad_json(hwin *w, uint64_t at, tc_diag *d)
+{
+    char near[24];
+    size_t k = 0;
+    if (!hold(w, at, sizeof near, NULL))
+        for (uint64_t i = at; i < w->base + w->len && k < sizeof near - 1; i++) {
+            char ch = w->buf[i - w->base];
+            near[k++] = ch >= 0x20 && ch < 0x7f ? ch : '?';
+        }
+    near[k] = 0;
+    return tc_fail(d, TC_ERR_FORMAT,
+                   "safetensors header is not valid JSON: error at header byte %" PRIu64 " (file offset %" PRIu64
+                   ") near '%s'",
+                   at, at + 8, near);
+}
+
+typedef struct member {
+    uint64_t kb, ke, vb, ve; /* the key's text (quotes included) and the value's */
+    uint64_t next;           /* after the ',' or '}' that ends it */
+    bool end;                /* no member: the object is empty, its '}' at next - 1 */
+    bool last;               /* the object's '}' ends it */
+} member;
+
+static bool ws(char ch) { return (uint8_t)ch <= ' '; }
+
+/* Scan one member from at (after '{' or ','), within what w holds; 1 when more bytes are needed. */
+static int scan(const hwin *w, uint64_t at, bool first, member *m, uint64_t *err)
+{
+    const char *b = w->buf - w->base;
+    uint64_t e = w->base + w->len, i = at;
+    while (i < e && ws(b[i]))
+        i++;
+    if (i == e)
+        return e < w->n ? 1 : (*err = i, -1);
+    if (first && b[i] == '}') {
+        *m = (member){.next = i + 1, .end = true};
+        return 0;
+    }
+    if (b[i] != '"')
+        return *err = i, -1;
+    m->kb = i++;
+    for (; i < e && b[i] != '"'; i++)
+        if (b[i] == '\\')
+            i++;
+    if (i >= e)
+        return e < w->n ? 1 : (*err = e, -1);
+    m->ke = ++i;
+    while (i < e && ws(b[i]))
+        i++;
+    if (i == e)
+        return e < w->n ? 1 : (*err = i, -1);
+    if (b[i] != ':')
+        return *err = i, -1;
+    i++;
+    while (i < e && ws(b[i]))
+        i++;
+    m->vb = i;
+    int depth = 0;
+    for (; i < e; i++) {
+        char ch = b[i];
+        if (ch == '"') {
+            for (i++; i < e && b[i] != '"'; i++)
+                if (b[i] == '\\')
+                    i++;
+            if (i >= e)
+                break;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if ((ch == '}' || ch == ']') && depth) {
+            depth--;
+        } else if ((ch == ',' || ch == '}') && !depth) {
+            break;
+        } else if (ch == ']') {
+            return *err = i, -1;
+        }
+    }
+    if (i >= e)
+        return e < w->n ? 1 : (*err = e, -1);
+    uint64_t ve = i;
+    while (ve > m->vb && ws(b[ve - 1]))
+        ve--;
+    if (ve == m->vb)
+        return *err = m->vb, -1;
+    m->ve = ve;
+    m->next = i + 1;
+    m->end = false;
+    m->last = b[i] == '}';
+    return 0;
+}
+
+/* The next member from at, or the end of the object. */
+static int next_member(hwin *w, uint64_t at, bool first, member *m, tc_diag *d)
+{
+    /* a member longer than the window: the window doubles until it holds it */
+    for (size_t want = 64 << 10;; want *= 2) {
+        uint64_t err = 0;
+        int rc = hold(w, at, want, d);
+        if (rc)
+            return rc;
+        rc = scan(w, at, first, m, &err);
+        if (rc < 0)
+            return bad_json(w, err, d);
+        if (rc == 0)
+            return 0;
+    }
+}
+
+/* Parse header bytes [b, e) (held) alone with cJSON. */
+static int parse_part(hwin *w, uint64_t b, uint64_t e, cJSON **out, tc_diag *d)
+{
+    int rc = hold(w, b, (size_t)(e - b), d);
+    if (rc)
+        return rc;
+    const char *p = w->buf + (b - w->base), *end = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(p, (size_t)(e - b), &end, 0);
+    if (!v || end != p + (e - b)) {
+        const char *ep = v ? end : cJSON_GetErrorPtr();
+        uint64_t at = ep && ep >= p && ep <= p + (e - b) ? b + (uint64_t)(ep - p) : b;
+        cJSON_Delete(v);
+        return bad_json(w, at, d);
+    }
+    *out = v;
+    return 0;
+}
+
+/* After the object: nothing but whitespace. */
+static int trailing(hwin *w, uint64_t at, tc_diag *d)
+{
+    for (uint64_t off = at; off < w->n;) {
+        int rc = hold(w, off, WINDOW, d);
+        if (rc)
+            return rc;
+        for (uint64_t i = off; i < w->base + w->len; i++) {
+            char ch = w->buf[i - w->base];
+            if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+                return tc_fail(d, TC_ERR_FORMAT,
+                               "safetensors header has bytes after its JSON object at header byte %" PRIu64
+                               " (file offset %" PRIu64 ")",
+                               i, i + 8);
+        }
+        off = w->base + w->len;
+    }
+    return 0;
+}
+
+static int cmp_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* No name twice (the names sorted as pointers: no detour through the tensor table per comparison). */
+static int unique_names(const tc_ckpt *c, tc_diag *d)
+{
+    size_t n = tc_ckpt_ntensors(c);
+    const char **v = malloc((n + 1) * sizeof *v);
+    if (!v)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        v[i] = tc_ckpt_tensor(c, i)->name;
+    qsort(v, n, sizeof *v, cmp_name);
+    int rc = 0;
+    for (size_t i = 1; i < n && !rc; i++)
+        if (!strcmp(v[i], v[i - 1]))
+            rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", v[i]);
+    free(v);
     return rc;
 }
 
@@ -331,108 +579,81 @@ static int open_st(tc_ckpt *c, tc_diag *d)
                        n, size);
     if (n < 2)
         return tc_fail(d, TC_ERR_FORMAT, "safetensors header length %" PRIu64 " is too small for a JSON object", n);
-    char *hdr = malloc(n + 1);
-    if (!hdr)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory for a %" PRIu64 "-byte header", n);
-    cJSON *root = NULL;
-    span *sp = NULL;
-    char **names = NULL;
-    if ((rc = tc_src_read(src, 8, hdr, (size_t)n, "header", d)))
-        goto done;
-    hdr[n] = 0;
-    if (hdr[0] != '{') {
-        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header starts with byte 0x%02x, not '{'", (uint8_t)hdr[0]);
-        goto done;
-    }
-    if (memchr(hdr, 0, (size_t)n)) {
-        size_t z = strlen(hdr);
-        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header has a NUL byte at header byte %zu (file offset %zu)", z,
-                     z + 8);
-        goto done;
-    }
-    const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts(hdr, (size_t)n, &end, 0);
-    if (!root) {
-        const char *ep = cJSON_GetErrorPtr();
-        size_t at = ep && ep >= hdr && ep <= hdr + n ? (size_t)(ep - hdr) : 0;
-        char near[24];
-        size_t k = 0;
-        for (size_t i = at; i < n && k < sizeof near - 1; i++)
-            near[k++] = hdr[i] >= 0x20 && hdr[i] < 0x7f ? hdr[i] : '?';
-        near[k] = 0;
-        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header is not valid JSON: error at header byte %zu (file offset %zu) near '%s'",
-                     at, at + 8, near);
-        goto done;
-    }
-    for (const char *p = end; p && p < hdr + n; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            size_t at = (size_t)(p - hdr);
-            rc = tc_fail(d, TC_ERR_FORMAT,
-                         "safetensors header has bytes after its JSON object at header byte %zu (file offset %zu)", at,
-                         at + 8);
-            goto done;
-        }
-    if (!cJSON_IsObject(root)) {
-        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header is %s, not a JSON object", json_kind(root));
-        goto done;
-    }
     uint64_t data_size = size - 8 - n;
-    size_t count = (size_t)cJSON_GetArraySize(root);
-    if (count > lim->max_entries + 1) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64 " (raise with --max-entries)", count,
-                     lim->max_entries);
+    hwin w = {.src = src, .n = n};
+    TC_VEC(span) sp = {0};
+    size_t count = 0;
+    if ((rc = prescan(&w, &count, d)))
+        goto done;
+    if (w.first != '{') {
+        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header starts with byte 0x%02x, not '{'", (uint8_t)w.first);
         goto done;
     }
-    sp = calloc(count + 1, sizeof *sp);
-    names = calloc(count + 1, sizeof *names);
-    if (!sp || !names) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    /* one member at a time: "key": value, each parsed with cJSON alone */
+    uint64_t at = 1, nmeta = 0;
+    bool first = true;
+    for (;;) {
+        member m = {0};
+        if ((rc = next_member(&w, at, first, &m, d)))
+            goto done;
+        first = false;
+        if (m.end) {
+            at = m.next;
+            break;
+        }
+        if (count > lim->max_entries + 1 || sp.n + nmeta + 1 > lim->max_entries + 1) {
+            rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64
+                         " (raise with --max-entries)", count, lim->max_entries);
+            goto done;
+        }
+        cJSON *key = NULL, *val = NULL;
+        if ((rc = parse_part(&w, m.kb, m.ke, &key, d)) || (rc = parse_part(&w, m.vb, m.ve, &val, d))) {
+            cJSON_Delete(key);
+            goto done;
+        }
+        const char *name = key->valuestring;
+        if (!strcmp(name, "__metadata__")) {
+            rc = nmeta++ ? tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", name)
+                         : read_metadata(c, val, d);
+        } else {
+            span *x = tc_vec_extend(&sp, 1);
+            rc = x ? read_tensor(c, name, val, data_size, x, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        }
+        cJSON_Delete(key);
+        cJSON_Delete(val);
+        if (rc)
+            goto done;
+        at = m.next;
+        if (m.last)
+            break;
+    }
+    if ((rc = trailing(&w, at, d)) || (rc = unique_names(c, d)))
         goto done;
-    }
-    size_t nn = 0, ns = 0;
-    bool have_meta = false;
-    for (const cJSON *v = root->child; v; v = v->next)
-        names[nn++] = v->string;
-    qsort(names, nn, sizeof *names, cmp_name);
-    for (size_t i = 1; i < nn; i++)
-        if (!strcmp(names[i], names[i - 1])) {
-            rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", names[i]);
-            goto done;
-        }
-    for (const cJSON *v = root->child; v; v = v->next) {
-        if (!strcmp(v->string, "__metadata__")) {
-            have_meta = true;
-            if ((rc = read_metadata(c, v, d)))
-                goto done;
-            continue;
-        }
-        if ((rc = read_tensor(c, v, data_size, &sp[ns], d)))
-            goto done;
-        ns++;
-    }
+    size_t ns = sp.n;
     /* the buffer must be covered exactly: no overlaps, no gaps, nothing left over */
-    qsort(sp, ns, sizeof *sp, cmp_span);
+    qsort(sp.v, ns, sizeof *sp.v, cmp_span);
     uint64_t pos = 0;
     const char *prev = NULL;
     for (size_t i = 0; i < ns; i++) {
-        const char *nm = tc_ckpt_tensor(c, sp[i].t)->name;
-        if (sp[i].b < pos) {
+        const span *x = &sp.v[i];
+        const char *nm = tc_ckpt_tensor(c, x->t)->name;
+        if (x->b < pos) {
             rc = tc_fail(d, TC_ERR_FORMAT,
                          "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] overlap tensor '%s', which ends at %" PRIu64,
-                         nm, sp[i].b, sp[i].e, prev, pos);
+                         nm, x->b, x->e, prev, pos);
             goto done;
         }
-        if (sp[i].b > pos) {
+        if (x->b > pos) {
             rc = tc_fail(d, TC_ERR_FORMAT,
                          "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] leave bytes [%" PRIu64 ", %" PRIu64
                          ") of the data unused (%s%s%s; the data must be contiguous)",
-                         nm, sp[i].b, sp[i].e, pos, sp[i].b, prev ? "after tensor '" : "at the start", prev ? prev : "",
+                         nm, x->b, x->e, pos, x->b, prev ? "after tensor '" : "at the start", prev ? prev : "",
                          prev ? "'" : "");
             goto done;
         }
-        pos = sp[i].e;
+        pos = x->e;
         prev = nm;
-        tc_ckpt_storage_mut(c, (size_t)tc_ckpt_tensor(c, sp[i].t)->storage)->file_off = 8 + n + sp[i].b;
+        tc_ckpt_storage_mut(c, (size_t)tc_ckpt_tensor(c, x->t)->storage)->file_off = 8 + n + x->b;
     }
     if (pos != data_size) {
         rc = tc_fail(d, TC_ERR_FORMAT,
@@ -450,12 +671,9 @@ static int open_st(tc_ckpt *c, tc_diag *d)
     snprintf(v, sizeof v, "%" PRIu64, data_size);
     if ((rc = tc_ckpt_add_fact(c, "data_bytes", v, d)))
         goto done;
-    (void)have_meta;
 done:
-    cJSON_Delete(root);
-    free(sp);
-    free(names);
-    free(hdr);
+    tc_vec_free(&sp);
+    free(w.buf);
     return rc;
 }
 
@@ -487,16 +705,42 @@ static cJSON *exact(uint64_t v)
     return cJSON_CreateRaw(t);
 }
 
+/* One member of the header object, "key":value, as cJSON prints it inside the
+ * whole object (the object {key: value} printed, its braces taken off). v is
+ * consumed. A header of N tensors is made one tensor's tree at a time. */
+static bool add_member(tc_buf *b, const char *key, cJSON *v)
+{
+    bool first = tc_buf_len(b) == 1; /* just the '{' */
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !v) {
+        cJSON_Delete(o);
+        cJSON_Delete(v);
+        return false;
+    }
+    cJSON_AddItemToObject(o, key, v);
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!t)
+        return false;
+    if (!first)
+        tc_buf_putc(b, ',');
+    tc_buf_add(b, t + 1, strlen(t) - 2);
+    free(t);
+    return !tc_buf_oom(b);
+}
+
 /* The header: __metadata__, then every tensor in the reference library's order. */
 static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
 {
-    cJSON *h = cJSON_CreateObject();
-    bool ok = h != NULL;
-    if (ok && job->nmeta) {
-        cJSON *m = cJSON_AddObjectToObject(h, "__metadata__");
+    tc_buf b = TC_BUF_INIT(0);
+    bool ok = true;
+    tc_buf_putc(&b, '{');
+    if (job->nmeta) {
+        cJSON *m = cJSON_CreateObject();
         ok = m != NULL;
         for (size_t i = 0; ok && i < job->nmeta; i++)
             ok = cJSON_AddStringToObject(m, job->meta[i].key, job->meta[i].value) != NULL;
+        ok = ok ? add_member(&b, "__metadata__", m) : (cJSON_Delete(m), false);
     }
     uint64_t pos = 0;
     for (size_t i = 0; ok && i < job->nitems; i++) {
@@ -510,7 +754,7 @@ static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
         if (ok) {
             cJSON_AddItemToObject(t, "shape", shape);
             cJSON_AddItemToObject(t, "data_offsets", offs);
-            cJSON_AddItemToObject(h, it->name, t);
+            ok = add_member(&b, it->name, t);
         } else {
             cJSON_Delete(t);
             cJSON_Delete(shape);
@@ -518,8 +762,9 @@ static char *header(const tc_write_job *job, const size_t *order, tc_diag *d)
         }
         pos += n;
     }
-    char *text = ok ? cJSON_PrintUnformatted(h) : NULL;
-    cJSON_Delete(h);
+    tc_buf_putc(&b, '}');
+    char *text = ok && !tc_buf_oom(&b) ? tc_buf_take(&b) : NULL;
+    tc_buf_free(&b);
     if (!text)
         tc_fail(d, TC_ERR_NOMEM, "out of memory");
     return text;

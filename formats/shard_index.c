@@ -367,9 +367,9 @@ static int add_shard_contents(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, 
         long si = tc_ckpt_add_storage(c, key, d);
         if (si < 0)
             return d->code;
+        if (tc_ckpt_set_location(c, (size_t)si, from->location, d))
+            return d->code;
         tc_storage *st = tc_ckpt_storage_mut(c, (size_t)si);
-        if (!(st->location = strdup(from->location)))
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         st->dtype = from->dtype;
         st->untyped = from->untyped;
         st->numel = from->numel;
@@ -390,7 +390,9 @@ static int add_shard_contents(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, 
         tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
         char *name = t->name;
         *t = *from;
-        t->name = name;
+        t->name = name; /* the name and dimensions are this checkpoint's own (the shard's are closed with it) */
+        if (tc_ckpt_set_dims(c, (size_t)ti, from->ndim, from->shape, from->stride, d))
+            return d->code;
         if (t->storage >= 0)
             t->storage += base;
         if (t->alias_of >= 0)

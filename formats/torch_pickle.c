@@ -110,9 +110,9 @@ static int on_persid(void *ctx, pk_obj *persid, tc_diag *d)
     if (si < 0) {
         if ((si = tc_ckpt_add_storage(c, key->s, d)) < 0)
             return d->code;
+        if (tc_ckpt_set_location(c, (size_t)si, loc->s, d))
+            return d->code;
         tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
-        if (!(s->location = strdup(loc->s)))
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         s->dtype = dt;
         s->untyped = untyped;
         s->numel = (uint64_t)numel->i;
@@ -396,32 +396,36 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
         names[k] = tc_ckpt_tensor(tg->c, k)->name;
     qsort(names, nt, sizeof *names, cmp_str);
     int rc = 0;
+    /* entries named as their tensors are (tc_torch_key_name), whatever their keys */
+    tc_buf top = TC_BUF_INIT(0), name = TC_BUF_INIT(0);
     for (size_t i = 0; i + 1 < n && !rc; i += 2) {
-        if (it[i]->kind != PK_STR)
-            continue;
         size_t m2;
         bool attr2, attr3;
         const pk_obj *v = it[i + 1];
         pk_obj *const *sub = kv_items(v, &m2, &attr2);
         sbuf s = {.n = 0};
         describe(tg, v, &s, 0);
-        tc_entry e = {it[i]->s, s.b, (char *)kind_text(v), 1, tensors_under(names, nt, it[i]->s),
-                      v->tag != 0, sub != NULL, attr};
-        rc = tc_ckpt_add_entry(tg->c, &e, d);
+        tc_buf_reset(&top);
+        tc_torch_key_name(it[i], &top, NULL);
+        tc_entry e = {(char *)tc_buf_str(&top), s.b, (char *)kind_text(v), 1,
+                      tensors_under(names, nt, tc_buf_str(&top)), v->tag != 0, sub != NULL, attr};
+        rc = tc_buf_oom(&top) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_entry(tg->c, &e, d);
         for (size_t j = 0; sub && j + 1 < m2 && !rc; j += 2) {
-            if (sub[j]->kind != PK_STR)
-                continue;
-            char name[1024];
-            snprintf(name, sizeof name, "%s.%s", it[i]->s, sub[j]->s);
+            tc_buf_reset(&name);
+            tc_buf_puts(&name, tc_buf_str(&top));
+            tc_buf_putc(&name, '.');
+            tc_torch_key_name(sub[j], &name, NULL);
             size_t m3;
             sbuf t = {.n = 0};
             describe(tg, sub[j + 1], &t, 0);
-            tc_entry e2 = {name, t.b, (char *)kind_text(sub[j + 1]), 2,
-                           tensors_under(names, nt, name), sub[j + 1]->tag != 0,
+            tc_entry e2 = {(char *)tc_buf_str(&name), t.b, (char *)kind_text(sub[j + 1]), 2,
+                           tensors_under(names, nt, tc_buf_str(&name)), sub[j + 1]->tag != 0,
                            kv_items(sub[j + 1], &m3, &attr3) != NULL, attr2};
-            rc = tc_ckpt_add_entry(tg->c, &e2, d);
+            rc = tc_buf_oom(&name) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_entry(tg->c, &e2, d);
         }
     }
+    tc_buf_free(&top);
+    tc_buf_free(&name);
     free(names);
     return rc;
 }

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "buf.h"
 #include "ckpt.h"
 #include "format.h"
 #include "pickle.h"
@@ -76,6 +77,12 @@ void tc_torch_describe(const tc_torch_graph *tg, const pk_obj *o, char *text, si
 
 /* After the pickle is read: tensors, globals and contents of c from tg->root. */
 int tc_torch_index(tc_torch_graph *tg, tc_diag *d);
+/* The name a dict key k gives its tensors, into b: str() of text, ints,
+ * bools, None and floats; for any other key (bytes, a tuple, text that is not
+ * UTF-8 or holds a NUL) its repr(), and *bad says what it is (else NULL):
+ * a key no state_dict name can be (torch_walk.c). */
+void tc_torch_key_name(const pk_obj *k, tc_buf *b, const char **bad);
+
 /* The tensors alone (torch_walk.c), for tc_torch_index. */
 int tc_torch_walk(tc_torch_graph *tg, tc_diag *d);
 

@@ -216,10 +216,16 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_write_job *job, bool *keep, ui
 
 /* ---- a new state_dict ---------------------------------------------------------------- */
 
+/* Values the pickle writer never memoizes (ints, bools, the empty tuple) are
+ * written the same whether their nodes are shared or not: the small ones are
+ * made once, so that a tensor costs the graph a few nodes of its own, not 15. */
+#define SMALL_INTS 1024
+
 typedef struct gb {
     pk_graph *g;
     pk_obj *s_storage, *od, *v2, *v3, *untyped, *param;
     edit names;            /* location strings and storage types, made once */
+    pk_obj *small[SMALL_INTS], *yes, *no, *empty;
     bool oom;
 } gb;
 
@@ -230,11 +236,28 @@ static pk_obj *chk(gb *b, pk_obj *o)
     return o;
 }
 
+static pk_obj *an_int(gb *b, int64_t v)
+{
+    if (v < 0 || v >= SMALL_INTS)
+        return chk(b, pk_new_int(b->g, v));
+    if (!b->small[v])
+        b->small[v] = chk(b, pk_new_int(b->g, v));
+    return b->small[v];
+}
+
+static pk_obj *a_bool(gb *b, bool v)
+{
+    pk_obj **at = v ? &b->yes : &b->no;
+    if (!*at && (*at = chk(b, pk_new(b->g, PK_BOOL))))
+        (*at)->i = v;
+    return *at;
+}
+
 static pk_obj *ints(gb *b, const int64_t *v, int n)
 {
     pk_obj *t = chk(b, pk_new(b->g, PK_TUPLE));
     for (int i = 0; t && i < n; i++)
-        if (pk_push(b->g, t, chk(b, pk_new_int(b->g, v[i]))))
+        if (pk_push(b->g, t, an_int(b, v[i])))
             b->oom = true;
     return t;
 }
@@ -242,11 +265,13 @@ static pk_obj *ints(gb *b, const int64_t *v, int n)
 /* An empty OrderedDict call. */
 static pk_obj *od_new(gb *b)
 {
-    pk_obj *o = chk(b, pk_new(b->g, PK_CALL)), *empty = chk(b, pk_new(b->g, PK_TUPLE));
+    pk_obj *o = chk(b, pk_new(b->g, PK_CALL));
+    if (!b->empty)
+        b->empty = chk(b, pk_new(b->g, PK_TUPLE));
     if (b->oom)
         return NULL;
     o->func = b->od;
-    o->args = empty;
+    o->args = b->empty;
     return o;
 }
 
@@ -254,11 +279,11 @@ static pk_obj *od_new(gb *b)
 static pk_obj *rebuild(gb *b, const tc_witem *it, pk_obj *pid)
 {
     bool v3 = tc_dtype_is_v3(it->dtype);
-    pk_obj *call = chk(b, pk_new(b->g, PK_CALL)), *rg = chk(b, pk_new(b->g, PK_BOOL)), *hooks = od_new(b);
+    pk_obj *call = chk(b, pk_new(b->g, PK_CALL)), *rg = a_bool(b, it->parameter ? false : it->requires_grad);
+    pk_obj *hooks = od_new(b);
     if (b->oom)
         return NULL;
-    rg->i = it->parameter ? false : it->requires_grad;
-    pk_obj *a[7] = {pid, chk(b, pk_new_int(b->g, it->offset)), ints(b, it->shape, it->ndim),
+    pk_obj *a[7] = {pid, an_int(b, it->offset), ints(b, it->shape, it->ndim),
                     ints(b, it->stride, it->ndim), rg, hooks,
                     v3 ? chk(b, pk_new_global(b->g, "torch", tc_dtype_name(it->dtype))) : NULL};
     if (b->oom || !(call->args = chk(b, pk_new_tuple(b->g, v3 ? 7 : 6, a))))
@@ -267,10 +292,9 @@ static pk_obj *rebuild(gb *b, const tc_witem *it, pk_obj *pid)
     if (!it->parameter)
         return call;
     /* _rebuild_parameter(tensor, requires_grad, OrderedDict()) */
-    pk_obj *p = chk(b, pk_new(b->g, PK_CALL)), *prg = chk(b, pk_new(b->g, PK_BOOL)), *h = od_new(b);
+    pk_obj *p = chk(b, pk_new(b->g, PK_CALL)), *prg = a_bool(b, it->requires_grad), *h = od_new(b);
     if (b->oom)
         return NULL;
-    prg->i = it->requires_grad;
     p->func = b->param;
     p->args = chk(b, pk_new_tuple(b->g, 3, (pk_obj *[]){call, prg, h}));
     return b->oom ? NULL : p;
@@ -295,7 +319,7 @@ static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, pk_obj **keys, pk_
                                         : pk_new_global(b->g, "torch", storage));
     int64_t n = (int64_t)(v3 ? bl->nbytes : bl->nbytes / tc_dtype_size(bl->dtype));
     pk_obj *numel = bl->cast ? numels[k] : NULL;
-    if (!numel && (numel = chk(b, pk_new_int(b->g, n))) && bl->cast)
+    if (!numel && (numel = an_int(b, n)) && bl->cast)
         numels[k] = numel;
     pk_obj *it[5] = {b->s_storage, type, keys[k], chk(b, intern(&b->names, PK_STR, bl->location, NULL)), numel};
     pk_obj *tup = b->oom ? NULL : chk(b, pk_new_tuple(b->g, 5, it));
@@ -324,11 +348,12 @@ int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_
     b.v3 = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_tensor_v3"));
     b.untyped = chk(&b, pk_new_global(b.g, "torch.storage", "UntypedStorage"));
     b.param = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_parameter"));
-    if (b.oom || !(root = od_new(&b))) {
+    if (b.oom || !(root = job->plain_dict ? chk(&b, pk_new(b.g, PK_DICT)) : od_new(&b))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    root->items_kind = PK_ITEMS_DICT;
+    if (!job->plain_dict)
+        root->items_kind = PK_ITEMS_DICT;
     for (size_t i = 0; i < job->nitems && !rc; i++) {
         const tc_witem *it = &job->items[i];
         pk_obj *node = it->same_as >= 0 ? nodes[it->same_as] : NULL;

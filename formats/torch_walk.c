@@ -7,11 +7,13 @@
 #include "torch_pickle.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "buf.h"
 #include "strmap.h"
 
 /* ---- walking the graph ----------------------------------------------------------- */
@@ -95,6 +97,9 @@ typedef struct walker {
     bool attrs;                    /* the holder is an object's attributes */
     ptrmap holders;                /* holder node -> its keyed container index */
     int in_module;                 /* modules pickled whole around the value walked */
+    tc_buf key;                    /* a key's name, as key_name makes it */
+    const char *bad;               /* on the path: a key that is no name (what it is), or NULL */
+    size_t bad_at;                 /* the path's length before that key */
 } walker;
 
 /* The value walked next is item i of holder (whose own path is w->path), or of no keyed container (holder NULL). */
@@ -129,23 +134,215 @@ static int path_push(walker *w, const char *comp, size_t *saved)
 
 static void path_pop(walker *w, size_t saved)
 {
+    if (w->bad && saved <= w->bad_at)
+        w->bad = NULL;
     w->len = saved;
     if (w->path)
         w->path[saved] = 0;
 }
 
-static const char *key_text(const pk_obj *k, char *buf, size_t n)
+/* A Python str as repr() writes it (for a key that is no name: a NUL or a lone surrogate in it). */
+static void repr_str(tc_buf *b, const char *s, size_t n)
 {
+    tc_buf_putc(b, '\'');
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)s[i];
+        if (c == 0xed && i + 2 < n && ((uint8_t)s[i + 1] & 0xe0) == 0xa0) { /* a surrogate, as 3-byte UTF-8 */
+            tc_buf_printf(b, "\\u%04x", 0xd000u | ((uint8_t)s[i + 1] & 0x3fu) << 6 | ((uint8_t)s[i + 2] & 0x3fu));
+            i += 2;
+        } else if (c == '\\' || c == '\'') {
+            tc_buf_printf(b, "\\%c", c);
+        } else if (c < 0x20 || c == 0x7f) {
+            tc_buf_printf(b, "\\x%02x", c);
+        } else {
+            tc_buf_putc(b, (char)c);
+        }
+    }
+    tc_buf_putc(b, '\'');
+}
+
+/* A two's complement little-endian integer in decimal. */
+static void bigint_text(tc_buf *b, const uint8_t *p, size_t n)
+{
+    uint8_t *m = malloc(n ? n : 1);
+    char *dig = malloc(3 * n + 2);
+    if (!m || !dig) {
+        free(m);
+        free(dig);
+        tc_buf_puts(b, "<int>");
+        return;
+    }
+    bool neg = n && (p[n - 1] & 0x80);
+    unsigned carry = 1;
+    for (size_t i = 0; i < n; i++) { /* magnitude, little-endian */
+        unsigned v = neg ? (uint8_t)~p[i] + carry : p[i];
+        m[i] = (uint8_t)v;
+        carry = neg ? v >> 8 : 0;
+    }
+    size_t nd = 0, top = n;
+    while (top && !m[top - 1])
+        top--;
+    while (top) { /* divide by 10, most significant byte first */
+        unsigned r = 0;
+        for (size_t i = top; i-- > 0;) {
+            unsigned v = r << 8 | m[i];
+            m[i] = (uint8_t)(v / 10);
+            r = v % 10;
+        }
+        dig[nd++] = (char)('0' + r);
+        while (top && !m[top - 1])
+            top--;
+    }
+    if (!nd)
+        dig[nd++] = '0';
+    if (neg)
+        tc_buf_putc(b, '-');
+    while (nd)
+        tc_buf_putc(b, dig[--nd]);
+    free(m);
+    free(dig);
+}
+
+/* A float as Python's repr: the shortest digits that read back as the same
+ * number, fixed-point for exponents -4 to 15, else with an exponent. */
+static void float_text(tc_buf *b, double f)
+{
+    if (isnan(f) || isinf(f)) {
+        tc_buf_puts(b, isnan(f) ? "nan" : f < 0 ? "-inf" : "inf");
+        return;
+    }
+    char t[48];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(t, sizeof t, "%.*e", prec - 1, f);
+        if (strtod(t, NULL) == f)
+            break;
+    }
+    snprintf(t, sizeof t, "%.*e", prec - 1, f);
+    int exp = atoi(strchr(t, 'e') + 1);
+    if (exp < -4 || exp >= 16) {
+        char *e = strchr(t, 'e'), *dot = strchr(t, '.');
+        if (dot && e) { /* "1.50e+20" is "1.5e+20" */
+            char *z = e;
+            while (z > dot + 1 && z[-1] == '0')
+                z--;
+            if (z == dot + 1)
+                z = dot;
+            memmove(z, e, strlen(e) + 1);
+        }
+        tc_buf_puts(b, t);
+        return;
+    }
+    snprintf(t, sizeof t, "%.*f", prec - 1 - exp > 0 ? prec - 1 - exp : 0, f);
+    tc_buf_puts(b, t);
+    if (!strchr(t, '.'))
+        tc_buf_puts(b, ".0");
+}
+
+/* The name component of a dict key, into b. Text, ints, bools, None and
+ * floats name their tensors as str() of the key; any other key (bytes, a
+ * tuple, text that is not UTF-8 or holds a NUL) is no name a state_dict can
+ * have: it is written as repr() writes it, and *bad (when given) says what it is. */
+static void key_name(const pk_obj *k, tc_buf *b, const char **bad, int depth)
+{
+    if (depth > 8) {
+        tc_buf_puts(b, "...");
+        if (bad)
+            *bad = "a tuple";
+        return;
+    }
+    const char *why = NULL;
     switch (k->kind) {
     case PK_STR:
-    case PK_BYTES: snprintf(buf, n, "%.*s", (int)(k->len < n ? k->len : n - 1), k->s); break;
-    case PK_INT: snprintf(buf, n, "%" PRId64, k->i); break;
-    case PK_BOOL: snprintf(buf, n, "%s", k->i ? "True" : "False"); break;
-    case PK_NONE: snprintf(buf, n, "None"); break;
-    case PK_FLOAT: snprintf(buf, n, "%g", k->f); break;
-    default: snprintf(buf, n, "?"); break;
+        if ((k->flags & PK_F_SURROGATE) || memchr(k->s, 0, k->len)) {
+            why = k->flags & PK_F_SURROGATE ? "text that is not UTF-8 (a lone surrogate)" : "text holding a NUL";
+            repr_str(b, k->s, k->len);
+        } else {
+            tc_buf_add(b, k->s, k->len);
+        }
+        break;
+    case PK_INT: tc_buf_printf(b, "%" PRId64, k->i); break;
+    case PK_BIGINT: bigint_text(b, (const uint8_t *)k->s, k->len); break;
+    case PK_BOOL: tc_buf_puts(b, k->i ? "True" : "False"); break;
+    case PK_NONE: tc_buf_puts(b, "None"); break;
+    case PK_FLOAT: float_text(b, k->f); break;
+    case PK_BYTES:
+    case PK_BYTEARRAY:
+        why = k->kind == PK_BYTES ? "bytes" : "a bytearray";
+        tc_buf_puts(b, k->kind == PK_BYTES ? "b" : "bytearray(b");
+        repr_str(b, k->s, k->len);
+        if (k->kind == PK_BYTEARRAY)
+            tc_buf_putc(b, ')');
+        break;
+    case PK_TUPLE:
+        why = "a tuple";
+        tc_buf_putc(b, '(');
+        for (size_t i = 0; i < k->n && depth < 8; i++) {
+            if (i)
+                tc_buf_puts(b, ", ");
+            key_name(k->items[i], b, NULL, depth + 1);
+        }
+        if (depth >= 8 && k->n)
+            tc_buf_puts(b, "...");
+        tc_buf_puts(b, k->n == 1 ? ",)" : ")");
+        break;
+    case PK_CALL: {
+        /* bytes under protocol 2: _codecs.encode(text, 'latin1'), each character one byte */
+        const pk_obj *f = pk_call_global(k);
+        const pk_obj *a = k->args;
+        if (f && pk_is_global(f, "_codecs", "encode") && a && a->kind == PK_TUPLE && a->n == 2 &&
+            a->items[0]->kind == PK_STR && pk_is_str(a->items[1], "latin1")) {
+            tc_buf raw = TC_BUF_INIT(0);
+            const uint8_t *p = (const uint8_t *)a->items[0]->s;
+            bool ok = true;
+            for (size_t i = 0; i < a->items[0]->len && ok; i++) {
+                if (p[i] < 0x80) {
+                    tc_buf_putc(&raw, (char)p[i]);
+                } else if ((p[i] & 0xfe) == 0xc2 && i + 1 < a->items[0]->len) {
+                    tc_buf_putc(&raw, (char)((p[i] & 0x03) << 6 | (p[i + 1] & 0x3f)));
+                    i++;
+                } else {
+                    ok = false;
+                }
+            }
+            if (ok) {
+                why = "bytes";
+                tc_buf_putc(b, 'b');
+                repr_str(b, tc_buf_str(&raw), tc_buf_len(&raw));
+                tc_buf_free(&raw);
+                break;
+            }
+            tc_buf_free(&raw);
+        }
+        why = "an object that is no text";
+        tc_buf_printf(b, "<%s>", f ? f->name : "object");
+        break;
     }
-    return buf;
+    default:
+        why = "an object that is no text";
+        tc_buf_printf(b, "<%s>", k->kind == PK_GLOBAL ? "global" : k->kind == PK_FROZENSET ? "frozenset" : "value");
+        break;
+    }
+    if (bad)
+        *bad = why;
+}
+
+void tc_torch_key_name(const pk_obj *k, tc_buf *b, const char **bad) { key_name(k, b, bad, 0); }
+
+/* Push key k onto the path (as key_name names it), remembering where a key that is no name entered it. */
+static int key_push(walker *w, const pk_obj *k, size_t *saved)
+{
+    const char *bad;
+    tc_buf_reset(&w->key);
+    key_name(k, &w->key, &bad, 0);
+    if (tc_buf_oom(&w->key))
+        return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+    int rc = path_push(w, tc_buf_str(&w->key), saved);
+    if (!rc && bad && !w->bad) {
+        w->bad = bad;
+        w->bad_at = *saved;
+    }
+    return rc;
 }
 
 static bool dict_items(const pk_obj *o, pk_obj ***items, size_t *n)
@@ -188,13 +385,17 @@ static long holder_index(walker *w)
     char *name = strndup(w->path ? w->path : "", w->holder_len);
     long k = -1;
     bool ok = keys && text && name;
+    tc_buf kb = TC_BUF_INIT(0);
     for (size_t i = 0; ok && i < nk; i++) {
-        char kb[256];
-        ok = (keys[i] = strdup(key_text(it[2 * i], kb, sizeof kb))) != NULL;
-        /* renamed only when the name shows the whole key */
-        text[i] = it[2 * i]->kind == PK_STR && it[2 * i]->len < sizeof kb && strlen(it[2 * i]->s) == it[2 * i]->len;
+        const char *bad;
+        tc_buf_reset(&kb);
+        key_name(it[2 * i], &kb, &bad, 0);
+        ok = !tc_buf_oom(&kb) && (keys[i] = strdup(tc_buf_str(&kb))) != NULL;
+        /* renamed only when the name is the key itself */
+        text[i] = it[2 * i]->kind == PK_STR && !bad;
         bytes += ok ? strlen(keys[i]) + 1 : 0;
     }
+    tc_buf_free(&kb);
     if (!ok)
         tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
     else if ((w->name_bytes += bytes + w->holder_len) > w->max_name_bytes)
@@ -320,6 +521,7 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
     tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)ti);
     t->keyed = kx;
     t->item = w->item;
+    t->badkey = w->bad;
     pk_obj *node = param ? param : call; /* tag: the first tensor built by it, + 1 */
     if (node->tag) {
         t->alias_of = (long)node->tag - 1;
@@ -334,22 +536,22 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
     t->parameter = param != NULL;
     pk_obj *const *a = args->items;
     size_t na = args->n;
-    int nd2 = 0;
+    int nd = 0, nd2 = 0;
+    int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
     if (is_rebuild(func, "_rebuild_meta_tensor_no_storage")) {
         if (na < 3)
             return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': meta tensor with %zu arguments", w->path, na);
         t->kind = TC_TENSOR_META;
         t->dtype = dtype_global(a[0]);
         snprintf(t->device, sizeof t->device, "meta");
-        if (int_tuple(w, a[1], t->shape, &t->ndim, "size") || int_tuple(w, a[2], t->stride, &nd2, "stride"))
+        if (int_tuple(w, a[1], shape, &nd, "size") || int_tuple(w, a[2], stride, &nd2, "stride"))
             return w->d->code;
         t->requires_grad = na > 3 && a[3]->kind == PK_BOOL && a[3]->i;
     } else if (is_rebuild(func, "_rebuild_wrapper_subclass")) {
         t->kind = TC_TENSOR_OTHER;
         t->dtype = na > 1 ? dtype_global(a[1]) : TC_DT_INVALID;
         snprintf(t->device, sizeof t->device, "?");
-        if (na > 3 && (int_tuple(w, a[2], t->shape, &t->ndim, "size") ||
-                       int_tuple(w, a[3], t->stride, &nd2, "stride")))
+        if (na > 3 && (int_tuple(w, a[2], shape, &nd, "size") || int_tuple(w, a[3], stride, &nd2, "stride")))
             return w->d->code;
     } else {
         bool v3 = is_rebuild(func, "_rebuild_tensor_v3");
@@ -373,7 +575,7 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
             return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': storage offset is not a non-negative integer",
                            w->path);
         t->offset = a[1]->i;
-        if (int_tuple(w, a[2], t->shape, &t->ndim, "size") || int_tuple(w, a[3], t->stride, &nd2, "stride"))
+        if (int_tuple(w, a[2], shape, &nd, "size") || int_tuple(w, a[3], stride, &nd2, "stride"))
             return w->d->code;
         t->dtype = v3 ? dtype_global(a[6]) : s->dtype;
         if (t->dtype == TC_DT_INVALID)
@@ -383,9 +585,11 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
         size_t rgi = q ? 5 : 4;
         t->requires_grad = na > rgi && a[rgi]->kind == PK_BOOL && a[rgi]->i;
     }
-    if (nd2 != t->ndim)
-        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': size has %d dimensions, stride %d", w->path,
-                       t->ndim, nd2);
+    if (nd2 != nd)
+        return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': size has %d dimensions, stride %d", w->path, nd, nd2);
+    if (tc_ckpt_set_dims(c, (size_t)ti, nd, shape, stride, w->d))
+        return w->d->code;
+    t = tc_ckpt_tensor_mut(c, (size_t)ti);
     if (requires_grad_given)
         t->requires_grad = rg;
     int set_rg = -1;
@@ -427,11 +631,10 @@ static int walk(walker *w, pk_obj *o);
 /* The items it[0..n) of holder (a dict, a dict-like call, an object's state: attrs). */
 static int walk_dict(walker *w, pk_obj *holder, pk_obj **it, size_t n, bool attrs)
 {
-    char kb[256];
     for (size_t i = 0; i + 1 < n; i += 2) {
         size_t sv;
         set_holder(w, holder, i / 2, attrs);
-        if (path_push(w, key_text(it[i], kb, sizeof kb), &sv))
+        if (key_push(w, it[i], &sv))
             return w->d->code;
         int rc = walk(w, it[i + 1]);
         path_pop(w, sv);
@@ -495,13 +698,19 @@ static int walk_sparse(walker *w, const pk_obj *layout, pk_obj *parts)
 static int walk_module_state(walker *w, const pk_obj *state, const tc_strmap *np_names);
 
 /* nn.Module pickled whole: names as state_dict() gives them (minus the
- * buffers named in _non_persistent_buffers_set, as state_dict() leaves them out). */
+ * buffers named in _non_persistent_buffers_set, as state_dict() leaves them
+ * out). The set is pickled as set([...]) under protocols 0-3 (a REDUCE on a
+ * list), as EMPTY_SET + ADDITEMS under 4 and 5. */
 static int walk_module(walker *w, const pk_obj *state)
 {
-    const pk_obj *skip = dict_get(state, "_non_persistent_buffers_set");
+    const pk_obj *skip = dict_get(state, "_non_persistent_buffers_set"), *l = NULL;
     tc_strmap np_names = {0};
-    if (skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1 && skip->args->items[0]->kind == PK_LIST) {
-        const pk_obj *l = skip->args->items[0];
+    if (skip && (skip->kind == PK_SET || skip->kind == PK_FROZENSET))
+        l = skip;
+    else if (skip && skip->kind == PK_CALL && skip->args && skip->args->n == 1 &&
+             (skip->args->items[0]->kind == PK_LIST || skip->args->items[0]->kind == PK_TUPLE))
+        l = skip->args->items[0];
+    if (l) {
         for (size_t j = 0; j < l->n; j++)
             if (l->items[j]->kind == PK_STR && tc_strmap_put(&np_names, l->items[j]->s, j, NULL) < 0) {
                 tc_strmap_free(&np_names);
@@ -576,12 +785,11 @@ static pk_obj *pairs_arg(const pk_obj *f, const pk_obj *args)
 
 static int walk_pairs(walker *w, const pk_obj *l)
 {
-    char kb[256];
     for (size_t i = 0; i < l->n; i++) {
         pk_obj *const *kv = l->items[i]->items;
         size_t sv;
         set_holder(w, NULL, 0, false); /* pairs in a list: no keyed container key surgery can edit */
-        if (path_push(w, key_text(kv[0], kb, sizeof kb), &sv))
+        if (key_push(w, kv[0], &sv))
             return w->d->code;
         int rc = walk(w, kv[1]);
         path_pop(w, sv);
@@ -821,6 +1029,7 @@ int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
         rc = walk(&w, tg->root);
     pk_graph_clear_marks(tg->g);
     free(w.path);
+    tc_buf_free(&w.key);
     free(w.holders.key);
     free(w.holders.val);
     return rc;

@@ -1455,12 +1455,13 @@ static int make_tensors(zr *R, tc_diag *d)
         t->kind = TC_TENSOR_DENSE;
         t->dtype = v->dtype;
         t->ndim = v->ndim;
-        int64_t stride = 1;
+        int64_t strides[TC_MAX_DIMS], stride = 1;
         for (int j = v->ndim - 1; j >= 0; j--) {
-            t->shape[j] = shape[j];
-            t->stride[j] = stride;
+            strides[j] = stride;
             stride *= shape[j] ? shape[j] : 1;
         }
+        if (!rc)
+            rc = tc_ckpt_set_dims(c, (size_t)k, v->ndim, shape, strides, d);
         t->numel = v->numel;
         t->nbytes = v->numel * tc_dtype_size(v->dtype);
         t->requires_grad = v->rg;

@@ -3,6 +3,7 @@
     from judge import Report, compare_names, run, torch_or_skip
     torch = torch_or_skip()                      # a judge that needs torch: exit 77 (skip) without
     out = out_dir(base, torch)                   # a fresh folder for this torch's outputs
+    open_in(pid, folder)                         # the files a process holds open in folder
     rep = Report()
     rc, out, err = run(tool, "inspect", path)    # tool: a program, or an argument list
     rep.check("inspect exits 0", ["exit %d: %s" % (rc, err.strip())] if rc else [])
@@ -77,6 +78,23 @@ def run(cmd, *args, **kwargs):
     argv = [cmd] if isinstance(cmd, str) else list(cmd)
     p = subprocess.run(argv + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def open_in(pid, folder):
+    """The files process pid holds open in folder, as /proc shows them (an output not yet named,
+    made with O_TMPFILE, shows as 'FOLDER/#NNN (deleted)'): how a test catches a rewrite midway."""
+    fds, found = "/proc/%d/fd" % pid, []
+    try:
+        for fd in os.listdir(fds):
+            try:
+                t = os.readlink(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if t.startswith(folder + "/"):
+                found.append(os.path.join(fds, fd))
+    except OSError:
+        pass
+    return found
 
 
 def compare_names(got, want):

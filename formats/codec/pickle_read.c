@@ -38,7 +38,16 @@ typedef struct rd {
     char *tmp;
     size_t tcap;
     char shown[4 * 40 + 8];
+    /* None, False, True and the ints 0..SMALL_INTS-1 of BININT*: one node each.
+     * Nothing changes a scalar once made, and the writer writes scalars by value,
+     * so sharing them changes no reading (CPython shares small ints too) and
+     * saves a tensor's graph about a third of its nodes. Each reuse still
+     * counts as an object against the limit. */
+    pk_obj *small[256], *none, *bools[2];
+    uint64_t reused;
 } rd;
+
+#define SMALL_INTS 256
 
 enum {
     MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
@@ -137,7 +146,7 @@ static uint64_t le(const uint8_t *p, size_t k)
 
 static bool over_objects(rd *r)
 {
-    if (pk_graph_count(r->g) < r->o->limits.max_objects)
+    if (pk_graph_count(r->g) + r->reused < r->o->limits.max_objects)
         return false;
     FAIL(r, TC_ERR_LIMIT, "more than %llu objects (raise with --max-objects)",
          (unsigned long long)r->o->limits.max_objects);
@@ -151,6 +160,23 @@ static pk_obj *mk(rd *r, pk_kind k)
     pk_obj *o = pk_new(r->g, k);
     if (!o)
         oom(r);
+    return o;
+}
+
+/* A shared scalar node: *slot made the first time (i its value), counted each time. */
+static pk_obj *shared(rd *r, pk_obj **slot, pk_kind k, int64_t i)
+{
+    if (*slot) {
+        if (over_objects(r))
+            return NULL;
+        r->reused++;
+        return *slot;
+    }
+    pk_obj *o = mk(r, k);
+    if (o) {
+        o->i = i;
+        *slot = o;
+    }
     return o;
 }
 
@@ -1247,12 +1273,14 @@ static int step(rd *r, bool *stop)
             return rc;
         return push(r, a);
 
-    case NONE: return push(r, mk(r, PK_NONE));
+    case NONE:
+        if (!(a = shared(r, &r->none, PK_NONE, 0)))
+            return failed(r);
+        return push(r, a);
     case NEWTRUE:
     case NEWFALSE:
-        if (!(a = mk(r, PK_BOOL)))
+        if (!(a = shared(r, &r->bools[r->op == NEWTRUE], PK_BOOL, r->op == NEWTRUE)))
             return failed(r);
-        a->i = r->op == NEWTRUE;
         return push(r, a);
     case BININT:
     case BININT1:
@@ -1261,9 +1289,13 @@ static int step(rd *r, bool *stop)
         if ((rc = need(r, k)))
             return rc;
         r->pos += k;
-        if (!(a = mk(r, PK_INT)))
+        int64_t v = k == 4 ? (int64_t)(int32_t)(uint32_t)le(p, 4) : (int64_t)le(p, k);
+        if (v >= 0 && v < SMALL_INTS)
+            a = shared(r, &r->small[v], PK_INT, v);
+        else if ((a = mk(r, PK_INT)))
+            a->i = v;
+        if (!a)
             return failed(r);
-        a->i = k == 4 ? (int64_t)(int32_t)(uint32_t)le(p, 4) : (int64_t)le(p, k);
         return push(r, a);
     }
     case LONG1:

@@ -10,86 +10,96 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
-/* ---- temporaries a signal handler removes ------------------------------------
- * The table is changed only with the cleanup signals blocked, so the handler
- * always sees it whole. */
+#include "buf.h"
+#include "vec.h"
 
-static char **pending;
-static size_t npending, pending_cap;
+/* ---- names a signal handler removes --------------------------------------------
+ * Only what has a name is listed: a temporary made where the file system
+ * cannot make unnamed files, a finished output given a hidden name on its way
+ * into place, the folders tc_dst_mkdirs made. An unnamed temporary needs no
+ * one to remove it: it goes when its descriptor closes, however the process
+ * ends. The tables change only with every signal blocked, so the handler
+ * always sees them whole. */
+
+static TC_VEC(char *) pending;
+static TC_VEC(char *) made;         /* folders tc_dst_mkdirs created, oldest first */
 
 static void block(sigset_t *old)
 {
     sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    sigaddset(&s, SIGHUP);
+    sigfillset(&s);
     sigprocmask(SIG_BLOCK, &s, old);
 }
 
-static int pending_add(char *path)
-{
-    sigset_t old;
-    block(&old);
-    int rc = 0;
-    if (npending == pending_cap) {
-        size_t cap = pending_cap ? pending_cap * 2 : 16;
-        char **p = realloc(pending, cap * sizeof *p);
-        if (p) {
-            pending = p;
-            pending_cap = cap;
-        } else {
-            rc = -1;
-        }
-    }
-    if (!rc)
-        pending[npending++] = path;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    return rc;
-}
+static void unblock(const sigset_t *old) { sigprocmask(SIG_SETMASK, old, NULL); }
+
+/* Called with signals blocked. */
+static int pending_add(char *path) { return tc_vec_push(&pending, path); }
 
 static void pending_drop(const char *path)
 {
     sigset_t old;
     block(&old);
-    for (size_t i = 0; i < npending; i++)
-        if (pending[i] == path) {
-            pending[i] = pending[--npending];
+    for (size_t i = 0; i < pending.n; i++)
+        if (pending.v[i] == path) {
+            pending.v[i] = pending.v[--pending.n];
             break;
         }
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    unblock(&old);
 }
 
-static char **made;        /* folders tc_dst_mkdirs created, oldest first */
-static size_t nmade, made_cap;
+/* Every signal whose default action ends the process and that a handler can
+ * catch (SIGKILL and SIGSTOP cannot be caught; SIGXFSZ is ignored instead). */
+static const int fatal_signals[] = {SIGHUP,  SIGINT,  SIGQUIT,   SIGILL,  SIGTRAP, SIGABRT, SIGBUS,
+                                    SIGFPE,  SIGUSR1, SIGSEGV,   SIGUSR2, SIGPIPE, SIGALRM, SIGTERM,
+                                    SIGSTKFLT, SIGXCPU, SIGVTALRM, SIGPROF, SIGIO,  SIGPWR,  SIGSYS};
+static struct sigaction before[_NSIG];
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-    for (size_t i = 0; i < npending; i++)
-        unlink(pending[i]);
-    for (size_t i = nmade; i > 0; i--)
-        rmdir(made[i - 1]);
-    signal(sig, SIG_DFL);
-    raise(sig);
+    (void)uc;
+    for (size_t i = 0; i < pending.n; i++)
+        unlink(pending.v[i]);
+    for (size_t i = made.n; i > 0; i--)
+        rmdir(made.v[i - 1]);
+    pending.n = made.n = 0;
+    /* then what would have happened without us: the default action (or the
+     * handler that was there, a sanitizer's); a fault the kernel raised comes
+     * back by itself when the faulting instruction runs again */
+    sigaction(sig, &before[sig], NULL);
+    bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
+    if (!(fault && si && si->si_code > 0))
+        raise(sig);
+}
+
+static void catch_one(int sig, const struct sigaction *sa)
+{
+    struct sigaction old;
+    if (sig <= 0 || sig >= _NSIG || sigaction(sig, NULL, &old) < 0)
+        return;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+        return; /* ignored when we started (nohup, a background job): it stays so */
+    before[sig] = old;
+    sigaction(sig, sa, NULL);
 }
 
 void tc_dst_cleanup_on_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sigaddset(&sa.sa_mask, SIGHUP);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+        catch_one(fatal_signals[i], &sa);
+    for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+        catch_one(s, &sa);
     signal(SIGXFSZ, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
 }
 
 int tc_dst_mkdirs(const char *dir, tc_diag *d)
@@ -112,18 +122,10 @@ int tc_dst_mkdirs(const char *dir, tc_diag *d)
         } else if (mkdir(p, 0777) == 0) {
             sigset_t old;
             block(&old);
-            if (nmade == made_cap) {
-                size_t cap = made_cap ? made_cap * 2 : 8;
-                char **m = realloc(made, cap * sizeof *m);
-                if (m) {
-                    made = m;
-                    made_cap = cap;
-                }
-            }
-            char *copy = nmade < made_cap ? strdup(p) : NULL;
-            if (copy)
-                made[nmade++] = copy; /* else it stays, untracked: harmless */
-            sigprocmask(SIG_SETMASK, &old, NULL);
+            char *copy = strdup(p);
+            if (copy && tc_vec_push(&made, copy) < 0)
+                free(copy); /* it stays, untracked: harmless */
+            unblock(&old);
         } else if (errno != EEXIST) {
             rc = tc_fail_at(d, TC_ERR_IO, p, TC_NO_OFFSET, "cannot create the output folder: %s", strerror(errno));
         }
@@ -137,13 +139,13 @@ static void dirs_forget(bool remove)
 {
     sigset_t old;
     block(&old);
-    for (size_t i = nmade; i > 0; i--) {
+    for (size_t i = made.n; i > 0; i--) {
         if (remove)
-            rmdir(made[i - 1]);
-        free(made[i - 1]);
+            rmdir(made.v[i - 1]);
+        free(made.v[i - 1]);
     }
-    nmade = 0;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    made.n = 0;
+    unblock(&old);
 }
 
 void tc_dst_dirs_keep(void) { dirs_forget(false); }
@@ -194,15 +196,116 @@ static bool offloads(int fd)
 
 bool tc_dst_offloads(const tc_dst *o) { return o->offload; }
 
+/* What a file of this mode is, for a refusal; NULL for a regular file. */
+static const char *not_regular(mode_t m)
+{
+    return S_ISREG(m)    ? NULL
+           : S_ISDIR(m)  ? "a folder"
+           : S_ISLNK(m)  ? "a symbolic link"
+           : S_ISFIFO(m) ? "a named pipe (FIFO)"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+static int refuse_kind(const char *path, const char *kind, tc_diag *d)
+{
+    return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                      "is %s; tensorctl replaces only regular files (name a file, or remove it first)", kind);
+}
+
+static bool hex_name(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return !s[n] && (n == 40 || n == 64);
+}
+
+/* target lies in a content-addressed store: a file named by 40 or 64 hex
+ * digits (its git or SHA-256 hash) in a folder "blobs" beside "snapshots"
+ * (the Hugging Face cache). *dir receives the blobs folder (malloc'd). */
+static bool in_store(const char *target, char **dir)
+{
+    const char *slash = strrchr(target, '/');
+    if (!slash || !hex_name(slash + 1) || slash - target < 6 || strncmp(slash - 6, "/blobs", 6))
+        return false;
+    size_t dl = (size_t)(slash - target);
+    char *snap = malloc(dl + 8);
+    if (!snap)
+        return false;
+    snprintf(snap, dl + 8, "%.*s/snapshots", (int)(dl - 6), target);
+    struct stat st;
+    bool yes = stat(snap, &st) == 0 && S_ISDIR(st.st_mode);
+    free(snap);
+    if (yes && !(*dir = strndup(target, dl)))
+        yes = false;
+    return yes;
+}
+
+/* Finished outputs that keep their descriptor until published: a set of
+ * thousands of shards would run out of descriptors, so past this many a
+ * finished one takes a hidden name and closes. */
+static size_t open_budget(void)
+{
+    static size_t budget;
+    if (!budget) {
+        struct rlimit r;
+        if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+            r.rlim_cur = r.rlim_max;
+            (void)setrlimit(RLIMIT_NOFILE, &r);
+        }
+        size_t lim = !getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur != RLIM_INFINITY ? (size_t)r.rlim_cur : 1024;
+        budget = lim > 512 ? lim / 2 : 128;
+    }
+    return budget;
+}
+
+static size_t nkept_open;  /* finished outputs holding their descriptor */
+
+/* A name for a hidden file beside target: ".BASE.tensorctl-XXXXXX". */
+static char *hidden_template(const char *target)
+{
+    char *c1 = strdup(target), *c2 = strdup(target), *t = NULL;
+    if (c1 && c2) {
+        const char *dir = dirname(c1), *base = basename(c2);
+        size_t n = strlen(dir) + strlen(base) + 32;
+        if ((t = malloc(n)))
+            snprintf(t, n, "%s/.%s.tensorctl-XXXXXX", dir, base);
+    }
+    free(c1);
+    free(c2);
+    return t;
+}
+
+/* Fill the six X of a template with random letters and digits. */
+static void randomize(char *t)
+{
+    static const char a[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    uint8_t r[6];
+    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        for (size_t i = 0; i < sizeof r; i++)
+            r[i] = (uint8_t)(rand() >> 7);
+    char *x = t + strlen(t) - 6;
+    for (size_t i = 0; i < 6; i++)
+        x[i] = a[r[i] % (sizeof a - 1)];
+}
+
 int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
 {
     memset(o, 0, sizeof *o);
     o->fd = -1;
+    if (!strcmp(path, "-"))
+        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                          "writing to standard output is not supported; name an output file");
     struct stat st;
     bool exists = lstat(path, &st) == 0;
+    const char *kind = exists ? not_regular(st.st_mode) : NULL;
+    if (kind && !((flags & TC_DST_IN_PLACE) && S_ISLNK(st.st_mode)))
+        return refuse_kind(path, kind, d);
     if (exists && !(flags & (TC_DST_FORCE | TC_DST_IN_PLACE)))
         return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
     o->sync = !(flags & TC_DST_NO_SYNC) || (flags & TC_DST_IN_PLACE);
+    o->replace = (flags & (TC_DST_FORCE | TC_DST_IN_PLACE)) != 0;
     if (!(o->path = strdup(path)))
         return nomem(o, d);
     /* in place, a link is followed: its target is rewritten and the link kept */
@@ -213,43 +316,65 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
             tc_dst_abort(o);
             return TC_ERR_IO;
         }
+        if ((kind = not_regular(st.st_mode))) {
+            int rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                                "is %s; --in-place rewrites only regular files", kind);
+            tc_dst_abort(o);
+            return rc;
+        }
+        char *blobs = NULL;
+        if (in_store(o->target, &blobs)) {
+            struct stat ls;
+            if (lstat(path, &ls) < 0 || !S_ISLNK(ls.st_mode)) {
+                free(blobs);
+                int rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                                    "is a blob of a content-addressed store (its name is its content's hash, and "
+                                    "other revisions may share it); rewrite it in place through the snapshot link "
+                                    "that names it");
+                tc_dst_abort(o);
+                return rc;
+            }
+            o->blobs = blobs;
+        }
     } else if (!(o->target = strdup(path))) {
         return nomem(o, d);
     }
-    char *c1 = strdup(o->target), *c2 = strdup(o->target);
-    if (!c1 || !c2) {
-        free(c1);
-        free(c2);
+    if (!(o->tmp = hidden_template(o->target)))
         return nomem(o, d);
+    /* unnamed until complete; where the file system cannot (no O_TMPFILE), a hidden
+     * name, made and registered as one step: a signal between the two would leave it behind */
+    char *dir = strndup(o->tmp, (size_t)(strrchr(o->tmp, '/') - o->tmp));
+    if (!dir)
+        return nomem(o, d);
+    o->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int e = errno;
+    free(dir);
+    if (o->fd >= 0) {
+        o->unnamed = true;
+    } else if (e == EOPNOTSUPP || e == EISDIR || e == EINVAL) {
+        sigset_t old;
+        block(&old);
+        o->fd = mkostemp(o->tmp, O_CLOEXEC);
+        e = errno;
+        int reg = o->fd >= 0 ? pending_add(o->tmp) : 0;
+        o->tmp_exists = o->fd >= 0 && !reg;
+        unblock(&old);
+        if (reg) {
+            unlink(o->tmp);
+            return nomem(o, d);
+        }
     }
-    const char *dir = dirname(c1), *base = basename(c2);
-    size_t n = strlen(dir) + strlen(base) + 32;
-    if ((o->tmp = malloc(n)))
-        snprintf(o->tmp, n, "%s/.%s.tensorctl-XXXXXX", dir, base);
-    free(c1);
-    free(c2);
-    if (!o->tmp)
-        return nomem(o, d);
-    /* made and registered as one step: a signal between the two would leave it behind */
-    sigset_t old;
-    block(&old);
-    o->fd = mkostemp(o->tmp, O_CLOEXEC);
-    int reg = o->fd >= 0 ? pending_add(o->tmp) : 0;
-    sigprocmask(SIG_SETMASK, &old, NULL);
     if (o->fd < 0) {
-        int e = errno;
         free(o->tmp);
         o->tmp = NULL;
         tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot create a file beside it: %s", strerror(e));
         tc_dst_abort(o);
         return TC_ERR_IO;
     }
-    if (reg)
-        return nomem(o, d);
     o->offload = offloads(o->fd);
     if (flags & TC_DST_IN_PLACE) {
         if ((st.st_uid != geteuid() || st.st_gid != getegid()) && fchown(o->fd, st.st_uid, st.st_gid) < 0) {
-            int e = errno;
+            e = errno;
             tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
                        "cannot keep its owner %u:%u on the rewritten file (%s); it is left as it is",
                        (unsigned)st.st_uid, (unsigned)st.st_gid, strerror(e));
@@ -257,7 +382,7 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
             return TC_ERR_IO;
         }
         if (fchmod(o->fd, st.st_mode & 07777) < 0) {
-            int e = errno;
+            e = errno;
             tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot keep its permissions: %s", strerror(e));
             tc_dst_abort(o);
             return TC_ERR_IO;
@@ -266,7 +391,7 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
         mode_t um = umask(0);
         umask(um);
         if (fchmod(o->fd, 0666 & ~um) < 0) {
-            int e = errno;
+            e = errno;
             tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot set permissions: %s", strerror(e));
             tc_dst_abort(o);
             return TC_ERR_IO;
@@ -359,31 +484,83 @@ void tc_dst_writeback_pos(tc_dst *o)
 
 /* ---- finishing ---------------------------------------------------------------- */
 
-int tc_dst_finish(tc_dst *o, tc_diag *d)
+/* Give the unnamed file of o the name `to` (an existing name is never replaced: EEXIST). */
+static int link_unnamed(const tc_dst *o, const char *to)
+{
+    char p[40];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", o->fd);
+    if (!linkat(AT_FDCWD, p, AT_FDCWD, to, AT_SYMLINK_FOLLOW))
+        return 0;
+    if (errno != ENOENT || access("/proc/self/fd", X_OK) == 0)
+        return -1;
+    return linkat(o->fd, "", AT_FDCWD, to, AT_EMPTY_PATH); /* no /proc: needs CAP_DAC_READ_SEARCH */
+}
+
+/* The unnamed file of o, complete, under a hidden name (o->tmp), registered
+ * for removal on a signal. */
+static int name_hidden(tc_dst *o, tc_diag *d)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        randomize(o->tmp);
+        sigset_t old;
+        block(&old);
+        int rc = link_unnamed(o, o->tmp), e = errno;
+        if (!rc && pending_add(o->tmp) < 0) {
+            unlink(o->tmp);
+            rc = -1;
+            e = ENOMEM;
+        }
+        unblock(&old);
+        if (!rc) {
+            o->unnamed = false;
+            o->tmp_exists = true;
+            return 0;
+        }
+        if (e != EEXIST)
+            return tc_fail_at(d, e == ENOMEM ? TC_ERR_NOMEM : TC_ERR_IO, o->path, TC_NO_OFFSET,
+                              "cannot give the finished file a name beside it: %s", strerror(e));
+    }
+    return tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot give the finished file a name beside it: %s",
+                      strerror(EEXIST));
+}
+
+static int close_fd(tc_dst *o, tc_diag *d)
 {
     if (o->fd < 0)
+        return 0;
+    int rc = close(o->fd) < 0 ? tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "close failed: %s", strerror(errno))
+                              : 0;
+    o->fd = -1;
+    if (o->finished && nkept_open)
+        nkept_open--;
+    return rc;
+}
+
+int tc_dst_finish(tc_dst *o, tc_diag *d)
+{
+    if (o->finished || o->fd < 0)
         return 0;
     int rc = 0;
     if (o->sync && fsync(o->fd) < 0)
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "fsync failed: %s", strerror(errno));
-    if (close(o->fd) < 0 && !rc)
-        rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "close failed: %s", strerror(errno));
-    o->fd = -1;
+    if (!rc && nkept_open + 1 < open_budget()) {
+        o->finished = true;
+        nkept_open++;
+        return 0; /* kept open, unnamed, until published */
+    }
+    if (!rc && o->unnamed)
+        rc = name_hidden(o, d);
+    int rc2 = close_fd(o, d);
+    o->finished = true;
+    rc = rc ? rc : rc2;
     if (rc)
         tc_dst_abort(o);
     return rc;
 }
 
-int tc_dst_publish(tc_dst *o, tc_diag *d)
+static void sync_dir_of(const char *path)
 {
-    if (rename(o->tmp, o->target) < 0) {
-        int rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot rename the finished file into place: %s",
-                            strerror(errno));
-        tc_dst_abort(o);
-        return rc;
-    }
-    pending_drop(o->tmp);
-    char *copy = o->sync ? strdup(o->target) : NULL;
+    char *copy = strdup(path);
     if (copy) {
         int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
@@ -392,11 +569,162 @@ int tc_dst_publish(tc_dst *o, tc_diag *d)
         }
         free(copy);
     }
+}
+
+static void release(tc_dst *o)
+{
+    if (o->finished && o->fd >= 0 && nkept_open)
+        nkept_open--;
+    if (o->fd >= 0)
+        close(o->fd);
     free(o->tmp);
     free(o->target);
     free(o->path);
+    free(o->blobs);
+    free(o->blob_name);
     memset(o, 0, sizeof *o);
     o->fd = -1;
+}
+
+/* o's finished file as `to`, a name that must not exist (a new blob). */
+static int place_new(tc_dst *o, const char *to, tc_diag *d)
+{
+    int rc = o->unnamed ? link_unnamed(o, to) : link(o->tmp, to);
+    if (rc && errno == EEXIST)
+        return 0; /* there already: a store's blob of the same content */
+    if (rc)
+        return tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot put the new blob into place: %s",
+                          strerror(errno));
+    return 0;
+}
+
+/* A link at `at` to `text`, replacing the link there. */
+static int repoint(const char *at, const char *text, const char *subject, tc_diag *d)
+{
+    char *t = hidden_template(at);
+    if (!t)
+        return tc_fail_at(d, TC_ERR_NOMEM, subject, TC_NO_OFFSET, "out of memory");
+    int rc = -1, e = EEXIST;
+    for (int tries = 0; tries < 64 && rc && e == EEXIST; tries++) {
+        randomize(t);
+        sigset_t old;
+        block(&old);
+        rc = symlink(text, t);
+        e = errno;
+        if (!rc && pending_add(t) < 0) {
+            unlink(t);
+            rc = -1;
+            e = ENOMEM;
+        }
+        unblock(&old);
+    }
+    if (rc) {
+        free(t);
+        return tc_fail_at(d, TC_ERR_IO, subject, TC_NO_OFFSET, "cannot make the new link: %s", strerror(e));
+    }
+    if (rename(t, at) < 0) {
+        e = errno;
+        unlink(t);
+        pending_drop(t);
+        free(t);
+        return tc_fail_at(d, TC_ERR_IO, subject, TC_NO_OFFSET, "cannot replace the link: %s", strerror(e));
+    }
+    pending_drop(t);
+    free(t);
+    return 0;
+}
+
+/* In a content-addressed store: the new content as a new blob named by its
+ * hash, and the link pointed at it; the old blob is left to what else uses it. */
+static int publish_blob(tc_dst *o, tc_diag *d)
+{
+    if (!o->blob_name) {
+        int rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET,
+                            "the new blob has no name (its hash was not taken); the store is left as it was");
+        tc_dst_abort(o);
+        return rc;
+    }
+    tc_buf blob = TC_BUF_INIT(0), text = TC_BUF_INIT(0);
+    tc_buf_printf(&blob, "%s/%s", o->blobs, o->blob_name);
+    int rc = tc_buf_oom(&blob) ? tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory") : 0;
+    if (!rc && strcmp(tc_buf_str(&blob), o->target) && !(rc = place_new(o, tc_buf_str(&blob), d))) {
+        sync_dir_of(tc_buf_str(&blob));
+        /* the link's own text with its last component renamed (relative stays relative), else the blob's path */
+        char buf[PATH_MAX];
+        ssize_t l = readlink(o->path, buf, sizeof buf - 1);
+        const char *oldname = strrchr(o->target, '/') + 1;
+        if (l > 0) {
+            buf[l] = 0;
+            char *last = strrchr(buf, '/');
+            last = last ? last + 1 : buf;
+            if (!strcmp(last, oldname)) {
+                tc_buf_add(&text, buf, (size_t)(last - buf));
+                tc_buf_puts(&text, o->blob_name);
+            }
+        }
+        if (!tc_buf_len(&text))
+            tc_buf_puts(&text, tc_buf_str(&blob));
+        if (tc_buf_oom(&text))
+            rc = tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory");
+        if (!rc && !(rc = repoint(o->path, tc_buf_str(&text), o->path, d)) && o->sync)
+            sync_dir_of(o->path);
+    }
+    tc_buf_free(&blob);
+    tc_buf_free(&text);
+    if (o->tmp_exists) { /* placed by a link of its own: the temporary name goes */
+        unlink(o->tmp);
+        pending_drop(o->tmp);
+        o->tmp_exists = false;
+    }
+    if (rc) {
+        tc_dst_abort(o);
+        return rc;
+    }
+    release(o);
+    return 0;
+}
+
+int tc_dst_publish(tc_dst *o, tc_diag *d)
+{
+    if (o->blobs)
+        return publish_blob(o, d);
+    /* only a regular file (or nothing) is ever replaced, whatever appeared there since */
+    struct stat st;
+    const char *kind = lstat(o->target, &st) == 0 ? not_regular(st.st_mode) : NULL;
+    if (kind) {
+        int rc = refuse_kind(o->path, kind, d);
+        tc_dst_abort(o);
+        return rc;
+    }
+    int rc = 0;
+    if (o->unnamed) {
+        /* nothing there: the finished file takes the name at once (and never replaces one made since) */
+        if (!link_unnamed(o, o->target))
+            goto placed;
+        int e = errno;
+        if (e != EEXIST)
+            rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot put the finished file into place: %s",
+                            strerror(e));
+        else if (!o->replace)
+            rc = tc_fail_at(d, TC_ERR_USAGE, o->path, TC_NO_OFFSET, "exists (use --force to replace it)");
+        else
+            rc = name_hidden(o, d);
+    }
+    if (!rc)
+        rc = close_fd(o, d);
+    if (!rc && rename(o->tmp, o->target) < 0)
+        rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot rename the finished file into place: %s",
+                        strerror(errno));
+    if (rc) {
+        tc_dst_abort(o);
+        return rc;
+    }
+    pending_drop(o->tmp);
+    o->tmp_exists = false;
+placed:
+    if (o->sync)
+        sync_dir_of(o->target);
+    release(o);
     return 0;
 }
 
@@ -410,15 +738,30 @@ void tc_dst_abort(tc_dst *o)
 {
     if (!o)
         return;
-    if (o->fd >= 0)
-        close(o->fd);
-    if (o->tmp) {
+    if (o->tmp_exists) {
         unlink(o->tmp);
         pending_drop(o->tmp);
     }
-    free(o->tmp);
-    free(o->target);
-    free(o->path);
-    memset(o, 0, sizeof *o);
-    o->fd = -1;
+    release(o);
+}
+
+/* ---- content-addressed stores -------------------------------------------------- */
+
+const char *tc_dst_blob(const tc_dst *o) { return o->blobs ? o->target : NULL; }
+
+int tc_dst_set_blob_name(tc_dst *o, const char *hex, tc_diag *d)
+{
+    if (!o->blobs || !hex_name(hex))
+        return tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "'%.70s' is no blob name", hex);
+    free(o->blob_name);
+    if (!(o->blob_name = strdup(hex)))
+        return tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory");
+    return 0;
+}
+
+int tc_dst_read_fd(const tc_dst *o)
+{
+    if (o->fd >= 0)
+        return dup(o->fd);
+    return o->tmp_exists ? open(o->tmp, O_RDONLY | O_CLOEXEC) : -1;
 }

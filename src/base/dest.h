@@ -1,17 +1,31 @@
 /* Byte destinations: output files that appear whole or not at all.
  *
- * tc_dst_open creates a temporary file beside where the output lands;
- * writes go there (sequentially with tc_dst_write, or at given offsets with
+ * tc_dst_open makes an unnamed file (O_TMPFILE) in the folder where the
+ * output lands, or, where the file system cannot, a hidden temporary there;
+ * writes go to it (sequentially with tc_dst_write, or at given offsets with
  * tc_dst_pwrite, which several threads may call at once). tc_dst_finish
- * makes the bytes durable (fsync) and closes the file; tc_dst_publish renames
- * it into place and syncs the folder (neither syncs with TC_DST_NO_SYNC). tc_dst_commit does both; a set of
- * outputs is finished one by one and published together. tc_dst_abort
- * removes the temporary. A process killed in between leaves at most a hidden
- * temporary, and with tc_dst_cleanup_on_signals not even that.
+ * makes the bytes durable (fsync); tc_dst_publish gives the file its name
+ * and syncs the folder (neither syncs with TC_DST_NO_SYNC). tc_dst_commit
+ * does both; a set of outputs is finished one by one and published together.
+ * tc_dst_abort throws the file away. An unnamed file has no name to leave
+ * behind, however the process ends, SIGKILL included; a name is given only to
+ * a complete file: at once where nothing is there, else a hidden name renamed
+ * over the old file (a process killed with SIGKILL between the two leaves a
+ * complete hidden copy), and every signal that ends the process removes such
+ * names when tc_dst_cleanup_on_signals was called.
+ *
+ * Only a regular file, or a name that is free, is ever replaced: a folder, a
+ * link, a named pipe, a device or a socket at the output's name is refused,
+ * --force or not; so is "-" (standard output, not written to yet).
  *
  * In place (TC_DST_IN_PLACE): the output replaces an existing file, keeping
  * its mode and owner; when the path is a symbolic link, the file it points to
- * is replaced and the link stays.
+ * is replaced and the link stays. A link into a content-addressed store (a
+ * file named by 40 or 64 hex digits in a "blobs" folder beside "snapshots":
+ * the Hugging Face cache) is different: the blob is shared by every revision
+ * that links to it and its name is its content's hash, so the new content
+ * becomes a new blob, named by the caller (tc_dst_set_blob_name) with its
+ * SHA-256, and only that one link is pointed at it; the old blob stays.
  *
  * Every failure names the output path as its subject.
  *
@@ -36,15 +50,21 @@ enum {
 };
 
 typedef struct tc_dst {
-    int fd;              /* -1 once finished */
+    int fd;              /* -1 once closed */
     char *path;          /* as the caller named it: the subject of messages */
     char *target;        /* where the file lands (a link's target in place) */
-    char *tmp;           /* the temporary beside target */
+    char *tmp;           /* a hidden name beside target (the file's only while tmp_exists) */
     uint64_t pos;        /* tc_dst_write's position */
     uint64_t synced;     /* write-back started up to here */
     bool sync;           /* durable: fsync before the rename, write-back started early */
     bool offload;        /* its file system copies between files itself, the bytes never passing
                           * through this machine (NFS 4.2, SMB3, Ceph): tc_dst_offloads */
+    bool replace;        /* an existing file at target may be replaced (--force, in place) */
+    bool unnamed;        /* the file has no name yet (O_TMPFILE) */
+    bool tmp_exists;     /* the file is named tmp until published */
+    bool finished;
+    char *blobs;         /* in place in a content-addressed store: its blobs folder */
+    char *blob_name;     /* the new blob's name (tc_dst_set_blob_name) */
 } tc_dst;
 
 #define TC_DST_INIT {.fd = -1}
@@ -96,11 +116,24 @@ int tc_dst_mkdirs(const char *dir, tc_diag *d);
 void tc_dst_dirs_keep(void);
 void tc_dst_dirs_remove(void);
 
-/* On SIGINT, SIGTERM and SIGHUP remove every temporary not yet published
- * (and the folders made for them),
- * then die of the signal; SIGXFSZ is ignored, so that a write past the file
- * size limit fails (EFBIG) and is handled as an error. */
+/* On every signal whose default action ends the process and that can be
+ * caught (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+ * SIGVTALRM, SIGPROF, SIGPIPE, SIGXCPU, the real-time signals, ...; those
+ * ignored when the process started stay ignored) remove every hidden name
+ * not yet published (and the folders made for them), then end as that
+ * signal would have; SIGXFSZ is ignored, so that a write past the file size
+ * limit fails (EFBIG) and is handled as an error. */
 void tc_dst_cleanup_on_signals(void);
+
+/* In place in a content-addressed store: the old blob's path (which stays),
+ * else NULL. */
+const char *tc_dst_blob(const tc_dst *o);
+/* The new blob's name, hex digits (its SHA-256), given once o is finished
+ * and before tc_dst_publish, which refuses a blob without one. */
+int tc_dst_set_blob_name(tc_dst *o, const char *hex, tc_diag *d);
+/* A new descriptor reading o's file (finished, not yet published), for
+ * taking its hash; the caller closes it. -1 on failure. */
+int tc_dst_read_fd(const tc_dst *o);
 
 /* True when a and b name the same existing file. */
 bool tc_same_file(const char *a, const char *b);

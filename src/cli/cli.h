@@ -171,6 +171,11 @@ bool tc_names_folder(const char *path);
 bool tc_names_one_file(const char *path);
 /* "tensorctl: OUT: WHAT: a, b, c" on stderr, the list cut short (with its count) past a line. */
 void tc_warn_list(const char *out, const char *what, char *const *v, size_t n);
+/* After a tensors-only output of an unsafe input: what stayed behind, or for
+ * a TorchScript archive read without --allow-unsafe, its verdict. */
+void tc_unsafe_note(const tc_ckpt *c, const char *in);
+/* The earlier set's shards a set written over its index removed (names), listed. */
+void tc_print_removed(const char *index, char *const *names, size_t n);
 
 /* 1536 -> "1.5 KiB" */
 void tc_human_bytes(uint64_t b, char *out, size_t n);

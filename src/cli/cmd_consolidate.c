@@ -106,6 +106,7 @@ static void more_files(void)
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
+    char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
     int pr = tc_parse(cmd, argc, argv, &a);
@@ -158,11 +159,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
             goto done;
         }
-        if (!tc_valid_location(dv)) {
-            tc_err(NULL, "--device '%s': expected cpu, cuda, cuda:N, ...", dv);
+        if (tc_device_arg("--device", dv, device_tag, sizeof device_tag))
             goto done;
-        }
-        so->co.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
+        so->co.device = device_tag;
     }
     so->mode = o.format == TC_OUT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH;
     so->dst_flags = tc_dst_flags_from_args(&a);
@@ -186,6 +185,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = tc_err_diag(&d);
     } else {
         summary(o.sharded ? rep.set.index_path : out, &rep, &o);
+        if (o.sharded)
+            tc_print_removed(rep.set.index_path, rep.set.removed, rep.set.nremoved);
         ex = TC_EXIT_OK;
     }
     tc_consolidate_report_free(&rep);

@@ -131,7 +131,7 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
     if (rc || (rc = tc_dst_commit(&dst, &d)))
         goto fail;
     if (stay_behind)
-        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+        tc_unsafe_note(c, in);
     if (key_hint)
         fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n", key_hint);
     summary(out, NULL, &rep, fmt == TC_OUTNAME_ST, o, file_bytes);
@@ -153,6 +153,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
+    char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
     int pr = tc_parse(cmd, argc, argv, &a);
@@ -180,11 +181,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
             goto done;
         }
-        if (!tc_valid_location(dv)) {
-            tc_err(NULL, "--device '%s': expected cpu, cuda, cuda:N, ...", dv);
+        if (tc_device_arg("--device", dv, device_tag, sizeof device_tag))
             goto done;
-        }
-        o.device = !strcmp(dv, "cuda") ? "cuda:0" : dv;
+        o.device = device_tag;
     }
     if (o.key && fmt != TC_OUTNAME_ST) {
         tc_err(NULL, "--key '%s' selects what goes into a safetensors file; it does not apply to .pt output", o.key);
@@ -260,6 +259,8 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
                  lim_text, rep.ninputs);
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     }
+    if (!rc)
+        tc_print_removed(rep.index_path, rep.removed, rep.nremoved);
     tc_set_report_free(&rep);
     return tc_exit_for(rc);
 }

@@ -189,12 +189,13 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     if (!tc_ckpt_is_safe(c) && !r.allow_unsafe) /* said once the output is written (a failure is one line) */
-        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+        tc_unsafe_note(c, in);
     bool stripped = o.co.keys.strip;
     if (set) {
         char wrote[4200];
         snprintf(wrote, sizeof wrote, "%s and %zu shard(s)", srep.index_path, srep.nshards);
         summary(wrote, &w, &rep, &srep.sum, o.safetensors, stripped);
+        tc_print_removed(srep.index_path, srep.removed, srep.nremoved);
     } else {
         summary(out, &w, &rep, &rep.conv, o.safetensors, stripped);
     }

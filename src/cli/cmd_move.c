@@ -9,6 +9,7 @@
 #include "cast_cuda.h"
 #include "cli.h"
 #include "format.h"
+#include "hash.h"
 #include "move.h"
 #include "safety.h"
 #include "set.h"
@@ -56,27 +57,14 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
 static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
 static const tc_opt *const cuda_opts[] = {&o_device, MOVE_OPTS, NULL};
 
-bool tc_valid_location(const char *s)
+int tc_device_arg(const char *opt, const char *s, char *out, size_t n)
 {
-    static const char *const plain[] = {"cpu", "meta", "mps", NULL};
-    static const char *const indexed[] = {"cuda", "xpu", "hpu", "mtia", "npu", NULL};
-    for (const char *const *p = plain; *p; p++)
-        if (!strcmp(s, *p))
-            return true;
-    for (const char *const *p = indexed; *p; p++) {
-        size_t l = strlen(*p);
-        if (strncmp(s, *p, l))
-            continue;
-        if (!s[l])
-            return true;
-        if (s[l] != ':' || !s[l + 1] || strlen(s + l + 1) > 5)
-            return false;
-        for (const char *q = s + l + 1; *q; q++)
-            if (*q < '0' || *q > '9')
-                return false;
-        return true;
+    tc_diag d = TC_DIAG_INIT;
+    if (tc_device_target(s, out, n, &d)) {
+        tc_err(NULL, "%s %s", opt, d.msg);
+        return -1;
     }
-    return false;
+    return 0;
 }
 
 /* FILE with .TAG inserted before its extension: model.pt -> model.cpu.pt */
@@ -107,12 +95,17 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
             return -1;
         }
         snprintf(r->from[i], sizeof r->from[i], "%.*s", (int)(eq - m), m);
-        snprintf(r->to[i], sizeof r->to[i], "%s", eq + 1);
-        if (!tc_valid_location(r->from[i]) || !tc_valid_location(r->to[i])) {
-            tc_err(NULL, "--map '%s': '%s' is not a device (cpu, cuda, cuda:N, ...)", m,
-                   tc_valid_location(r->from[i]) ? r->to[i] : r->from[i]);
+        /* FROM is a tag as a file carries it (any backend's name); TO one torch.load restores */
+        tc_device dv;
+        tc_diag d = TC_DIAG_INIT;
+        if (tc_device_parse_tag(r->from[i], &dv, &d)) {
+            tc_err(NULL, "--map '%s': %s", m, d.msg);
             return -1;
         }
+        char what[80];
+        snprintf(what, sizeof what, "--map '%.60s':", m);
+        if (tc_device_arg(what, eq + 1, r->to[i], sizeof r->to[i]))
+            return -1;
         r->maps[i].from = r->from[i];
         r->maps[i].to = r->to[i];
     }
@@ -257,9 +250,24 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     rc = tc_rewrite(c, &p, &dst, &d);
     tc_progress_end(&prog);
     uint64_t file_bytes = dst.pos;
-    if (rc || (rc = tc_dst_commit(&dst, &d)))
+    char *old_blob = tc_dst_blob(&dst) ? strdup(tc_dst_blob(&dst)) : NULL, blob[65];
+    if (rc || (rc = tc_dst_commit_hashed(&dst, blob, &d))) {
+        free(old_blob);
         goto fail;
+    }
     summary(out, c, &p, r, file_bytes);
+    if (blob[0] && tc_verbosity > 0) {
+        const char *old_name = old_blob ? strrchr(old_blob, '/') + 1 : "";
+        if (strcmp(old_name, blob))
+            fprintf(stderr,
+                    "tensorctl: %s links into a content-addressed store: the new content is a new blob %s, this "
+                    "link now points to it, and the old blob %s is left as it was for whatever else links to it\n",
+                    out, blob, old_name);
+        else
+            fprintf(stderr, "tensorctl: %s links into a content-addressed store: its content is unchanged (blob %s)\n",
+                    out, blob);
+    }
+    free(old_blob);
     tc_plan_free(&p);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
@@ -336,6 +344,7 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
         fprintf(stderr, "; tensor data %s\n", b);
         tc_print_sharing(rep.index_path, rep.file_bytes, rep.sum.shared_bytes, rep.sum.copied_bytes);
     }
+    tc_print_removed(rep.index_path, rep.removed, rep.nremoved);
     tc_set_report_free(&rep);
     return TC_EXIT_OK;
 }
@@ -361,11 +370,13 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     char dev[32] = "cpu";
     if (cuda) {
         const char *d = a.set[OPT_DEVICE] ? a.val[OPT_DEVICE] : "cuda:0";
-        if (strncmp(d, "cuda", 4) || !tc_valid_location(d)) {
-            tc_err(NULL, "--device '%s': expected cuda or cuda:N", d);
+        if (tc_device_arg("--device", d, dev, sizeof dev))
+            goto done;
+        if (strncmp(dev, "cuda:", 5)) {
+            tc_err(NULL, "--device '%s': to-cuda moves storages to cuda or cuda:N (to-cpu --map moves them elsewhere)",
+                   d);
             goto done;
         }
-        snprintf(dev, sizeof dev, "%s", !strcmp(d, "cuda") ? "cuda:0" : d);
         r.check_cuda = check_cuda;
     }
     r.o.all_to = dev;

@@ -1,5 +1,7 @@
 /* Messages, exit statuses, progress. */
+#include "buf.h"
 #include "cli.h"
+#include "safety.h"
 #include "shard_index.h"
 
 #include <errno.h>
@@ -204,4 +206,31 @@ void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uin
             "tensorctl: %s: %" PRIu64 " bytes: %" PRIu64 " shared with the input (%s of cloned blocks), %" PRIu64
             " copied, %" PRIu64 " written\n",
             out, file_bytes, shared, h, copied, file_bytes - shared - copied);
+}
+
+void tc_unsafe_note(const tc_ckpt *c, const char *in)
+{
+    if (!tc_safety_script_only(c)) {
+        tc_warn(in, "its globals outside torch's allowlist stay behind: the output holds tensors only");
+        return;
+    }
+    char why[900];
+    tc_safety_why(c, why, sizeof why);
+    tc_warn(in, "UNSAFE to load: %s; its tensors were read without running anything, and the output holds only "
+                "them", why);
+}
+
+void tc_print_removed(const char *index, char *const *names, size_t n)
+{
+    if (!n || tc_verbosity < 1)
+        return;
+    tc_buf b = TC_BUF_INIT(2000);
+    for (size_t i = 0; i < n; i++) {
+        tc_buf_sep(&b, ", ");
+        tc_buf_esc(&b, names[i], strlen(names[i]));
+    }
+    char e[600];
+    fprintf(stderr, "tensorctl: %s: removed %zu shard(s) of the set it replaced, which the new one does not have: %s\n",
+            tc_esc(index, e, sizeof e), n, tc_buf_str(&b));
+    tc_buf_free(&b);
 }

@@ -3,6 +3,7 @@
 #define TC_MOVE_H
 
 #include "cli.h"
+#include "device.h"
 #include "keys.h"
 #include "rewrite.h"
 
@@ -27,6 +28,8 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r);
 void tc_move_req_free(tc_move_req *r);
 /* Rewrite `in` to the torch zip `out` (tc_dst_open flags); returns an exit status, having printed. */
 int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req *r);
-bool tc_valid_location(const char *s);
+/* A device option's value as the location tag to write (device.h's
+ * tc_device_target) into out; prints "OPT message" and returns -1 when it is none. */
+int tc_device_arg(const char *opt, const char *s, char *out, size_t n);
 
 #endif

@@ -23,11 +23,17 @@ const tc_exit_info tc_exits[] = {
     {TC_EXIT_BADFILE, "bad input file",
      "Bad input: the file is truncated, corrupt, not a checkpoint, of an\n"
      "unsupported kind, or over a limit."},
-    {TC_EXIT_UNSAFE, "unsafe file",
+    {TC_EXIT_UNSAFE, "unsafe file (any refusal on safety grounds)",
      "Unsafe: loading the file takes\n.BR weights_only=False ,\n"
      "which imports and calls globals outside torch's allowlist (or its bytes have a\n"
-     "second reading that does). inspect reports them; the rewriting commands refuse\n"
-     "such files unless given \\-\\-safe\\-globals for the globals or \\-\\-allow\\-unsafe."},
+     "second reading that does). inspect reports them. Every refusal on safety\n"
+     "grounds exits 4, whatever the command (to\\-cpu, to\\-cuda, convert, extract,\n"
+     "consolidate, of one file or of a set): a rewrite that keeps the object graph\n"
+     "refuses any such file, an output of tensors alone (safetensors, extract, a\n"
+     "consolidated state_dict) only one that would run code (a dangerous global or\n"
+     "a second reading; a TorchScript archive's own classes and helpers are read\n"
+     "without running them, the verdict given as a warning), unless given\n"
+     "\\-\\-safe\\-globals for the globals or \\-\\-allow\\-unsafe."},
     {TC_EXIT_DIFF_FAIL, "diff failure",
      "diff only: an I/O error or out of memory, what makes the other commands exit 1\n"
      "(diff's 1 means the inputs differ). Its other errors keep their statuses: 2\n"

@@ -4,7 +4,53 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "vec.h"
 #include "verdict.h"
+
+/* The checkpoint's own memory for what every tensor has once: names, keys and
+ * dimensions, in blocks that never move (so pointers into them stay valid)
+ * and are freed together. */
+#define ARENA_BLOCK ((size_t)1 << 20)
+
+typedef struct arena {
+    TC_VEC(char *) b;
+    size_t used, cap;     /* of the last block */
+} arena;
+
+static void *arena_alloc(arena *a, size_t n, size_t align)
+{
+    size_t at = (a->used + align - 1) & ~(align - 1);
+    if (!a->b.n || at > a->cap || n > a->cap - at) {
+        size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        char *blk = malloc(cap);
+        if (!blk || tc_vec_push(&a->b, blk) < 0) {
+            free(blk);
+            return NULL;
+        }
+        a->cap = cap;
+        at = 0;
+    }
+    a->used = at + n;
+    return a->b.v[a->b.n - 1] + at;
+}
+
+static char *arena_str(arena *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = arena_alloc(a, n, 1);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static void arena_free(arena *a)
+{
+    for (size_t i = 0; i < a->b.n; i++)
+        free(a->b.v[i]);
+    tc_vec_free(&a->b);
+}
+
+static const int64_t no_dims[1];
 
 struct tc_ckpt {
     char *path;
@@ -39,7 +85,24 @@ struct tc_ckpt {
     size_t nkeyed, keyedcap;
     tc_module *mods;
     size_t nmods, modcap;
+    arena mem;             /* tensor names, storage keys, dimensions */
+    bool tnames_built, skeys_built; /* the name maps, made on the first lookup: most readers look nothing up */
+    tc_strmap lockeys;     /* interned locations (tc_ckpt_set_location) -> index in locs */
+    TC_VEC(char *) locs;
 };
+
+/* Whether a storage's location is one tc_ckpt_set_location interned (else the driver's to free). */
+static bool interned(const tc_ckpt *c, const char *loc)
+{
+    size_t i;
+    return loc && tc_strmap_get(&c->lockeys, loc, &i) && c->locs.v[i] == loc;
+}
+
+static void free_location(const tc_ckpt *c, char *loc)
+{
+    if (!interned(c, loc))
+        free(loc);
+}
 
 static void ext_free(struct ckpt_ext *x);
 
@@ -93,14 +156,15 @@ void tc_ckpt_close(tc_ckpt *c)
         return;
     if (c->free_priv)
         c->free_priv(c->priv);
-    for (size_t i = 0; i < c->nt; i++)
-        free(c->t[i].name);
     free(c->t);
-    for (size_t i = 0; i < c->ns; i++) {
-        free(c->s[i].key);
-        free(c->s[i].location);
-    }
+    for (size_t i = 0; i < c->ns; i++)
+        free_location(c, c->s[i].location);
     free(c->s);
+    for (size_t i = 0; i < c->locs.n; i++)
+        free(c->locs.v[i]);
+    tc_vec_free(&c->locs);
+    tc_strmap_free(&c->lockeys);
+    arena_free(&c->mem);
     for (size_t i = 0; i < c->ngl; i++)
         free(c->gl[i].name);
     free(c->gl);
@@ -178,15 +242,57 @@ void tc_ckpt_set_driver(tc_ckpt *c, const void *driver, const char *name, void *
     c->free_priv = free_priv;
 }
 
+/* The name maps are made on the first lookup, from the tables as they are
+ * then, and kept up to date by every add after it. A lookup changes no
+ * visible state, so the accessors stay const; they are not called from
+ * several threads at once. */
+static int build_skeys(tc_ckpt *c)
+{
+    for (size_t i = 0; i < c->ns; i++)
+        if (tc_strmap_put(&c->skeys, c->s[i].key, i, NULL) < 0) {
+            tc_strmap_free(&c->skeys);
+            return -1;
+        }
+    c->skeys_built = true;
+    return 0;
+}
+
+static int build_tnames(tc_ckpt *c)
+{
+    for (size_t i = 0; i < c->nt; i++)
+        if (tc_strmap_put(&c->tnames, c->t[i].name, i, NULL) < 0) {
+            tc_strmap_free(&c->tnames);
+            return -1;
+        }
+    c->tnames_built = true;
+    return 0;
+}
+
 long tc_ckpt_find_storage(const tc_ckpt *c, const char *key)
 {
     size_t i;
+    if (!c->skeys_built) {
+        if (build_skeys((tc_ckpt *)c) < 0) { /* out of memory: a linear search still answers */
+            for (i = 0; i < c->ns; i++)
+                if (!strcmp(c->s[i].key, key))
+                    return (long)i;
+            return -1;
+        }
+    }
     return tc_strmap_get(&c->skeys, key, &i) ? (long)i : -1;
 }
 
 long tc_ckpt_find_tensor(const tc_ckpt *c, const char *name)
 {
     size_t i;
+    if (!c->tnames_built) {
+        if (build_tnames((tc_ckpt *)c) < 0) {
+            for (i = 0; i < c->nt; i++)
+                if (!strcmp(c->t[i].name, name))
+                    return (long)i;
+            return -1;
+        }
+    }
     return tc_strmap_get(&c->tnames, name, &i) ? (long)i : -1;
 }
 
@@ -261,21 +367,41 @@ long tc_ckpt_add_storage(tc_ckpt *c, const char *key, tc_diag *d)
     tc_storage *s = &c->s[c->ns];
     memset(s, 0, sizeof *s);
     s->shard = -1;
-    if (!(s->key = strdup(key)) || tc_strmap_put(&c->skeys, s->key, c->ns, NULL) < 0) {
-        free(s->key);
+    /* a safetensors tensor and its storage share one name */
+    if (c->nt && !strcmp(c->t[c->nt - 1].name, key))
+        s->key = c->t[c->nt - 1].name;
+    else if (!(s->key = arena_str(&c->mem, key)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
-    }
+    if (c->skeys_built && tc_strmap_put(&c->skeys, s->key, c->ns, NULL) < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
     return (long)c->ns++;
 }
 
 void tc_ckpt_clear_storages(tc_ckpt *c)
 {
-    for (size_t i = 0; i < c->ns; i++) {
-        free(c->s[i].key);
-        free(c->s[i].location);
-    }
+    for (size_t i = 0; i < c->ns; i++)
+        free_location(c, c->s[i].location);
     c->ns = 0;
     tc_strmap_free(&c->skeys);
+    c->skeys_built = false;
+}
+
+int tc_ckpt_set_location(tc_ckpt *c, size_t i, const char *location, tc_diag *d)
+{
+    size_t at;
+    char *keep = NULL;
+    if (tc_strmap_get(&c->lockeys, location, &at)) {
+        keep = c->locs.v[at];
+    } else if (!(keep = strdup(location)) || tc_vec_push(&c->locs, keep) < 0 ||
+               tc_strmap_put(&c->lockeys, keep, c->locs.n - 1, NULL) < 0) {
+        if (keep && c->locs.n && c->locs.v[c->locs.n - 1] == keep)
+            c->locs.n--;
+        free(keep);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    free_location(c, c->s[i].location);
+    c->s[i].location = keep;
+    return 0;
 }
 
 long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d)
@@ -287,11 +413,41 @@ long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d)
     t->storage = -1;
     t->alias_of = -1;
     t->keyed = -1;
-    if (!(t->name = strdup(name)) || tc_strmap_put(&c->tnames, t->name, c->nt, NULL) < 0) {
-        free(t->name);
+    t->shape = t->stride = no_dims;
+    if (c->ns && !strcmp(c->s[c->ns - 1].key, name))
+        t->name = c->s[c->ns - 1].key;
+    else if (!(t->name = arena_str(&c->mem, name)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
-    }
+    if (c->tnames_built && tc_strmap_put(&c->tnames, t->name, c->nt, NULL) < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
     return (long)c->nt++;
+}
+
+int tc_ckpt_set_dims(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, const int64_t *stride, tc_diag *d)
+{
+    tc_tensor *t = &c->t[i];
+    if (ndim <= 0) {
+        t->ndim = 0;
+        t->shape = t->stride = no_dims;
+        return 0;
+    }
+    int64_t *v = arena_alloc(&c->mem, 2 * (size_t)ndim * sizeof *v, sizeof *v);
+    if (!v)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    memcpy(v, shape, (size_t)ndim * sizeof *v);
+    if (stride) {
+        memcpy(v + ndim, stride, (size_t)ndim * sizeof *v);
+    } else {
+        int64_t st = 1;
+        for (int k = ndim - 1; k >= 0; k--) {
+            v[ndim + k] = st;
+            st = (int64_t)((uint64_t)st * (uint64_t)(shape[k] ? shape[k] : 1)); /* no overflow trap: shapes are the file's */
+        }
+    }
+    t->ndim = ndim;
+    t->shape = v;
+    t->stride = v + ndim;
+    return 0;
 }
 
 int tc_ckpt_add_global(tc_ckpt *c, const char *name, tc_diag *d)
@@ -538,9 +694,9 @@ int tc_ckpt_drop_frozen(tc_ckpt *c, tc_diag *d)
         bool drop = t->frozen || (t->alias_of >= 0 && to[t->alias_of] < 0);
         to[i] = drop ? -1 : (long)n;
         if (drop) {
+            /* its name and dimensions stay in the checkpoint's blocks until it is freed */
             if (t->storage >= 0 && t->alias_of < 0 && c->s[t->storage].ntensors)
                 c->s[t->storage].ntensors--;
-            free(t->name);
             continue;
         }
         if (t->alias_of >= 0)
@@ -549,10 +705,10 @@ int tc_ckpt_drop_frozen(tc_ckpt *c, tc_diag *d)
     }
     c->nt = n;
     free(to);
+    /* the name map is made again on the next lookup */
     tc_strmap_free(&c->tnames);
-    for (size_t i = 0; i < c->nt; i++)
-        if (tc_strmap_put(&c->tnames, c->t[i].name, i, NULL) < 0)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    c->tnames_built = false;
+    (void)d;
     return 0;
 }
 

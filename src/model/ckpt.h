@@ -35,40 +35,46 @@ typedef enum tc_tensor_kind {
 #define TC_MAX_DIMS 64
 
 typedef struct tc_storage {
-    char *key;           /* the container's name for it: data/<key>, a safetensors tensor name */
-    char *location;      /* as saved: "cpu", "cuda:0", ... ("-" when the format has none) */
-    tc_dtype dtype;      /* element type; uint8 for an UntypedStorage */
-    bool untyped;        /* UntypedStorage (numel counts bytes) */
+    char *key;           /* the container's name for it: data/<key>, a safetensors tensor name (the checkpoint's) */
+    char *location;      /* as saved: "cpu", "cuda:0", ... ("-" when the format has none); set with
+                            tc_ckpt_set_location (kept once per distinct text), or malloc'd by the driver */
     uint64_t numel;
     uint64_t nbytes;
     /* stored uncompressed in the checkpoint's own file at file_off (else read through the driver) */
-    bool stored;
     uint64_t file_off;
-    bool crc_known;
-    uint32_t crc;
     size_t ntensors;     /* tensors viewing it (aliases of one tensor count once) */
     long shard;          /* sharded sets: the shard holding it (tc_ckpt_shard), else -1 */
+    tc_dtype dtype;      /* element type; uint8 for an UntypedStorage */
+    uint32_t crc;
+    bool untyped;        /* UntypedStorage (numel counts bytes) */
+    bool stored;
+    bool crc_known;
 } tc_storage;
 
+/* A tensor costs the same whatever else the file holds: a fixed record, its
+ * name and its dimensions once each in the checkpoint's own memory. */
 typedef struct tc_tensor {
-    char *name;
+    char *name;            /* the checkpoint's; never freed or changed by others */
+    const int64_t *shape, *stride; /* ndim each, the checkpoint's (tc_ckpt_set_dims) */
+    int64_t offset;        /* in elements of dtype */
+    long storage;          /* index into the storages, -1 when none */
+    uint64_t numel, nbytes;
+    long alias_of;         /* the first tensor that is the same Python object, or -1 */
+    long keyed;            /* the container holding it under a key (tc_ckpt_keyed), or -1 (a list element, a part of another tensor) */
+    size_t item;           /* its key's position among that container's items */
+    const char *badkey;    /* a key on its path is no name a state_dict can have ("bytes", "a tuple", "text that
+                              is not UTF-8 ..."; a static string): name shows it as repr() does, and no output
+                              that names tensors flat takes it; NULL for a name */
     tc_tensor_kind kind;
     tc_dtype dtype;
     int ndim;
-    int64_t shape[TC_MAX_DIMS], stride[TC_MAX_DIMS];
-    int64_t offset;        /* in elements of dtype */
     bool requires_grad, parameter;
-    long storage;          /* index into the storages, -1 when none */
-    char device[32];       /* for tensors without storage (meta, wrapper) */
-    uint64_t numel, nbytes;
-    long alias_of;         /* the first tensor that is the same Python object, or -1 */
     bool aux;              /* part of another tensor (quantizer scales): never cast */
     bool subclass;         /* a tensor subclass, or with Python state: its bytes are kept, never cast */
     bool restored;         /* a view the safetensors aliases record restores (TC_ST_ALIASES_KEY): not in the
                               header, and no index lists it */
-    long keyed;            /* the container holding it under a key (tc_ckpt_keyed), or -1 (a list element, a part of another tensor) */
-    size_t item;           /* its key's position among that container's items */
     bool frozen;           /* a parameter its optimizer does not train (DeepSpeed ZeRO): tc_ckpt_drop_frozen leaves it out */
+    char device[32];       /* for tensors without storage (meta, wrapper) */
 } tc_tensor;
 
 /* A Python global the file names, as CPython would import it. */
@@ -202,9 +208,14 @@ long tc_ckpt_add_storage(tc_ckpt *c, const char *key, tc_diag *d);
 tc_storage *tc_ckpt_storage_mut(tc_ckpt *c, size_t i);
 /* Forget every storage (a driver reading again from the start). */
 void tc_ckpt_clear_storages(tc_ckpt *c);
-/* A new tensor named name (copied), zeroed, storage, alias_of and keyed -1; returns its index or -1. */
+/* A new tensor named name (copied), zeroed, storage, alias_of and keyed -1, no dimensions; returns its index or -1. */
 long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d);
 tc_tensor *tc_ckpt_tensor_mut(tc_ckpt *c, size_t i);
+/* Tensor i has ndim dimensions of this shape and stride (copied; stride
+ * NULL: C order, contiguous). */
+int tc_ckpt_set_dims(tc_ckpt *c, size_t i, int ndim, const int64_t *shape, const int64_t *stride, tc_diag *d);
+/* Storage i's location tag (copied once per distinct text for the whole checkpoint). */
+int tc_ckpt_set_location(tc_ckpt *c, size_t i, const char *location, tc_diag *d);
 /* Count one more mention of a global "module.name"; the verdict is taken the first time. */
 int tc_ckpt_add_global(tc_ckpt *c, const char *name, tc_diag *d);
 int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d);

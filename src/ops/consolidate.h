@@ -7,7 +7,8 @@
  *
  * The output is a flat state_dict named by DCP's own flattened names
  * ("model.layers.0.weight", "optim.state.0.exp_avg"), as dcp_to_torch_save's
- * nested dicts read with their keys joined by dots; --from KEY (co.key)
+ * nested dicts read with their keys joined by dots, in a plain dict (the
+ * container dcp_to_torch_save writes, not an OrderedDict); --from KEY (co.key)
  * takes only what lies under KEY, named relative to it. Each tensor is
  * assembled from its chunks as it is written (src/ops/assemble.h), cast as
  * planned; key surgery applies to every name.

@@ -138,6 +138,8 @@ int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_p
         s->out = t->storage >= 0 && p->out[t->storage].cast ? p->out[t->storage].dtype : t->dtype;
         char why[256];
         bool drop = left_out(&o->keys, s->name);
+        if (!drop && t->badkey)
+            return tc_badkey_fail(c, t, s->name, d);
         if (drop || cannot_hold(c, t, s->name, s->out, max_expand, why, sizeof why)) {
             if (!drop)
                 return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "tensor '%s' %s; --drop '%s' leaves it out",
@@ -216,7 +218,7 @@ int tc_sel_rename(const tc_keyops *keys, tc_sel *const *sl, const size_t *n, siz
         for (size_t i = 0; i < n[s]; i++)
             if (sl[s][i].role != TC_SEL_SKIP)
                 names[k++] = sl[s][i].name;
-    int rc = tc_keymap_make(keys, names, k, km, d);
+    int rc = tc_keymap_make_any(keys, names, k, km, d); /* names checked once renamed: tc_out_names_check */
     free(names);
     k = 0;
     for (size_t s = 0; s < nsel && !rc; s++)
@@ -240,12 +242,38 @@ int tc_items_rename(const tc_keyops *keys, tc_sd_items *const *it, size_t nit, t
     for (size_t s = 0; s < nit; s++)
         for (size_t i = 0; i < it[s]->n; i++)
             names[k++] = it[s]->v[i].name;
-    int rc = tc_keymap_make(keys, names, k, km, d);
+    int rc = tc_keymap_make_any(keys, names, k, km, d); /* names checked once renamed: tc_out_names_check */
     free(names);
     k = 0;
     for (size_t s = 0; s < nit && !rc; s++)
         for (size_t i = 0; i < it[s]->n; i++)
             it[s]->v[i].name = km->name[k++];
+    return rc;
+}
+
+int tc_out_names_check(const tc_convert_opts *o, const tc_ckpt *const *c, tc_sel *const *sl, const size_t *nsl,
+                       tc_sd_items *const *it, size_t n, tc_diag *d)
+{
+    size_t total = 0, k = 0, klen = o->key ? strlen(o->key) + 1 : 0;
+    for (size_t s = 0; s < n; s++)
+        total += sl ? nsl[s] : it[s]->n;
+    tc_outname *v = malloc((total + 1) * sizeof *v);
+    if (!v)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t s = 0; s < n; s++) {
+        size_t m = sl ? nsl[s] : it[s]->n;
+        for (size_t i = 0; i < m; i++) {
+            if (sl && sl[s][i].role == TC_SEL_SKIP)
+                continue;
+            size_t t = sl ? i : it[s]->tensor[i];
+            const char *name = sl ? sl[s][i].name : it[s]->v[i].name, *was = tc_ckpt_tensor(c[s], t)->name;
+            if (klen && strlen(was) > klen)
+                was += klen;
+            v[k++] = (tc_outname){name, strcmp(name, was) ? was : NULL, c[s], t};
+        }
+    }
+    int rc = tc_outnames_check(v, k, d);
+    free(v);
     return rc;
 }
 
@@ -365,7 +393,9 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((rc = tc_safetensors_select(c, o, &p, sl, rep, d)) || (rc = tc_sel_rename(&o->keys, &sl, &nt, 1, &km, d)))
+    const tc_ckpt *cs = c;
+    if ((rc = tc_safetensors_select(c, o, &p, sl, rep, d)) || (rc = tc_sel_rename(&o->keys, &sl, &nt, 1, &km, d)) ||
+        (rc = tc_out_names_check(o, &cs, &sl, &nt, NULL, 1, d)))
         goto done;
     for (size_t i = 0; i < nt && !rc; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
@@ -428,9 +458,14 @@ static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_con
 {
     size_t nt = tc_ckpt_ntensors(c), firsts, views;
     tc_witem *it = calloc(nt + 1, sizeof *it);
-    if (!it)
+    size_t *of = malloc((nt + 1) * sizeof *of);
+    if (!it || !of) {
+        free(it);
+        free(of);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
     for (size_t i = 0; i < nt; i++) {
+        of[i] = i;
         const tc_tensor *t = tc_ckpt_tensor(c, i);
         const tc_out_storage *ps = &p->out[t->storage];
         it[i] = (tc_witem){t->name, (size_t)t->storage, ps->dtype, t->ndim, t->shape, t->stride, t->offset, false,
@@ -439,11 +474,12 @@ static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_con
     int rc = count_items(c, it, nt, &firsts, &views, d); /* the file's own tensor comes first, its views after */
     if (rc) {
         free(it);
+        free(of);
         return rc;
     }
     rep->ntensors += firsts;
     rep->naliases += views;
-    *out = (tc_sd_items){it, nt, NULL, NULL};
+    *out = (tc_sd_items){it, of, nt, NULL, NULL};
     return 0;
 }
 
@@ -453,10 +489,11 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
 {
     size_t nt = tc_ckpt_ntensors(c), n = 0, klen = o->key ? strlen(o->key) : 0;
     tc_witem *it = calloc(nt + 1, sizeof *it);
+    size_t *of = malloc((nt + 1) * sizeof *of);
     long *at = malloc((nt + 1) * sizeof *at);  /* tensor -> its item */
     bool *seen = calloc(tc_ckpt_nstorages(c) + 1, sizeof *seen);
-    int rc = it && at && seen ? (o->no_entries ? 0 : report_entries(c, o->key, rep, d))
-                              : tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = it && of && at && seen ? (o->no_entries ? 0 : report_entries(c, o->key, rep, d))
+                                    : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     for (size_t k = 0; k < nt && !rc; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
         const char *name = t->name;
@@ -470,6 +507,10 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
             rep->nleft_out++;
             continue;
         }
+        if (t->badkey) {
+            rc = tc_badkey_fail(c, t, name, d);
+            break;
+        }
         if (t->kind != TC_TENSOR_DENSE || t->storage < 0) {
             rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
                             "tensor '%s' is a %s, which a state_dict of plain tensors cannot hold; --drop '%s' "
@@ -481,6 +522,7 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
         rep->naliases += seen[t->storage];
         seen[t->storage] = true;
         at[k] = (long)n;
+        of[n] = k;
         it[n++] = (tc_witem){name, (size_t)t->storage, ps->cast ? ps->dtype : t->dtype, t->ndim, t->shape,
                              t->stride, t->offset, o->plain ? false : t->requires_grad, o->plain ? false : t->parameter,
                              t->alias_of >= 0 ? at[t->alias_of] : -1};
@@ -489,9 +531,10 @@ static int graph_items(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan
     free(seen);
     if (rc) {
         free(it);
+        free(of);
         return rc;
     }
-    *out = (tc_sd_items){it, n, NULL, NULL};
+    *out = (tc_sd_items){it, of, n, NULL, NULL};
     return 0;
 }
 
@@ -522,6 +565,7 @@ static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const 
             continue;
         }
         map[i] = (long)n;
+        it->tensor[n] = it->tensor[i];
         it->v[n] = it->v[i];
         it->v[n].name = name;
         it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
@@ -552,6 +596,7 @@ void tc_sd_items_free(tc_sd_items *s)
 {
     if (s) {
         free(s->v);
+        free(s->tensor);
         free(s->mem);
         cJSON_Delete(s->json);
         memset(s, 0, sizeof *s);
@@ -590,8 +635,10 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
             blocks[k] = (tc_wblock){p.out[k].nbytes, p.out[k].dtype, p.out[k].location, p.out[k].cast};
         tc_sd_items *one = &items;
         tc_keymap km = {0};
-        if (!rc && !(rc = st_items(c, &p, &items, rep, d)) && !(rc = items_keep(c, &items, NULL, &o->keys, rep, d)))
-            rc = tc_items_rename(&o->keys, &one, 1, &km, d);
+        const tc_ckpt *cs = c;
+        if (!rc && !(rc = st_items(c, &p, &items, rep, d)) && !(rc = items_keep(c, &items, NULL, &o->keys, rep, d)) &&
+            !(rc = tc_items_rename(&o->keys, &one, 1, &km, d)))
+            rc = tc_out_names_check(o, &cs, NULL, NULL, &one, 1, d);
         if (!rc) {
             tc_storage_data sd = {&p, c, NULL};
             tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,

@@ -102,6 +102,7 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d);
  * hold is an error unless o's --drop names it. */
 typedef struct tc_sd_items {
     tc_witem *v;
+    size_t *tensor;       /* per item: the tensor of c it is */
     size_t n;
     void *mem, *json;     /* what the items point into */
 } tc_sd_items;
@@ -115,6 +116,13 @@ void tc_sd_items_free(tc_sd_items *s);
 int tc_sel_rename(const tc_keyops *keys, tc_sel *const *sl, const size_t *n, size_t nsel, tc_keymap *km, tc_diag *d);
 /* The same for state_dict items. */
 int tc_items_rename(const tc_keyops *keys, tc_sd_items *const *it, size_t nit, tc_keymap *km, tc_diag *d);
+
+/* Every name an output of several selections (sl[k], nsl[k] entries, of
+ * checkpoint c[k]) or of several item lists (it[k], when sl is NULL) gives,
+ * checked at once before anything is written (tc_outnames_check); names
+ * before key surgery are o's tensor names (relative to o->key). */
+int tc_out_names_check(const tc_convert_opts *o, const tc_ckpt *const *c, tc_sel *const *sl, const size_t *nsl,
+                       tc_sd_items *const *it, size_t n, tc_diag *d);
 
 /* A JSON object of aliases: tc_aliases_add for each, then tc_aliases_meta. */
 typedef struct tc_aliases tc_aliases;

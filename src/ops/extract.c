@@ -158,8 +158,10 @@ int tc_extract(tc_ckpt *c, const tc_wcand *w, const tc_extract_opts *o, tc_dst *
         return rc;
     rep->conv.ncast = p.ncast;
     rep->conv.nkept = p.nkept;
+    const tc_ckpt *cs = c;
     if (!(rc = tc_sd_items_make(c, &co, &p, &items, &rep->conv, d)) &&
-        !(rc = tc_items_rename(&co.keys, &one, 1, &km, d))) {
+        !(rc = tc_items_rename(&co.keys, &one, 1, &km, d)) &&
+        !(rc = tc_out_names_check(&co, &cs, NULL, NULL, &one, 1, d))) {
         if (!items.n)
             rc = tc_fail(d, TC_ERR_USAGE, "no tensor is left to write (--drop and --only-keys left out all %zu)",
                          w->ntensors);

@@ -2,10 +2,12 @@
 
 #include "assemble.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HASH_CHUNK ((size_t)1 << 20)
 
@@ -69,4 +71,42 @@ int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, 
         rc = tc_elems_sha256(e, hex, d);
     tc_elems_close(e);
     return rc;
+}
+
+int tc_dst_commit_hashed(tc_dst *o, char blob[65], tc_diag *d)
+{
+    blob[0] = 0;
+    int rc = tc_dst_finish(o, d);
+    if (rc || !tc_dst_blob(o))
+        return rc ? rc : tc_dst_publish(o, d);
+    /* a content-addressed store: the new blob is named by the SHA-256 of what was written */
+    int fd = tc_dst_read_fd(o);
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    uint8_t *buf = malloc(HASH_CHUNK);
+    if (fd < 0 || !m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL))
+        rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot take the SHA-256 of the new blob");
+    for (uint64_t off = 0; !rc;) {
+        ssize_t r = pread(fd, buf, HASH_CHUNK, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot read the new blob back: %s", strerror(errno));
+        else if (r == 0)
+            break;
+        else if (!EVP_DigestUpdate(m, buf, (size_t)r))
+            rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+        off += r > 0 ? (uint64_t)r : 0;
+    }
+    if (!rc && !(rc = hex_of(m, blob, d)))
+        rc = tc_dst_set_blob_name(o, blob, d);
+    if (fd >= 0)
+        close(fd);
+    EVP_MD_CTX_free(m);
+    free(buf);
+    if (rc) {
+        blob[0] = 0;
+        tc_dst_abort(o);
+        return rc;
+    }
+    return tc_dst_publish(o, d);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "plan.h"
 #include "strmap.h"
 
@@ -136,7 +137,21 @@ void tc_keymap_free(tc_keymap *m)
     memset(m, 0, sizeof *m);
 }
 
+static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, bool distinct, tc_keymap *m,
+                       tc_diag *d);
+
 int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d)
+{
+    return keymap_make(o, names, n, true, m, d);
+}
+
+int tc_keymap_make_any(const tc_keyops *o, const char *const *names, size_t n, tc_keymap *m, tc_diag *d)
+{
+    return keymap_make(o, names, n, false, m, d);
+}
+
+static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, bool distinct, tc_keymap *m,
+                       tc_diag *d)
 {
     memset(m, 0, sizeof *m);
     int rc = 0;
@@ -208,7 +223,7 @@ int tc_keymap_make(const tc_keyops *o, const char *const *names, size_t n, tc_ke
             break;
         }
         size_t was;
-        int put = tc_strmap_put(&seen, cur, i, &was);
+        int put = distinct ? tc_strmap_put(&seen, cur, i, &was) : 1;
         if (put < 0)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         else if (put == 0)
@@ -227,5 +242,98 @@ done:
     tc_strmap_free(&seen);
     if (rc)
         tc_keymap_free(m);
+    return rc;
+}
+
+/* name quoted as a shell word (to paste into --drop), its controls escaped for the terminal. */
+static void shell_word(tc_buf *b, const char *name)
+{
+    bool single = !strchr(name, '\'');
+    tc_buf_putc(b, single ? '\'' : '"');
+    for (const char *p = name; *p; p++) {
+        if (!single && strchr("\"$`\\", *p))
+            tc_buf_putc(b, '\\');
+        tc_buf_esc(b, p, 1);
+    }
+    tc_buf_putc(b, single ? '\'' : '"');
+}
+
+/* Where o's tensor sits: the key that holds it, quoted when it is text. */
+static void describe(tc_buf *b, const tc_outname *o)
+{
+    const tc_tensor *t = o->c ? tc_ckpt_tensor(o->c, o->t) : NULL;
+    const tc_keyed *k = t && t->keyed >= 0 ? tc_ckpt_keyed(o->c, (size_t)t->keyed) : NULL;
+    if (!k || t->item >= k->nkeys) {
+        tc_buf_putc(b, '\'');
+        tc_buf_esc(b, o->before ? o->before : o->name, strlen(o->before ? o->before : o->name));
+        tc_buf_putc(b, '\'');
+        return;
+    }
+    const char *key = k->keys[t->item];
+    tc_buf_puts(b, k->attrs ? "the attribute " : "the key ");
+    if (k->text[t->item])
+        tc_buf_putc(b, '\'');
+    tc_buf_esc(b, key, strlen(key));
+    if (k->text[t->item])
+        tc_buf_putc(b, '\'');
+    if (k->name[0]) {
+        tc_buf_puts(b, " of '");
+        tc_buf_esc(b, k->name, strlen(k->name));
+        tc_buf_putc(b, '\'');
+    } else {
+        tc_buf_puts(b, " of the top level");
+    }
+}
+
+int tc_outnames_check(const tc_outname *v, size_t n, tc_diag *d)
+{
+    tc_strmap seen = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t was;
+        int put = tc_strmap_put(&seen, v[i].name, i, &was);
+        if (put < 0) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        } else if (put == 0) {
+            const tc_outname *a = &v[was], *b = &v[i];
+            const char *pa = a->before ? a->before : a->name, *pb = b->before ? b->before : b->name;
+            tc_buf m = TC_BUF_INIT(900);
+            tc_buf_puts(&m, "two tensors would be written as '");
+            tc_buf_esc(&m, b->name, strlen(b->name));
+            tc_buf_puts(&m, "': ");
+            describe(&m, a);
+            if (a->c && b->c && a->c != b->c)
+                tc_buf_printf(&m, " in %s", tc_ckpt_path(a->c));
+            tc_buf_puts(&m, " and ");
+            describe(&m, b);
+            if (a->c && b->c && a->c != b->c)
+                tc_buf_printf(&m, " in %s", tc_ckpt_path(b->c));
+            if (strcmp(pa, pb))
+                tc_buf_puts(&m, " (key surgery made their names alike; --rename or --drop tells them apart)");
+            else {
+                tc_buf_puts(&m, " (their keys flatten to one name; --drop ");
+                shell_word(&m, b->name);
+                tc_buf_puts(&m, " leaves both out)");
+            }
+            rc = a->c ? tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(a->c), TC_NO_OFFSET, "%s", tc_buf_str(&m))
+                      : tc_fail(d, TC_ERR_USAGE, "%s", tc_buf_str(&m));
+            tc_buf_free(&m);
+        }
+    }
+    tc_strmap_free(&seen);
+    return rc;
+}
+
+int tc_badkey_fail(const tc_ckpt *c, const tc_tensor *t, const char *name, tc_diag *d)
+{
+    tc_buf m = TC_BUF_INIT(900);
+    tc_buf_puts(&m, "tensor ");
+    shell_word(&m, name);
+    tc_buf_printf(&m, ": a key on its path is %s, which no state_dict name can be (torch names tensors with text); "
+                      "--drop ", t->badkey);
+    shell_word(&m, name);
+    tc_buf_puts(&m, " leaves it out");
+    int rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "%s", tc_buf_str(&m));
+    tc_buf_free(&m);
     return rc;
 }

@@ -60,12 +60,36 @@ static void admit_list(const tc_ckpt *c, char *buf, size_t n)
         snprintf(buf + n - 4, 4, "...");
 }
 
+/* A global of TorchScript's own: the classes its code defines (__torch__.*)
+ * and the helpers of its pickles (torch.jit._pickle.build_intlist, ...).
+ * torch.jit.load compiles the archive's code and calls them; a reader of its
+ * tensors calls nothing, so a tensors-only output of them trusts nothing. */
+static bool script_own(const char *name)
+{
+    return !strncmp(name, "__torch__.", 10) || !strncmp(name, "torch.jit._pickle.", 18);
+}
+
+bool tc_safety_script_only(const tc_ckpt *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
+        const tc_global *g = tc_ckpt_global(c, i);
+        if (g->allowed)
+            continue;
+        if (!script_own(g->name))
+            return false;
+        n++;
+    }
+    return n && !tc_ckpt_nhazards(c);
+}
+
 int tc_safety_gate(const tc_ckpt *c, tc_keeps keeps, const char *verb, bool allow, tc_diag *d)
 {
     bool dangerous = false, globals = false;
     for (size_t i = 0; i < tc_ckpt_nglobals(c); i++)
         dangerous |= !tc_ckpt_global(c, i)->allowed && tc_ckpt_global(c, i)->dangerous;
-    if (allow || tc_ckpt_is_safe(c) || (keeps == TC_KEEPS_TENSORS && !dangerous && !tc_ckpt_nhazards(c)))
+    if (allow || tc_ckpt_is_safe(c) || (keeps == TC_KEEPS_TENSORS && !dangerous && !tc_ckpt_nhazards(c)) ||
+        (keeps == TC_KEEPS_TENSORS && tc_safety_script_only(c)))
         return 0;
     char why[900];
     tc_safety_why(c, why, sizeof why);

@@ -20,6 +20,10 @@ typedef enum tc_keeps { TC_KEEPS_GRAPH, TC_KEEPS_TENSORS } tc_keeps;
  * d (subject: c's path) naming the globals or hazard and the option that
  * lets it through. verb says what was refused: "rewrite", "convert". */
 int tc_safety_gate(const tc_ckpt *c, tc_keeps keeps, const char *verb, bool allow, tc_diag *d);
+/* c is unsafe only for the globals of TorchScript's own (its classes,
+ * torch.jit._pickle): an output of its tensors alone passes the gate, the
+ * verdict said as a warning. */
+bool tc_safety_script_only(const tc_ckpt *c);
 /* Why c is unsafe, in one line (for inspect): "" when it is safe. */
 void tc_safety_why(const tc_ckpt *c, char *buf, size_t n);
 

@@ -22,6 +22,7 @@
 #include "safety.h"
 #include "shard_index.h"
 #include "stream.h"
+#include "vec.h"
 
 /* ---- outputs: all under temporary names until every one is complete ------------------ */
 
@@ -785,6 +786,27 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
         free(sls);
         free(its);
     }
+    /* every name the set gives, aliases included, once */
+    if (!rc) {
+        const tc_ckpt **cs = calloc(ix->nsh + 1, sizeof *cs);
+        size_t *counts = calloc(ix->nsh + 1, sizeof *counts);
+        tc_sel **sls = calloc(ix->nsh + 1, sizeof *sls);
+        tc_sd_items **its = calloc(ix->nsh + 1, sizeof *its);
+        if (!cs || !counts || !sls || !its)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < ix->nsh && !rc; i++) {
+            cs[i] = S.in[i].c;
+            counts[i] = tc_ckpt_ntensors(S.in[i].c);
+            sls[i] = S.in[i].sl;
+            its[i] = &S.in[i].it;
+        }
+        if (!rc && (rc = tc_out_names_check(&o->co, cs, st ? sls : NULL, counts, its, ix->nsh, d)) && ix->nsh > 1)
+            tc_diag_subject(d, ix->path);
+        free(cs);
+        free(counts);
+        free(sls);
+        free(its);
+    }
     /* the plan: greedy, in input order */
     uint64_t fill = 0;
     for (size_t u = 0; u < S.nu && !rc; u++) {
@@ -914,17 +936,89 @@ static int index_of_one(const char *in, tc_ckpt *c, tc_index **out, tc_diag *d)
     return 0;
 }
 
+/* ---- replacing an earlier set: its shards that the new one does not write ---------------- */
+
+typedef TC_VEC(char *) strvec;
+
+/* The shards the index at `index` (about to be replaced) names that are neither written now (os) nor inputs
+ * (ix, given): paths into *out. A missing or unreadable old index names none. */
+static int stale_shards(const char *index, const outs *os, const tc_index *ix, const tc_ckpt *given,
+                        const tc_limits *lim, strvec *out, tc_diag *d)
+{
+    struct stat st;
+    tc_index *old = NULL;
+    tc_diag ignore = TC_DIAG_INIT;
+    if (lstat(index, &st) < 0 || !S_ISREG(st.st_mode) || tc_index_open(&old, index, lim, &ignore))
+        return 0;
+    tc_map ids = {0}, outnames = {0}; /* the inputs by (device, inode); the outputs by path */
+    int rc = 0;
+    for (size_t i = 0; i < ix->nsh + 1 && !rc; i++) {
+        const char *p = i < ix->nsh ? ix->sh[i].path : ix->path;
+        if (p && stat(p, &st) == 0 && tc_map_put2(&ids, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 0, NULL) < 0)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    if (given && stat(tc_ckpt_path(given), &st) == 0 &&
+        tc_map_put2(&ids, (uint64_t)st.st_dev, (uint64_t)st.st_ino, 0, NULL) < 0)
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < os->n && !rc; i++)
+        if (tc_map_put(&outnames, os->v[i].target, strlen(os->v[i].target), 0, NULL) < 0)
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    const char *slash = strrchr(index, '/');
+    size_t dl = slash ? (size_t)(slash - index + 1) : 0;
+    for (size_t k = 0; k < old->nsh && !rc; k++) {
+        const char *f = old->sh[k].file;
+        if (!*f || strchr(f, '/') || !strcmp(f, ".") || !strcmp(f, ".."))
+            continue; /* only a file of the index's own folder */
+        size_t n = dl + strlen(f) + 1;
+        char *p = malloc(n);
+        if (!p) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(p, n, "%.*s%s", (int)dl, index, f);
+        bool gone = lstat(p, &st) < 0 || !S_ISREG(st.st_mode) || tc_map_find2(&ids, (uint64_t)st.st_dev, (uint64_t)st.st_ino) ||
+                    tc_map_find(&outnames, p, strlen(p));
+        if (gone || tc_vec_push(out, p) < 0) {
+            free(p);
+            if (!gone)
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        }
+    }
+    tc_map_free(&ids);
+    tc_map_free(&outnames);
+    tc_index_free(old);
+    return rc;
+}
+
 /* ix, or given (not closed here) as the one shard of ix. */
 static int run(tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts *o, tc_set_report *rep, tc_diag *d)
 {
     outs os = {0};
+    strvec stale = {0}, removed = {0};
     rep->ninputs = ix->nsh;
     int rc = given ? 0 : tc_index_check_shards(ix, d);
     if (!rc)
         rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
                                        : convert_set(ix, given, out, o, &os, rep, d);
+    if (!rc && (o->dst_flags & TC_DST_FORCE) && writes_index(o) && !o->one_file && rep->index_path)
+        rc = stale_shards(rep->index_path, &os, ix, given, &o->lim, &stale, d);
     if (!rc)
         rc = outs_publish(&os, d);
+    /* the new set is in place: the old one's other shards go */
+    for (size_t i = 0; i < stale.n; i++) {
+        if (!rc && unlink(stale.v[i]) == 0) {
+            const char *slash = strrchr(stale.v[i], '/');
+            char *name = strdup(slash ? slash + 1 : stale.v[i]);
+            if (name && tc_vec_push(&removed, name) < 0)
+                free(name);
+        }
+        free(stale.v[i]);
+    }
+    tc_vec_free(&stale);
+    if (removed.n > 1)
+        qsort(removed.v, removed.n, sizeof *removed.v, cmp_str);
+    rep->removed = removed.v;
+    rep->nremoved = removed.n;
     outs_free(&os);
     if (rc)
         tc_dst_dirs_remove();
@@ -966,6 +1060,9 @@ void tc_set_report_free(tc_set_report *r)
         return;
     tc_convert_report_free(&r->sum);
     free(r->index_path);
+    for (size_t i = 0; i < r->nremoved; i++)
+        free(r->removed[i]);
+    free(r->removed);
     memset(r, 0, sizeof *r);
 }
 

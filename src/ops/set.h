@@ -30,7 +30,16 @@
  * k % N == I - 1 (publishing them together when all are complete), and a
  * last step, run once every part has finished, checks that every shard is
  * there and holds what the plan puts in it, then writes the index. The
- * output is byte for byte what one process writes. */
+ * output is byte for byte what one process writes.
+ *
+ * A set written with TC_DST_FORCE over an index replaces that earlier set:
+ * once the new one is in place, the shards the old index named that the new
+ * set does not write are removed (rep->removed names them), so that no
+ * earlier run's shard stays beside the new ones. Only those: a plain file
+ * name in the index's folder, a regular file, none of the inputs; nothing
+ * else in the folder is touched, and without TC_DST_FORCE the old index is
+ * an output that exists (refused). A part (--part I/N) removes nothing; its
+ * index step does. */
 #ifndef TC_SET_H
 #define TC_SET_H
 
@@ -64,6 +73,8 @@ typedef struct tc_set_report {
     size_t ninputs;         /* input shards */
     size_t ncast, nkept;    /* rewrite: tensors cast and kept, over all shards */
     uint64_t file_bytes;    /* of every output file, the index included */
+    char **removed;         /* the earlier set's shards removed (--force over an index): their names */
+    size_t nremoved;
 } tc_set_report;
 
 /* in: an index (*.index.json), or any other checkpoint, taken as a set of

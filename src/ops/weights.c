@@ -237,6 +237,62 @@ static void shared_of(byname *b, tc_wcand *c)
         snprintf(c->shared, sizeof c->shared, "%s", sh);
 }
 
+/* A training checkpoint may nest the state_dict one level down (chgnet:
+ * ckpt["model"]["state_dict"]): when every tensor under w's prefix P sits in
+ * dicts under one item K of P that names weights (state_dict, model, ...),
+ * the weights are P.K, named as that state_dict names them. Flat keys that
+ * merely start with such a word ("model.layer.weight" of a state_dict) hold
+ * their tensors in P itself and are left alone. */
+static int descend(byname *b, tc_wcand *w, tc_diag *d)
+{
+    for (int depth = 0; depth < 4 && w->prefix[0] && !w->cls; depth++) {
+        size_t l = strlen(w->prefix), a, z, k2 = 0;
+        char *q = malloc(l + 2);
+        if (!q)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        memcpy(q, w->prefix, l);
+        memcpy(q + l, ".", 2);
+        a = lower(b, q, l + 1);
+        q[l] = '.' + 1;
+        z = lower(b, q, l + 1);
+        free(q);
+        const char *item = NULL;
+        for (size_t k = a; k < z; k++) {
+            const tc_tensor *t = tc_ckpt_tensor(b->c, b->ix[k]);
+            const char *box = t->keyed >= 0 ? tc_ckpt_keyed(b->c, (size_t)t->keyed)->name : NULL;
+            /* its dict lies under P.K: box is P.K or P.K.more */
+            if (!box || strncmp(box, w->prefix, l) || box[l] != '.')
+                return 0;
+            const char *kk = box + l + 1;
+            size_t kl = strcspn(kk, ".");
+            if (!item) {
+                item = kk;
+                k2 = kl;
+            } else if (kl != k2 || strncmp(kk, item, kl)) {
+                return 0;
+            }
+        }
+        char key[128];
+        if (!item || k2 >= sizeof key)
+            return 0;
+        memcpy(key, item, k2);
+        key[k2] = 0;
+        if (classify(key) != K_WEIGHTS)
+            return 0;
+        size_t nl = l + 1 + k2 + 1;
+        char *np = malloc(nl);
+        if (!np)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        snprintf(np, nl, "%s.%s", w->prefix, key);
+        free(w->prefix);
+        w->prefix = np;
+        size_t rl = strlen(w->reason);
+        if (rl + 1 < sizeof w->reason)
+            snprintf(w->reason + rl, sizeof w->reason - rl, "%s its state_dict '%s'", depth ? "," : ":", np);
+    }
+    return 0;
+}
+
 int tc_weights_find(const tc_ckpt *c, tc_weights *out, tc_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -349,6 +405,8 @@ int tc_weights_find(const tc_ckpt *c, tc_weights *out, tc_diag *d)
     }
 measure:
     for (size_t i = 0; i < out->n && !rc; i++) {
+        if ((rc = descend(&b, &out->v[i], d)))
+            break;
         measure(&b, out->v[i].prefix, i + 1, &out->v[i].ntensors, &out->v[i].bytes);
         shared_of(&b, &out->v[i]);
     }
@@ -385,7 +443,22 @@ int tc_weights_pick(const tc_weights *w, const tc_ckpt *c, const char *from, boo
         out->bytes = by;
         if (!(out->prefix = strdup(p)))
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        return 0;
+        /* a state_dict nested under the entry given: its names, as for an entry found */
+        byname b;
+        if ((rc = byname_make(&b, c, d)))
+            return rc;
+        char *was = out->cls ? NULL : strdup(out->prefix);
+        rc = was ? descend(&b, out, d) : 0;
+        if (!rc && was && strcmp(was, out->prefix)) {
+            size_t n1;
+            measure(&b, out->prefix, SIZE_MAX - 2, &n1, &out->bytes);
+            out->ntensors = n1;
+        }
+        free(was);
+        byname_free(&b);
+        if (rc)
+            tc_wcand_clear(out);
+        return rc;
     }
     const tc_wcand *one = NULL;
     size_t n = 0;

@@ -487,6 +487,18 @@ def g_st_tensors(d, n):
     return in_st(d, [('model.layers.%d.weight' % i, 'F32', [1], F1) for i in range(n)])
 
 
+def g_st_small_tensors(d, n):
+    # the cost per tensor (issue 21): n tensors of two float32 elements, the header nearly all the file
+    return in_st(d, [('layers.%d.weight' % i, 'F32', [2], F1 * 2) for i in range(n)])
+
+
+def g_pt_small_tensors(d, n):
+    # the same as a torch state_dict: n tensors on n storages, n data/ records
+    p = Pickle(2)
+    flat_state_dict(p, ['layers.%d.weight' % i for i in range(n)], lambda i: p.tensor(str(i), 2, shape=(2,)))
+    return in_pt(d, p.bytes(), {str(i): F1 * 2 for i in range(n)})
+
+
 def g_st_aliases(d, n):
     # one written tensor of n elements and n aliases of it (views) in __metadata__
     al = {'view.%d' % i: {'of': 'base', 'offset': i, 'shape': [1], 'stride': [1], 'same': False} for i in range(n)}
@@ -766,6 +778,7 @@ EXTRACT = ['extract', '-q', '--allow-unsafe', '{in}', '-o', '{out}/out.pt']
 EXTRACT_ST = ['extract', '-q', '--allow-unsafe', '{in}', '-o', '{out}/out.safetensors']
 IX_PT = ['convert', '-q', '{in}', '{out}/o/pytorch_model.bin.index.json']
 DCP_ST = ['consolidate', '-q', '{in}', '-o', '{out}/out.safetensors']
+DIFF = ['diff', '{in}', '{in}']
 DCP_PT = ['consolidate', '-q', '{in}', '-o', '{out}/out.pt']
 KEEPS = [a for i in range(256) for a in ('--keep', 'block%d.sub[0-3].*' % (i * 13))]
 
@@ -812,6 +825,10 @@ CASES = {
     'deep_nesting': (g_deep_nesting, 100, [INSPECT, TOCPU], '100 chains of 900 nested tuples (depth limit 1000)'),
     'long_names': (g_long_names, 5000, [INSPECT, JSON, TO_ST], '5k tensors with 200-byte names'),
     'st_many_tensors': (g_st_tensors, 10000, [INSPECT, JSON, TO_PT], 'a safetensors header of 10k tensors'),
+    'st_small_tensors': (g_st_small_tensors, 20000, [INSPECT, JSON, TO_PT, TO_ST, DIFF],
+                         'safetensors: 20k tensors of two elements (the cost per tensor: names, shapes, maps)'),
+    'pt_small_tensors': (g_pt_small_tensors, 10000, [INSPECT, TOCPU, TO_ST, DIFF],
+                         'a state_dict of 10k tensors of two elements on 10k storages (the cost per tensor)'),
     'st_many_aliases': (g_st_aliases, 3000, [INSPECT, TO_PT],
                         'safetensors: one tensor and 3k aliases in __metadata__ tensorctl.aliases'),
     'st_many_metadata': (g_st_metadata, 5000, [INSPECT, TO_ST], 'safetensors __metadata__ with 5k keys'),

@@ -3,11 +3,14 @@
  * error line, a non-zero exit.
  *
  *   TC_FAULT_CALL=write   which function (write pwrite fsync close rename
- *                         copy_file_range read pread open mkostemp ioctl)
+ *                         copy_file_range read pread open mkostemp ioctl
+ *                         linkat: an unnamed output taking its name)
  *   TC_FAULT_NTH=3        fail its 3rd call (1-based)
  *   TC_FAULT_ERRNO=ENOSPC ENOSPC, EIO, EACCES, EROFS or a number
  *   TC_FAULT_LOG=path     append "counts: write=N ..." at exit and
  *                         "fired: CALL N" when the failure is injected
+ *   TC_FAULT_NO_TMPFILE=1 every open with O_TMPFILE fails with EOPNOTSUPP, as
+ *                         on a file system without unnamed files
  *   TC_FAULT_FSTYPE=nfs   fstatfs says every file is on NFS (a file system
  *                         that copies on its server: tensorctl then copies
  *                         with copy_file_range, which the test can fail)
@@ -31,9 +34,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-enum { F_WRITE, F_PWRITE, F_FSYNC, F_CLOSE, F_RENAME, F_CFR, F_READ, F_PREAD, F_OPEN, F_MKOSTEMP, F_IOCTL, F_N };
+enum { F_WRITE, F_PWRITE, F_FSYNC, F_CLOSE, F_RENAME, F_CFR, F_READ, F_PREAD, F_OPEN, F_MKOSTEMP, F_IOCTL, F_LINKAT,
+       F_N };
 static const char *const names[F_N] = {"write", "pwrite", "fsync", "close", "rename", "copy_file_range",
-                                       "read", "pread", "open", "mkostemp", "ioctl"};
+                                       "read", "pread", "open", "mkostemp", "ioctl", "linkat"};
 static unsigned long counts[F_N];
 static int target = -1;
 static unsigned long nth;
@@ -150,6 +154,12 @@ int rename(const char *a, const char *b)
     return hit(F_RENAME) ? -1 : real(a, b);
 }
 
+int linkat(int fa, const char *a, int fb, const char *b, int flags)
+{
+    REAL(int, "linkat", int, const char *, int, const char *, int);
+    return hit(F_LINKAT) ? -1 : real(fa, a, fb, b, flags);
+}
+
 ssize_t copy_file_range(int fi, off_t *oi, int fo, off_t *oo, size_t n, unsigned int flags)
 {
     REAL(ssize_t, "copy_file_range", int, off_t *, int, off_t *, size_t, unsigned int);
@@ -173,6 +183,10 @@ ssize_t pread64(int fd, void *b, size_t n, off_t off) { return do_pread("pread64
 static int do_open(const char *sym, const char *path, int flags, mode_t mode)
 {
     int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, sym);
+    if ((flags & O_TMPFILE) == O_TMPFILE && getenv("TC_FAULT_NO_TMPFILE")) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
     return hit(F_OPEN) ? -1 : real(path, flags, mode);
 }
 #define MODE_ARG(flags, mode)                                                                      \

@@ -19,8 +19,18 @@ output is made durable (fsync of the file and its folder) unless --no-sync
 says not to, and --in-place syncs whatever --no-sync says.
 
 kill: a ~200 MB checkpoint (made here with zipfile, no torch) is frozen
-(SIGSTOP) once its temporary appears, then SIGKILLed: no OUT, input intact;
-the same with SIGTERM: no OUT and the temporary removed.
+(SIGSTOP) once its output has bytes (an unnamed file the process holds open,
+or a hidden temporary where the file system cannot make unnamed ones), then
+SIGKILLed: no OUT and nothing else in the folder, input intact; the same with
+SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+SIGPROF, SIGPIPE, SIGXCPU and a real-time signal: each ends the process as
+that signal, leaving nothing. Then with O_TMPFILE refused (the shim), as on a
+file system without unnamed files: a hidden temporary, which SIGTERM, SIGUSR1
+and SIGPIPE remove.
+
+--no-tmpfile: the shim refuses O_TMPFILE, so that the output is a hidden
+temporary renamed into place (the file systems without unnamed files), and
+its calls (mkostemp, rename) fail in turn.
 
 --fstype nfs: the shim makes the output's file system pass for NFS, so that
 unchanged bytes are copied with copy_file_range (as they are where the server
@@ -33,10 +43,13 @@ A part that checked nothing fails: a clean run that logged no call to fail
 """
 import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from judge import open_in  # noqa: E402
+
 CALLS = ['write', 'pwrite', 'fsync', 'close', 'rename', 'copy_file_range', 'read', 'pread', 'open', 'mkostemp',
-         'ioctl']
+         'ioctl', 'linkat']
 ERRNOS = ['ENOSPC', 'EIO', 'EACCES']
-MUST_FAIL = {'write', 'pwrite', 'copy_file_range', 'rename', 'mkostemp'}
+MUST_FAIL = {'write', 'pwrite', 'copy_file_range', 'rename', 'mkostemp', 'linkat'}
 
 
 def digest(path):
@@ -80,6 +93,8 @@ def part_calls(a, tmp, fails):
         base = {'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}
         if a.fstype:
             base['TC_FAULT_FSTYPE'] = a.fstype
+        if a.no_tmpfile:
+            base['TC_FAULT_NO_TMPFILE'] = '1'
         p = subprocess.run(cmd, env=env_with(base), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if p.returncode != 0:
             fails.append('%s: clean run failed: %s' % (' '.join(variant), p.stderr.decode()))
@@ -222,42 +237,67 @@ def part_kill(a, tmp, fails):
     big_checkpoint(src)
     before = digest(src)
     frozen = 0
-    for sig, variant in ((signal.SIGKILL, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGKILL, ['to-cpu']),
-                         (signal.SIGTERM, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGINT, ['to-cpu', '--dtype', 'float16'])):
+    plain = ['to-cpu']
+    cases = [(signal.SIGKILL, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGKILL, plain),
+             (signal.SIGTERM, ['to-cpu', '--dtype', 'bfloat16']), (signal.SIGINT, ['to-cpu', '--dtype', 'float16'])]
+    cases += [(s, plain) for s in (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+                                   signal.SIGVTALRM, signal.SIGPROF, signal.SIGPIPE, signal.SIGXCPU,
+                                   signal.SIGRTMIN + 2)]
+    cases = [(s, v, False) for s, v in cases]
+    # where the file system has no unnamed files: a hidden temporary, removed by every signal that can be caught
+    cases += [(s, plain, True) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGPIPE)]
+    for sig, variant, named in cases:
         outdir = os.path.join(tmp, 'kill-out')
         shutil.rmtree(outdir, ignore_errors=True)
         os.makedirs(outdir)
         out = os.path.join(outdir, 'out.pt')
         p = subprocess.Popen([a.tensorctl] + variant + ['-q', src, '-o', out],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_NO_TMPFILE': '1'}) if named else None,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: __import__('resource').setrlimit(__import__('resource').RLIMIT_CORE,
+                                                                                  (0, 0)))
         deadline = time.time() + 60
         caught = False
         while time.time() < deadline and p.poll() is None:
+            # midway: the output is open and has bytes (unnamed, or a hidden temporary)
             tmps = leftovers(outdir, 'out.pt')
-            if tmps and os.path.getsize(os.path.join(outdir, tmps[0])) > 0:
+            sizes = []
+            for fd in open_in(p.pid, outdir):
+                try:
+                    sizes.append(os.stat(fd).st_size)
+                except OSError:
+                    pass
+            if any(sizes) or (tmps and os.path.getsize(os.path.join(outdir, tmps[0])) > 0):
                 p.send_signal(signal.SIGSTOP)
                 caught = True
                 break
             time.sleep(0.0005)
-        what = '%s during %s' % (signal.Signals(sig).name, ' '.join(variant))
+        try:
+            what = '%s during %s' % (signal.Signals(sig).name, ' '.join(variant))
+        except ValueError:
+            what = 'signal %d during %s' % (sig, ' '.join(variant))
+        if named:
+            what += ' (no O_TMPFILE: a hidden temporary)'
         if not caught:
             p.wait()
             print('note: %s: finished before it could be frozen (exit %d)' % (what, p.returncode))
             continue
         frozen += 1
-        midway = leftovers(outdir, 'out.pt')
+        midway = sorted(os.listdir(outdir))
+        if named and not midway:
+            fails.append('%s: no hidden temporary while frozen (was O_TMPFILE refused?)' % what)
         if 'out.pt' in midway:
             fails.append('%s: OUT exists while the conversion is frozen midway' % what)
         p.send_signal(sig)
         if sig != signal.SIGKILL:
             p.send_signal(signal.SIGCONT)
         p.wait(timeout=60)
-        left = leftovers(outdir, 'out.pt')
-        if 'out.pt' in left:
-            fails.append('%s: left OUT behind' % what)
-        if sig != signal.SIGKILL and left:
+        left = sorted(os.listdir(outdir))
+        if p.returncode != -sig:
+            fails.append('%s: ended with %s, not the signal' % (what, p.returncode))
+        if left:  # an unnamed output leaves nothing, whatever the signal, SIGKILL included
             fails.append('%s: left %s behind' % (what, left))
-        print('%s: frozen with %s, exit %s, then %s' % (what, midway, p.returncode, left))
+        print('%s: frozen with %s visible, exit %s, then %s' % (what, midway, p.returncode, left))
     if frozen == 0:
         fails.append('no conversion was caught midway (each finished first): nothing was checked')
     if digest(src) != before:
@@ -271,6 +311,8 @@ def main():
     ap.add_argument('--input', required=True)
     ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync'], default='calls')
     ap.add_argument('--fstype', choices=['nfs'], help='calls: the output passes for one on this file system')
+    ap.add_argument('--no-tmpfile', action='store_true',
+                    help='calls: O_TMPFILE is refused, as where the file system has no unnamed files')
     ap.add_argument('--kernel-copy', choices=['yes', 'no'],
                     help='calls: whether to-cpu must copy with copy_file_range (a big record)')
     a = ap.parse_args()

@@ -744,8 +744,9 @@ static void huge_sizes(pk_obj *a)
 {
     pk_obj *size = a->items[2];
     cr_assert_geq(size->n, 1);
+    /* new nodes, not edits of the old: the reader shares the node of each small int */
     for (size_t i = 0; i < size->n; i++)
-        size->items[i]->i = (int64_t)1 << 40;
+        size->items[i] = pk_new_int(edit_graph, (int64_t)1 << 40);
     if (size->n == 1) { /* one dimension cannot overflow: add two */
         pk_push(edit_graph, size, size->items[0]);
         pk_push(edit_graph, size, size->items[0]);
@@ -757,14 +758,14 @@ static void huge_sizes(pk_obj *a)
 static void offset_past(pk_obj *a)
 {
     cr_assert_eq(a->items[1]->kind, PK_INT);
-    a->items[1]->i = (int64_t)1 << 33;
+    a->items[1] = pk_new_int(edit_graph, (int64_t)1 << 33);
 }
 
 static void stride_past(pk_obj *a)
 {
     pk_obj *st = a->items[3];
     cr_assert_geq(st->n, 1);
-    st->items[0]->i = (int64_t)1 << 30;
+    st->items[0] = pk_new_int(edit_graph, (int64_t)1 << 30);
 }
 
 static void many_dims(pk_obj *a)
