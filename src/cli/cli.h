@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "buf.h" /* tc_esc: every name printed, on stdout and stderr */
 #include "ckpt.h"
 #include "diag.h"
 
@@ -114,9 +115,6 @@ int tc_parse_exit(int parse_rc);
 void tc_print_cmd_help(const tc_cmd *cmd);
 /* tensorctl's own usage: the commands and the exit statuses. */
 void tc_print_usage(FILE *f);
-
-/* A copy of s into buf (n bytes) fit for a terminal: control bytes become \n, \r, \t or \xNN. */
-const char *tc_term_esc(const char *s, char *buf, size_t n);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

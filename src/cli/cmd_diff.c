@@ -260,9 +260,9 @@ static bool noteworthy(const tc_diff_entry *e, bool all)
 static void side_line(const char *mark, const tc_diff_side *s)
 {
     char x[1024];
-    printf("%s %s (%s, %zu tensors", mark, tc_term_esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
+    printf("%s %s (%s, %zu tensors", mark, tc_esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
     if (s->prefix && *s->prefix)
-        printf(", prefix '%s' stripped", tc_term_esc(s->prefix, x, sizeof x));
+        printf(", prefix '%s' stripped", tc_esc(s->prefix, x, sizeof x));
     printf(")\n");
 }
 
@@ -282,7 +282,7 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
             buf b = {.n = 0};
             put(&b, "%s ", tc_dtype_name(m->dtype));
             dims(&b, m->shape, m->ndim);
-            printf("%s %s: %s\n", in_a ? "-" : "+", tc_term_esc(e->name, x, sizeof x), b.s);
+            printf("%s %s: %s\n", in_a ? "-" : "+", tc_esc(e->name, x, sizeof x), b.s);
             continue;
         }
         if (!e->done || !noteworthy(e, all || stats))
@@ -290,7 +290,7 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
         buf b = {.n = 0};
         details(&b, e, &ma, &mb, stats);
         char y[8192];
-        printf("%s %s: %s\n", e->equal ? "=" : "!", tc_term_esc(e->name, x, sizeof x), tc_term_esc(b.s, y, sizeof y));
+        printf("%s %s: %s\n", e->equal ? "=" : "!", tc_esc(e->name, x, sizeof x), tc_esc(b.s, y, sizeof y));
     }
     if (r->equal)
         printf("equal: %zu tensors, %zu bit for bit\n", r->nequal, r->nbitwise);

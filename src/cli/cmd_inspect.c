@@ -53,7 +53,7 @@ static void contents(const tc_ckpt *c, cJSON *json)
                 printf("\ncontents:\n");
             header = true;
             char x[512];
-            printf("  %-24s %s\n", tc_term_esc(e->name, x, sizeof x), many ? text : e->text);
+            printf("  %-24s %s\n", tc_esc(e->name, x, sizeof x), many ? text : e->text);
         }
         for (size_t j = i + 1; many && j < n && tc_ckpt_entry(c, j)->depth == 2; j++) {
             const tc_entry *s2 = tc_ckpt_entry(c, j);
@@ -63,7 +63,7 @@ static void contents(const tc_ckpt *c, cJSON *json)
                 cJSON_AddStringToObject(json, s2->name, s2->text);
             } else {
                 char x[512];
-                printf("  %-24s %s\n", tc_term_esc(s2->name, x, sizeof x), s2->text);
+                printf("  %-24s %s\n", tc_esc(s2->name, x, sizeof x), s2->text);
             }
         }
     }
@@ -160,13 +160,13 @@ static void print_text(const tc_ckpt *c)
     char e1[1024], e2[1024];
     size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c), ngl = tc_ckpt_nglobals(c);
     long *first = first_on_storage(c);
-    printf("%s: %s", tc_term_esc(tc_ckpt_path(c), e1, sizeof e1), tc_ckpt_format(c));
+    printf("%s: %s", tc_esc(tc_ckpt_path(c), e1, sizeof e1), tc_ckpt_format(c));
     for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
-        printf(", %s %s", tc_term_esc(tc_ckpt_fact(c, i)->key, e1, sizeof e1), tc_term_esc(tc_ckpt_fact(c, i)->value, e2, sizeof e2));
+        printf(", %s %s", tc_esc(tc_ckpt_fact(c, i)->key, e1, sizeof e1), tc_esc(tc_ckpt_fact(c, i)->value, e2, sizeof e2));
     printf("\n\n");
     size_t w = 4;
     for (size_t i = 0; i < nt && w < 60; i++)
-        if (columns(tc_term_esc(tc_ckpt_tensor(c, i)->name, e1, sizeof e1)) > w)
+        if (columns(tc_esc(tc_ckpt_tensor(c, i)->name, e1, sizeof e1)) > w)
             w = columns(e1);
     if (w > 60)
         w = 60;
@@ -190,10 +190,10 @@ static void print_text(const tc_ckpt *c)
                       ? first[t->storage] : -1;
         if (t->alias_of >= 0)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "same tensor as %s ",
-                                   tc_term_esc(tc_ckpt_tensor(c, (size_t)t->alias_of)->name, e1, sizeof e1));
+                                   tc_esc(tc_ckpt_tensor(c, (size_t)t->alias_of)->name, e1, sizeof e1));
         else if (sw >= 0 && sw < (long)i)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "shares storage with %s ",
-                                   tc_term_esc(tc_ckpt_tensor(c, (size_t)sw)->name, e1, sizeof e1));
+                                   tc_esc(tc_ckpt_tensor(c, (size_t)sw)->name, e1, sizeof e1));
         if (t->kind == TC_TENSOR_QUANT)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "quantized ");
         if (t->kind == TC_TENSOR_META)
@@ -201,14 +201,14 @@ static void print_text(const tc_ckpt *c)
         if (t->kind == TC_TENSOR_OTHER)
             nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
         if (shard_of(c, t))
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "in %s ", tc_term_esc(shard_of(c, t), e2, sizeof e2));
+            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "in %s ", tc_esc(shard_of(c, t), e2, sizeof e2));
         size_t nch = 0;
         if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch) && nl < sizeof notes)
             snprintf(notes + nl, sizeof notes - nl, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
-        put_padded(tc_term_esc(t->name, e1, sizeof e1), w);
-        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, tc_term_esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
+        put_padded(tc_esc(t->name, e1, sizeof e1), w);
+        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, tc_esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -239,7 +239,7 @@ static void print_text(const tc_ckpt *c)
     printf("\nbytes per device:");
     for (size_t i = 0; i < ndev; i++) {
         tc_human_bytes(dev[i].bytes, h, sizeof h);
-        printf("  %s %s (%zu storages)", tc_term_esc(dev[i].key, e1, sizeof e1), h, dev[i].count);
+        printf("  %s %s (%zu storages)", tc_esc(dev[i].key, e1, sizeof e1), h, dev[i].count);
     }
     printf("\nbytes per dtype: ");
     for (size_t i = 0; i < ndt; i++) {
@@ -250,8 +250,8 @@ static void print_text(const tc_ckpt *c)
     if (tc_ckpt_nmeta(c)) {
         printf("\nmetadata:\n");
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
-            printf("  %-24s %s\n", tc_term_esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
-                   tc_term_esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
+            printf("  %-24s %s\n", tc_esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
+                   tc_esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
     }
     if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c))
         contents(c, NULL);
@@ -278,16 +278,16 @@ static void print_text(const tc_ckpt *c)
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
-            printf("  %-10s %s: %s\n", "DANGEROUS", tc_term_esc(g->name, e1, sizeof e1), g->why);
+            printf("  %-10s %s: %s\n", "DANGEROUS", tc_esc(g->name, e1, sizeof e1), g->why);
         else if (!g->allowed)
-            printf("  %-10s %s\n", "unsafe", tc_term_esc(g->name, e1, sizeof e1));
+            printf("  %-10s %s\n", "unsafe", tc_esc(g->name, e1, sizeof e1));
         else if (g->admitted)
-            printf("  %-10s %s (--safe-globals)\n", "admitted", tc_term_esc(g->name, e1, sizeof e1));
+            printf("  %-10s %s (--safe-globals)\n", "admitted", tc_esc(g->name, e1, sizeof e1));
         else if (tc_verbosity > 1)
-            printf("  %-10s %s (weights_only of torch %s)\n", "ok", tc_term_esc(g->name, e1, sizeof e1), g->torch);
+            printf("  %-10s %s (weights_only of torch %s)\n", "ok", tc_esc(g->name, e1, sizeof e1), g->torch);
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
-        printf("  %-10s %s\n", "HAZARD", tc_term_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
+        printf("  %-10s %s\n", "HAZARD", tc_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
     if (tc_ckpt_is_safe(c))
         printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
                nunsafe ? "" : " (loads with weights_only=True)");
