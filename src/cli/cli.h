@@ -16,6 +16,11 @@
 #include <stdio.h>
 
 #include "buf.h" /* tc_esc: every name printed, on stdout and stderr */
+
+/* An escaped copy of s (tc_esc, cut past 1 KiB) for one printf argument: a
+ * name from a file or the command line on its way to a terminal. The copy
+ * lives until the end of the enclosing block. */
+#define TC_ESC(s) tc_esc((s), (char[1024]){0}, 1024)
 #include "ckpt.h"
 #include "diag.h"
 

@@ -567,7 +567,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         const tc_diff_side *sd = s ? &rep.b : &rep.a;
         if (sd->unsafe && tc_verbosity > 0)
             fprintf(stderr, "tensorctl: note: %s: not safe to load: %s; diff only read it, nothing was run\n",
-                    sd->path, sd->why_unsafe);
+                    TC_ESC(sd->path), TC_ESC(sd->why_unsafe));
     }
     if (a.set[OPT_JSON])
         print_json(&rep, &o);

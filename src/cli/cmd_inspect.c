@@ -52,8 +52,8 @@ static void contents(const tc_ckpt *c, cJSON *json)
             if (!header)
                 printf("\ncontents:\n");
             header = true;
-            char x[512];
-            printf("  %-24s %s\n", tc_esc(e->name, x, sizeof x), many ? text : e->text);
+            char x[512], y[512];
+            printf("  %-24s %s\n", tc_esc(e->name, x, sizeof x), many ? text : tc_esc(e->text, y, sizeof y));
         }
         for (size_t j = i + 1; many && j < n && tc_ckpt_entry(c, j)->depth == 2; j++) {
             const tc_entry *s2 = tc_ckpt_entry(c, j);
@@ -62,8 +62,8 @@ static void contents(const tc_ckpt *c, cJSON *json)
             if (json) {
                 cJSON_AddStringToObject(json, s2->name, s2->text);
             } else {
-                char x[512];
-                printf("  %-24s %s\n", tc_esc(s2->name, x, sizeof x), s2->text);
+                char x[512], y[512];
+                printf("  %-24s %s\n", tc_esc(s2->name, x, sizeof x), tc_esc(s2->text, y, sizeof y));
             }
         }
     }
@@ -177,34 +177,35 @@ static void print_text(const tc_ckpt *c)
     uint64_t pnumel = 0;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
-        char shape[64] = "[";
-        size_t sl = 1;
-        for (int k = 0; k < t->ndim && sl < sizeof shape - 8; k++)
-            sl += (size_t)snprintf(shape + sl, sizeof shape - sl, "%s%" PRId64, k ? ", " : "", t->shape[k]);
-        snprintf(shape + sl, sizeof shape - sl, "]");
-        char notes[256] = "";
-        size_t nl = 0;
+        char shape[64], notes[256];
+        tc_buf sb = tc_buf_fixed(shape, sizeof shape), nb = tc_buf_fixed(notes, sizeof notes);
+        tc_buf_putc(&sb, '[');
+        for (int k = 0; k < t->ndim; k++)
+            tc_buf_printf(&sb, "%s%" PRId64, k ? ", " : "", t->shape[k]);
+        tc_buf_putc(&sb, ']');
         if (t->parameter)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "param ");
+            tc_buf_puts(&nb, "param ");
         long sw = first && t->storage >= 0 && tc_ckpt_storage(c, (size_t)t->storage)->ntensors > 1
                       ? first[t->storage] : -1;
-        if (t->alias_of >= 0)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "same tensor as %s ",
-                                   tc_esc(tc_ckpt_tensor(c, (size_t)t->alias_of)->name, e1, sizeof e1));
-        else if (sw >= 0 && sw < (long)i)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "shares storage with %s ",
-                                   tc_esc(tc_ckpt_tensor(c, (size_t)sw)->name, e1, sizeof e1));
+        if (t->alias_of >= 0 || (sw >= 0 && sw < (long)i)) {
+            tc_buf_puts(&nb, t->alias_of >= 0 ? "same tensor as " : "shares storage with ");
+            tc_buf_escs(&nb, tc_ckpt_tensor(c, (size_t)(t->alias_of >= 0 ? t->alias_of : sw))->name);
+            tc_buf_putc(&nb, ' ');
+        }
         if (t->kind == TC_TENSOR_QUANT)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "quantized ");
+            tc_buf_puts(&nb, "quantized ");
         if (t->kind == TC_TENSOR_META)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "no data ");
+            tc_buf_puts(&nb, "no data ");
         if (t->kind == TC_TENSOR_OTHER)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
-        if (shard_of(c, t))
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "in %s ", tc_esc(shard_of(c, t), e2, sizeof e2));
+            tc_buf_puts(&nb, "tensor subclass (not rewritten) ");
+        if (shard_of(c, t)) {
+            tc_buf_puts(&nb, "in ");
+            tc_buf_escs(&nb, shard_of(c, t));
+            tc_buf_putc(&nb, ' ');
+        }
         size_t nch = 0;
-        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch) && nl < sizeof notes)
-            snprintf(notes + nl, sizeof notes - nl, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
+        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
+            tc_buf_printf(&nb, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
         put_padded(tc_esc(t->name, e1, sizeof e1), w);

@@ -201,5 +201,5 @@ void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uin
     fprintf(stderr,
             "tensorctl: %s: %" PRIu64 " bytes: %" PRIu64 " shared with the input (%s of cloned blocks), %" PRIu64
             " copied, %" PRIu64 " written\n",
-            out, file_bytes, shared, h, copied, file_bytes - shared - copied);
+            TC_ESC(out), file_bytes, shared, h, copied, file_bytes - shared - copied);
 }

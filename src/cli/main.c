@@ -21,7 +21,7 @@ int main(int argc, char **argv)
     for (const tc_cmd *const *c = tc_cmds; *c; c++)
         if (!strcmp(argv[1], (*c)->name))
             return (*c)->run(*c, argc - 2, argv + 2);
-    fprintf(stderr, "tensorctl: unknown command '%s'\n", argv[1]);
+    fprintf(stderr, "tensorctl: unknown command '%s'\n", TC_ESC(argv[1]));
     tc_print_usage(stderr);
     return TC_EXIT_USAGE;
 }
