@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "format.h"
 #include "pickle.h"
 #include "readings.h"
@@ -215,27 +216,26 @@ static int size_of(const pk_obj *o, int64_t *out, int *nd)
 
 static void dims_text(const int64_t *v, int n, char *buf, size_t len)
 {
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < n && k + 24 < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%" PRId64, i ? ", " : "", v[i]);
-    if (n && k + 24 >= len)
-        k += (size_t)snprintf(buf + k, len - k, ", ...");
-    snprintf(buf + k, len - k, "]");
+    tc_buf b = tc_buf_fixed(buf, len);
+    tc_buf_putc(&b, '[');
+    for (int i = 0; i < n && tc_buf_len(&b) + 24 < len; i++)
+        tc_buf_printf(&b, "%s%" PRId64, i ? ", " : "", v[i]);
+    if (n && tc_buf_len(&b) + 24 >= len)
+        tc_buf_puts(&b, ", ...");
+    tc_buf_putc(&b, ']');
 }
 
 /* The key of a storage_data entry: name, then the chunk's offsets ("-" for a byte item). */
 static char *item_key(const char *fqn, const int64_t *off, int nd)
 {
-    size_t n = strlen(fqn) + 2 + (nd > 0 ? (size_t)nd * 21 : 1) + 1;
-    char *k = malloc(n);
-    if (!k)
-        return NULL;
-    size_t at = (size_t)snprintf(k, n, "%s%c", fqn, 1);
+    tc_buf k = TC_BUF_INIT(0);
+    tc_buf_puts(&k, fqn);
+    tc_buf_putc(&k, 1);
     if (nd < 0)
-        snprintf(k + at, n - at, "-");
+        tc_buf_putc(&k, '-');
     for (int i = 0; i < nd; i++)
-        at += (size_t)snprintf(k + at, n - at, "%s%" PRId64, i ? "," : "", off[i]);
-    return k;
+        tc_buf_printf(&k, "%s%" PRId64, i ? "," : "", off[i]);
+    return tc_buf_take(&k);
 }
 
 /* A storage_data value. */
@@ -900,17 +900,17 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
             e.kind = t->bytes ? kind[g->first] : (char *)"Tensor";
             snprintf(buf, sizeof buf, "%s", t->bytes ? text[g->first] : "tensor");
         } else if (!g->ntensors) { /* a value of pickled items: shown as the dict they make */
-            size_t at = (size_t)snprintf(buf, sizeof buf, "{");
-            for (long s = g->next; s >= 0 && at < sizeof buf; s = sec[s].next) {
+            tc_buf tb = tc_buf_fixed(buf, sizeof buf);
+            tc_buf_putc(&tb, '{');
+            for (long s = g->next; s >= 0 && !tc_buf_cut(&tb); s = sec[s].next) {
                 const group *h = &sec[s];
                 bool l2 = !h->deeper && h->nitems == 1;
-                at += (size_t)snprintf(buf + at, sizeof buf - at, "%s'%s': %s", s == g->next ? "" : ", ",
-                                       h->name + strlen(g->name) + 1, l2 ? text[h->first] : "{...}");
+                tc_buf_puts(&tb, s == g->next ? "'" : ", '");
+                tc_buf_escs(&tb, h->name + strlen(g->name) + 1);
+                tc_buf_puts(&tb, "': ");
+                tc_buf_escs(&tb, l2 ? text[h->first] : "{...}");
             }
-            if (at < sizeof buf)
-                snprintf(buf + at, sizeof buf - at, "}");
-            else
-                memcpy(buf + sizeof buf - 4, "...", 4);
+            tc_buf_putc(&tb, '}');
         } else {
             snprintf(buf, sizeof buf, "%c%zu items%c", g->list ? '[' : '{', g->nitems, g->list ? ']' : '}');
         }
