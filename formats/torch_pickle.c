@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "readings.h"
 #include "strmap.h"
 
@@ -158,42 +159,34 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
 
 /* ---- contents: short descriptions of what is not a tensor ------------------------- */
 
+/* A description: at most 159 bytes, cut with "..." (a tc_buf over b; set up by sbuf_init, never copied). */
 typedef struct sbuf {
     char b[160];
-    size_t n;
+    tc_buf t;
 } sbuf;
+
+static void sbuf_init(sbuf *s)
+{
+    s->t = tc_buf_fixed(s->b, sizeof s->b);
+}
 
 static void sput(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sput(sbuf *s, const char *fmt, ...)
 {
-    if (s->n >= sizeof s->b - 1)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(s->b + s->n, sizeof s->b - s->n, fmt, ap);
+    tc_buf_vprintf(&s->t, fmt, ap);
     va_end(ap);
-    if (k > 0)
-        s->n += (size_t)k;
-    if (s->n >= sizeof s->b - 1) {
-        s->n = sizeof s->b - 1;
-        memcpy(s->b + sizeof s->b - 4, "...", 4);
-    }
 }
 
-/* s cut to at most max bytes, control bytes escaped (\n, \xNN) for a terminal */
+/* p cut to at most max bytes (never inside a UTF-8 sequence), escaped for a terminal (tc_buf_esc) */
 static void sput_text(sbuf *s, const char *p, size_t len, size_t max)
 {
-    char e[200];
-    size_t k = 0;
-    for (size_t i = 0; i < len && i < max && k + 5 < sizeof e; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        if (ch >= 0x20 && ch != 0x7f)
-            e[k++] = (char)ch;
-        else
-            k += (size_t)snprintf(e + k, sizeof e - k, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x", ch);
-    }
-    e[k] = 0;
-    sput(s, "%s", e);
+    size_t n = len;
+    if (n > max)
+        for (n = max; n > 0 && ((unsigned char)p[n] & 0xc0) == 0x80;)
+            n--;
+    tc_buf_esc(&s->t, p, n);
 }
 
 static void describe(const tc_torch_graph *tg, const pk_obj *o, sbuf *s, int depth);
@@ -203,7 +196,7 @@ static void describe_items(const tc_torch_graph *tg, pk_obj *const *it, size_t n
     for (size_t i = 0; i < n; i += dict ? 2 : 1) {
         if (i)
             sput(s, ", ");
-        if (s->n > 120) {
+        if (tc_buf_len(&s->t) > 120) {
             sput(s, "...");
             return;
         }
@@ -319,7 +312,8 @@ static const char *kind_text(const pk_obj *o)
 
 void tc_torch_describe(const tc_torch_graph *tg, const pk_obj *o, char *text, size_t n, const char **kind)
 {
-    sbuf s = {.n = 0};
+    sbuf s;
+    sbuf_init(&s);
     describe(tg, o, &s, 0);
     snprintf(text, n, "%s", s.b);
     *kind = kind_text(o);
@@ -403,7 +397,8 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
         bool attr2, attr3;
         const pk_obj *v = it[i + 1];
         pk_obj *const *sub = kv_items(v, &m2, &attr2);
-        sbuf s = {.n = 0};
+        sbuf s;
+        sbuf_init(&s);
         describe(tg, v, &s, 0);
         tc_entry e = {it[i]->s, s.b, (char *)kind_text(v), 1, tensors_under(names, nt, it[i]->s),
                       v->tag != 0, sub != NULL, attr};
@@ -414,7 +409,8 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
             char name[1024];
             snprintf(name, sizeof name, "%s.%s", it[i]->s, sub[j]->s);
             size_t m3;
-            sbuf t = {.n = 0};
+            sbuf t;
+            sbuf_init(&t);
             describe(tg, sub[j + 1], &t, 0);
             tc_entry e2 = {name, t.b, (char *)kind_text(sub[j + 1]), 2,
                            tensors_under(names, nt, name), sub[j + 1]->tag != 0,
