@@ -9,6 +9,7 @@
  * live apart. */
 #include "pickle.h"
 #include "pickle_internal.h"
+#include "vec.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,14 +179,8 @@ static int push(rd *r, pk_obj *o)
     int rc = too_deep(r, o);
     if (rc)
         return rc;
-    if (r->sp == r->scap) {
-        size_t cap = r->scap ? r->scap * 2 : 64;
-        pk_obj **p = realloc(r->stack, cap * sizeof *p);
-        if (!p)
-            return oom(r);
-        r->stack = p;
-        r->scap = cap;
-    }
+    if (tc_grow(&r->stack, &r->scap, r->sp + 1, sizeof *r->stack))
+        return oom(r);
     r->stack[r->sp++] = o;
     return 0;
 }
@@ -269,15 +264,10 @@ static int memo_put(rd *r, uint64_t idx)
                     (unsigned long long)idx, (unsigned long long)r->o->limits.max_memo);
     bool known = memo_get(r, idx) != NULL;
     if (idx >= r->memo_cap && idx < 2 * (r->memo_len + 1024)) {
-        size_t cap = r->memo_cap ? r->memo_cap * 2 : 1024;
-        while (cap <= idx)
-            cap *= 2;
-        pk_obj **p = realloc(r->memo, cap * sizeof *p);
-        if (!p)
+        size_t was = r->memo_cap;
+        if (tc_grow(&r->memo, &r->memo_cap, idx < 1024 ? 1024 : (size_t)idx + 1, sizeof *r->memo))
             return oom(r);
-        memset(p + r->memo_cap, 0, (cap - r->memo_cap) * sizeof *p);
-        r->memo = p;
-        r->memo_cap = cap;
+        memset(r->memo + was, 0, (r->memo_cap - was) * sizeof *r->memo);
     }
     if (idx < r->memo_cap)
         r->memo[idx] = o;
@@ -313,16 +303,8 @@ static int read_line(rd *r)
     int rc = frame_check(r, len);
     if (rc)
         return rc;
-    if (len + 1 > r->lcap) {
-        size_t cap = r->lcap ? r->lcap : 256;
-        while (cap < len + 1)
-            cap *= 2;
-        char *l = realloc(r->line, cap);
-        if (!l)
-            return oom(r);
-        r->line = l;
-        r->lcap = cap;
-    }
+    if (tc_grow(&r->line, &r->lcap, len + 1, 1))
+        return oom(r);
     memcpy(r->line, p, len);
     r->line[len] = 0;
     r->llen = len;
@@ -367,17 +349,9 @@ static const char *shown(rd *r)
 
 static char *scratch(rd *r, size_t n)
 {
-    if (n > r->tcap) {
-        size_t cap = r->tcap ? r->tcap : 256;
-        while (cap < n)
-            cap *= 2;
-        char *t = realloc(r->tmp, cap);
-        if (!t) {
-            oom(r);
-            return NULL;
-        }
-        r->tmp = t;
-        r->tcap = cap;
+    if (tc_grow(&r->tmp, &r->tcap, n, 1)) {
+        oom(r);
+        return NULL;
     }
     return r->tmp;
 }
@@ -1219,14 +1193,8 @@ static int step(rd *r, bool *stop)
         if (r->mp >= r->o->limits.max_depth * 4ULL + 64)
             return FAIL(r, TC_ERR_LIMIT, "more than %llu nested MARKs (raise with --max-depth)",
                         r->o->limits.max_depth * 4ULL + 64);
-        if (r->mp == r->mcap) {
-            size_t cap = r->mcap ? r->mcap * 2 : 32;
-            size_t *m = realloc(r->marks, cap * sizeof *m);
-            if (!m)
-                return oom(r);
-            r->marks = m;
-            r->mcap = cap;
-        }
+        if (tc_grow(&r->marks, &r->mcap, r->mp + 1, sizeof *r->marks))
+            return oom(r);
         r->marks[r->mp++] = r->sp;
         return 0;
     case POP: /* the top MARK goes first when nothing is above it */
