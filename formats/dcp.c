@@ -36,6 +36,7 @@
 #include "readings.h"
 #include "strmap.h"
 #include "torch_pickle.h"
+#include "vec.h"
 #include "verdict.h"
 
 extern const tc_format tc_format_dcp;
@@ -87,7 +88,7 @@ typedef struct dfile {
 typedef struct dpriv {
     char *dir;
     dfile *f;
-    size_t nf, nopen;
+    size_t nf, fcap, nopen;
     size_t *file_of;       /* per storage: its file (chunk storages only) */
     size_t nfile_of;
 } dpriv;
@@ -345,12 +346,8 @@ static int add_file(rd *R, tc_strmap *files, const char *name, size_t *out, tc_d
     dpriv *x = R->x;
     if (tc_strmap_get(files, name, out))
         return 0;
-    if (x->nf % 64 == 0) {
-        dfile *f = realloc(x->f, (x->nf + 64) * sizeof *f);
-        if (!f)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        x->f = f;
-    }
+    if (tc_grow(&x->f, &x->fcap, x->nf + 1, sizeof *x->f))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     dfile *f = &x->f[x->nf];
     memset(f, 0, sizeof *f);
     f->owner = x;
@@ -625,16 +622,8 @@ static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, t
         memcpy(strides, bt->stride, (size_t)t->ndim * sizeof *strides);
         *out = (tc_chunk){(size_t)si, 0, ch->off, ch->size, strides};
         dpriv *x = R->x;
-        if (!rc && (size_t)si >= x->nfile_of) {
-            size_t nn = (size_t)si * 2 + 16;
-            size_t *p = realloc(x->file_of, nn * sizeof *p);
-            if (!p)
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            else {
-                x->file_of = p;
-                x->nfile_of = nn;
-            }
-        }
+        if (!rc && tc_grow(&x->file_of, &x->nfile_of, (size_t)si + 1, sizeof *x->file_of)) /* its capacity */
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         if (!rc)
             x->file_of[si] = s->file;
     }
@@ -834,14 +823,14 @@ typedef struct group {
     long next, last;       /* tops: their seconds as a list (first, last); seconds: the next one */
 } group;
 
-static int group_of(tc_strmap *m, group **v, size_t *n, const char *name, size_t item, size_t *out, tc_diag *d)
+static int group_of(tc_strmap *m, group **v, size_t *n, size_t *cap, const char *name, size_t item, size_t *out,
+                    tc_diag *d)
 {
     if (tc_strmap_get(m, name, out))
         return 0;
-    group *g = realloc(*v, (*n + 1) * sizeof *g);
-    if (!g)
+    if (tc_grow(v, cap, *n + 1, sizeof **v))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    *v = g;
+    group *g = *v;
     g[*n] = (group){strdup(name), item, 0, 0, false, false, -1, -1};
     if (!g[*n].name || tc_strmap_put(m, g[*n].name, *n, NULL) < 0) {
         free(g[*n].name);
@@ -857,7 +846,7 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
 {
     tc_ckpt *c = R->c;
     group *top = NULL, *sec = NULL;
-    size_t ntop = 0, nsec = 0;
+    size_t ntop = 0, nsec = 0, topcap = 0, seccap = 0;
     tc_strmap tm = {0}, sm = {0};
     int rc = 0;
     for (size_t i = 0; i < nit && !rc; i++) {
@@ -865,7 +854,7 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
         bool b_int;
         int depth = path_parts(&it[i], a, sizeof a, b, sizeof b, &b_int);
         size_t k, s;
-        if ((rc = group_of(&tm, &top, &ntop, a, i, &k, d)))
+        if ((rc = group_of(&tm, &top, &ntop, &topcap, a, i, &k, d)))
             break;
         top[k].nitems++;
         top[k].ntensors += !it[i].bytes;
@@ -876,7 +865,7 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
             continue;
         snprintf(full, sizeof full, "%s.%s", a, b);
         size_t before = nsec;
-        if ((rc = group_of(&sm, &sec, &nsec, full, i, &s, d)))
+        if ((rc = group_of(&sm, &sec, &nsec, &seccap, full, i, &s, d)))
             break;
         if (nsec > before) { /* a new second component: at the end of its top's list */
             if (top[k].last >= 0)
