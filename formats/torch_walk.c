@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "strmap.h"
+#include "vec.h"
 
 /* ---- walking the graph ----------------------------------------------------------- */
 
@@ -110,16 +111,10 @@ static int path_push(walker *w, const char *comp, size_t *saved)
 {
     size_t cl = strlen(comp);
     *saved = w->len;
-    if (w->len + cl + 2 > w->cap) {
-        size_t cap = (w->len + cl + 2) * 2;
-        if (cap > (1u << 20))
-            return tc_fail(w->d, TC_ERR_LIMIT, "a tensor name is longer than 1 MiB");
-        char *p = realloc(w->path, cap);
-        if (!p)
-            return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
-        w->path = p;
-        w->cap = cap;
-    }
+    if (w->len + cl + 2 > (1u << 20))
+        return tc_fail(w->d, TC_ERR_LIMIT, "a tensor name is longer than 1 MiB");
+    if (tc_grow(&w->path, &w->cap, w->len + cl + 2, 1))
+        return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
     if (w->len)
         w->path[w->len++] = '.';
     memcpy(w->path + w->len, comp, cl + 1);
@@ -204,14 +199,8 @@ static long holder_index(walker *w)
                 w->max_name_bytes);
     else if ((k = tc_ckpt_add_keyed(w->c, name, w->attrs, (const char *const *)keys, text, nk, w->d)) >= 0) {
         tc_torch_graph *tg = w->tg;
-        if (tg->nkeyed == tg->keyedcap) {
-            size_t cap = tg->keyedcap ? tg->keyedcap * 2 : 16;
-            pk_obj **v = realloc(tg->keyed, cap * sizeof *v);
-            if (!v)
-                k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
-            else
-                tg->keyed = v, tg->keyedcap = cap;
-        }
+        if (tc_grow(&tg->keyed, &tg->keyedcap, tg->nkeyed + 1, sizeof *tg->keyed))
+            k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
         if (k >= 0 && ptrmap_put(&w->holders, w->holder, (size_t)k) < 0)
             k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
         if (k >= 0)
@@ -258,16 +247,10 @@ static tc_dtype dtype_global(const pk_obj *g)
 
 static int note_tensor(tc_torch_graph *tg, size_t k, pk_obj *call, pk_obj *param, tc_diag *d)
 {
-    if (k >= tg->ntnode) {
-        size_t n = (k + 1) * 2;
-        pk_obj **a = realloc(tg->tnode, n * sizeof *a), **b = a ? realloc(tg->tparam, n * sizeof *b) : NULL;
-        if (a)
-            tg->tnode = a;
-        if (!b)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        tg->tparam = b;
-        tg->ntnode = n;
-    }
+    size_t ca = tg->ntnode, cb = tg->ntnode; /* two arrays of capacity ntnode: it moves when both have grown */
+    if (tc_grow(&tg->tnode, &ca, k + 1, sizeof *tg->tnode) || tc_grow(&tg->tparam, &cb, k + 1, sizeof *tg->tparam))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    tg->ntnode = ca;
     tg->tnode[k] = call;
     tg->tparam[k] = param;
     return 0;
