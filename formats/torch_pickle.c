@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "readings.h"
 #include "strmap.h"
+#include "vec.h"
 
 /* ---- the graph and its side tables ------------------------------------------- */
 
@@ -49,27 +50,16 @@ void tc_torch_graph_free(tc_torch_graph *tg)
 /* Record a persistent-id tuple naming storage si (once). */
 static int add_pid(tc_torch_graph *tg, size_t si, pk_obj *pid, tc_diag *d)
 {
-    if (si >= tg->npids) {
-        size_t n = tc_ckpt_nstorages(tg->c) + 16;
-        tc_pids *p = realloc(tg->pids, n * sizeof *p);
-        if (!p)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        memset(p + tg->npids, 0, (n - tg->npids) * sizeof *p);
-        tg->pids = p;
-        tg->npids = n;
-    }
+    size_t was = tg->npids; /* every element allocated is in use (zeroed): npids is the capacity */
+    if (tc_grow(&tg->pids, &tg->npids, si + 1, sizeof *tg->pids))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    memset(tg->pids + was, 0, (tg->npids - was) * sizeof *tg->pids);
     tc_pids *s = &tg->pids[si];
     /* the same tuple comes back through the memo: it is the last one added */
     if (s->n && s->v[s->n - 1] == pid)
         return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 4;
-        pk_obj **v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        s->v = v;
-        s->cap = cap;
-    }
+    if (tc_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     s->v[s->n++] = pid;
     return 0;
 }
