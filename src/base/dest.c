@@ -13,6 +13,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "vec.h"
+
 /* ---- temporaries a signal handler removes ------------------------------------
  * The table is changed only with the cleanup signals blocked, so the handler
  * always sees it whole. */
@@ -34,17 +36,7 @@ static int pending_add(char *path)
 {
     sigset_t old;
     block(&old);
-    int rc = 0;
-    if (npending == pending_cap) {
-        size_t cap = pending_cap ? pending_cap * 2 : 16;
-        char **p = realloc(pending, cap * sizeof *p);
-        if (p) {
-            pending = p;
-            pending_cap = cap;
-        } else {
-            rc = -1;
-        }
-    }
+    int rc = tc_grow(&pending, &pending_cap, npending + 1, sizeof *pending);
     if (!rc)
         pending[npending++] = path;
     sigprocmask(SIG_SETMASK, &old, NULL);
@@ -112,15 +104,7 @@ int tc_dst_mkdirs(const char *dir, tc_diag *d)
         } else if (mkdir(p, 0777) == 0) {
             sigset_t old;
             block(&old);
-            if (nmade == made_cap) {
-                size_t cap = made_cap ? made_cap * 2 : 8;
-                char **m = realloc(made, cap * sizeof *m);
-                if (m) {
-                    made = m;
-                    made_cap = cap;
-                }
-            }
-            char *copy = nmade < made_cap ? strdup(p) : NULL;
+            char *copy = tc_grow(&made, &made_cap, nmade + 1, sizeof *made) ? NULL : strdup(p);
             if (copy)
                 made[nmade++] = copy; /* else it stays, untracked: harmless */
             sigprocmask(SIG_SETMASK, &old, NULL);
