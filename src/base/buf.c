@@ -129,10 +129,21 @@ void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap)
 {
     if (b->cut || b->oom)
         return;
+    if (!b->cap && !reserve(b, 0)) /* room to format into at once */
+        return;
+    /* first into the room there is (under the limit): one vsnprintf when it fits */
+    size_t room = b->cap - b->len;
+    if (b->limit && room > b->limit - b->len + 1)
+        room = b->limit - b->len + 1;
     va_list aq;
     va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, aq);
+    int n = vsnprintf(b->p + b->len, room, fmt, aq);
     va_end(aq);
+    if (n >= 0 && (size_t)n < room) {
+        b->len += (size_t)n;
+        return;
+    }
+    b->p[b->len] = 0;
     if (n <= 0)
         return;
     if (!b->limit || (size_t)n <= b->limit - b->len) {
@@ -144,7 +155,7 @@ void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap)
     }
     /* it will be cut: format one byte past what fits (so whole_utf8 can look
      * at it) straight into the buffer, then drop that byte */
-    size_t room = cut_room(b);
+    room = cut_room(b);
     if (room && reserve(b, room + 1)) {
         vsnprintf(b->p + b->len, room + 2, fmt, ap);
         b->len += whole_utf8(b->p + b->len, room);
