@@ -28,7 +28,7 @@ typedef struct rd {
     size_t mp, mcap;
     pk_obj **memo; /* dense part of the memo */
     size_t memo_cap;
-    pkmap sparse;      /* memo indexes past the dense part */
+    tc_map sparse;     /* memo indexes past the dense part */
     uint64_t memo_len; /* memo entries set, as CPython counts them for MEMOIZE */
     int proto;         /* the last PROTO's argument; 0 without one */
     size_t fend;       /* end of the FRAME being read from (0: none) */
@@ -247,7 +247,7 @@ static pk_obj *memo_get(const rd *r, uint64_t idx)
 {
     if (idx < r->memo_cap && r->memo[idx])
         return r->memo[idx];
-    uint64_t *v = pkmap_get(&r->sparse, idx, 0);
+    uint64_t *v = tc_map_find2(&r->sparse, idx, 0);
     return v ? (pk_obj *)(uintptr_t)*v : NULL;
 }
 
@@ -271,7 +271,7 @@ static int memo_put(rd *r, uint64_t idx)
     }
     if (idx < r->memo_cap)
         r->memo[idx] = o;
-    else if (pkmap_put(&r->sparse, idx, 0, (uint64_t)(uintptr_t)o))
+    else if (pk_map_set(&r->sparse, idx, 0, (uint64_t)(uintptr_t)o))
         return oom(r);
     if (!known)
         r->memo_len++;
@@ -1422,7 +1422,7 @@ int pk_read(pk_graph *g, const uint8_t *buf, size_t n, const pk_read_opts *opts,
     free(r.stack);
     free(r.marks);
     free(r.memo);
-    pkmap_free(&r.sparse);
+    tc_map_free(&r.sparse);
     pkk_free(r.keys);
     free(r.line);
     free(r.tmp);
