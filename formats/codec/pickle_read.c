@@ -8,6 +8,7 @@
  * key equality (pickle_keys.c) and the fix_imports tables (pickle_compat.c)
  * live apart. */
 #include "pickle.h"
+#include "buf.h"
 #include "pickle_internal.h"
 #include "vec.h"
 
@@ -325,26 +326,17 @@ static int read_arg_line(rd *r)
  * other bytes outside printable ASCII as \xHH. */
 static const char *shown(rd *r)
 {
-    static const char hex[] = "0123456789abcdef";
-    char *out = r->shown;
-    size_t k = 0;
+    tc_buf b = tc_buf_fixed(r->shown, sizeof r->shown);
     for (size_t i = 0; i + 1 < r->llen && i < 40; i++) {
         uint8_t c = (uint8_t)r->line[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out[k++] = (char)c;
-        } else {
-            out[k++] = '\\';
-            out[k++] = 'x';
-            out[k++] = hex[c >> 4];
-            out[k++] = hex[c & 15];
-        }
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            tc_buf_putc(&b, (char)c);
+        else
+            tc_buf_printf(&b, "\\x%02x", c);
     }
-    if (r->llen > 41) {
-        memcpy(out + k, "...", 3);
-        k += 3;
-    }
-    out[k] = 0;
-    return out;
+    if (r->llen > 41)
+        tc_buf_puts(&b, "...");
+    return r->shown;
 }
 
 static char *scratch(rd *r, size_t n)
