@@ -70,6 +70,9 @@ typedef struct tc_cmd {
 
 /* Every command, NULL-terminated (commands.c). */
 extern const tc_cmd *const tc_cmds[];
+/* tensorctl itself: argv as main gets it; the exit status. Prints, never
+ * exits, and can run again in the same process (the CLI fuzz target does). */
+int tc_cli(int argc, char **argv);
 
 /* Option ids. */
 enum {

@@ -495,6 +495,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
+    max_expand = 0; /* the default, whatever an earlier run in this process gave */
     if (tc_max_expand_from_args(&a, &max_expand)) {
         ex = TC_EXIT_USAGE;
         goto out;
