@@ -246,6 +246,26 @@ void tc_buf_esc(tc_buf *b, const char *s, size_t n)
     }
 }
 
+void tc_buf_json(tc_buf *b, const char *s, size_t n)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t i = 0;
+    while (i < n && !b->cut && !b->oom) {
+        size_t run = i, len = 0;
+        uint32_t cp = 0;
+        /* bytes kept as they are: all but DEL and the lead bytes of hidden code points */
+        while (run < n && u[run] != 0x7f && !(u[run] >= 0xc2 && (len = utf8_at(u + run, n - run, &cp)) && hidden(cp)))
+            run++;
+        tc_buf_add(b, u + i, run - i);
+        if ((i = run) >= n)
+            break;
+        char e[16];
+        snprintf(e, sizeof e, "\\u%04x", u[i] == 0x7f ? 0x7fu : (unsigned)cp);
+        add_whole(b, e);
+        i += u[i] == 0x7f ? 1 : len;
+    }
+}
+
 void tc_buf_escs(tc_buf *b, const char *s)
 {
     if (s)

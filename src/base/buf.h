@@ -42,6 +42,10 @@ void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap);
 void tc_buf_esc(tc_buf *b, const char *s, size_t n);
 /* The same for a NUL-terminated s (NULL: nothing). */
 void tc_buf_escs(tc_buf *b, const char *s);
+/* JSON text s (n bytes, as cJSON prints it: C0 controls escaped already)
+ * made safe for a terminal without changing what it says: DEL, C1 controls
+ * and the bidirectional marks tc_buf_esc escapes written as \uNNNN. */
+void tc_buf_json(tc_buf *b, const char *s, size_t n);
 /* Separator then text, the first time without the separator: lists. */
 void tc_buf_sep(tc_buf *b, const char *sep);
 

@@ -139,6 +139,15 @@ Test(buf, escapes)
     tc_buf_free(&b);
 }
 
+Test(buf, json_kept_but_terminal_safe)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    const char s[] = "{\"a\x7f\xc2\x9b\xe2\x80\xae\xc3\xa9\\u001b\xff\": 1}";
+    tc_buf_json(&b, s, sizeof s - 1);
+    cr_assert_str_eq(tc_buf_str(&b), "{\"a\\u007f\\u009b\\u202e\xc3\xa9\\u001b\xff\": 1}");
+    tc_buf_free(&b);
+}
+
 Test(buf, take)
 {
     tc_buf b = TC_BUF_INIT(0);
