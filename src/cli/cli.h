@@ -124,6 +124,10 @@ void tc_print_cmd_help(const tc_cmd *cmd);
 /* tensorctl's own usage: the commands and the exit statuses. */
 void tc_print_usage(FILE *f);
 
+/* JSON text cJSON printed, on stdout, fit for a terminal (tc_buf_json: DEL, C1 controls
+ * and bidirectional marks from names as \uNNNN; the same JSON). */
+void tc_put_json(const char *s);
+
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tc_warn(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

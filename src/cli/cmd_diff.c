@@ -491,8 +491,10 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     for (size_t i = 0; i < r->n; i++)
         cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));
     char *s = cJSON_Print(j);
-    if (s)
-        puts(s);
+    if (s) {
+        tc_put_json(s);
+        putchar('\n');
+    }
     free(s);
     cJSON_Delete(j);
 }

@@ -312,7 +312,7 @@ static cJSON *int_array(const int64_t *v, int n)
 static void jput(cJSON *v)
 {
     char *s = v ? cJSON_PrintUnformatted(v) : NULL;
-    fputs(s ? s : "null", stdout);
+    tc_put_json(s ? s : "null");
     free(s);
     cJSON_Delete(v);
 }

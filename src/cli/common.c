@@ -38,6 +38,14 @@ static void vmsg(const char *kind, const char *file, const char *fmt, va_list ap
     fprintf(stderr, "%s\n", line);
 }
 
+void tc_put_json(const char *s)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    tc_buf_json(&b, s, strlen(s));
+    fputs(tc_buf_oom(&b) ? s : tc_buf_str(&b), stdout); /* out of memory: as cJSON wrote it */
+    tc_buf_free(&b);
+}
+
 void tc_err(const char *file, const char *fmt, ...)
 {
     va_list ap;

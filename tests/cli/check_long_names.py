@@ -36,9 +36,15 @@ def run(tool, *args):
     return subprocess.run([tool] + list(args), capture_output=True)
 
 
+HIDDEN = {0x061c, 0x200e, 0x200f} | set(range(0x202a, 0x202f)) | set(range(0x2066, 0x206a))
+
+
 def controls(b):
-    """The control bytes (other than the newlines ending lines) in b."""
-    return sorted({c for c in b if (c < 0x20 and c != 0x0a) or c == 0x7f})
+    """What a terminal could take as a control in b: C0 (but the newlines ending lines), DEL, C1, and
+    the bidirectional marks."""
+    t = b.decode("utf-8", "replace")
+    return sorted({hex(ord(c)) for c in t if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f
+                   or ord(c) in HIDDEN})
 
 
 def check_long(tool, outdir, problems):
@@ -71,7 +77,7 @@ def check_long(tool, outdir, problems):
 
 def check_escapes(tool, outdir, problems):
     src = os.path.join(outdir, "escape_keys.pt")
-    torch.save({"\x1b[8mw": torch.ones(2), "\x1b[8mk": 1, "bell\x07": 2}, src)
+    torch.save({"\x1b[8mw": torch.ones(2), "\x1b[8mk": 1, "bell\x07": 2, "csi\u009b2J\u202e": torch.zeros(1)}, src)
     out = os.path.join(outdir, "escape_keys.safetensors")
     r = run(tool, "convert", src, out)
     want = "tensorctl: warning: %s: not representable, dropped: \\x1b[8mk (int), bell\\x07 (int)" % out
@@ -83,7 +89,7 @@ def check_escapes(tool, outdir, problems):
         bad = controls(r.stdout + r.stderr)
         if bad:
             problems.append("%s: raw control bytes %s on a terminal" % (args[0], bad))
-    if set(st_read.read_tensors(out)) != {"\x1b[8mw"}:
+    if set(st_read.read_tensors(out)) != {"\x1b[8mw", "csi\u009b2J\u202e"}:
         problems.append("the escaped key was not written as it is")
 
 
