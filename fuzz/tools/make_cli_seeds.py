@@ -10,7 +10,7 @@ The input layout and the name tables are fuzz_cli.c's (keep them in step): optio
 from each command's --help, which lists its option table in order; every option value is given
 literally (value index 255).
 """
-import argparse, io, json, os, re, struct, subprocess, sys, zipfile
+import argparse, os, re, struct, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, 'fuzz', 'corpus', 'fuzz_cli')
@@ -62,20 +62,11 @@ def hostile_files():
 
 
 def shards():
-    """An index and its first shard, as tests/cli/make_shards.py writes them (its second shard is absent)."""
-    def st(tensors):
-        hdr, data = {}, b''
-        for name, vals in tensors:
-            raw = struct.pack('<%df' % len(vals), *vals)
-            hdr[name] = {'dtype': 'F32', 'shape': [len(vals)], 'data_offsets': [len(data), len(data) + len(raw)]}
-            data += raw
-        h = json.dumps(hdr).encode()
-        h += b' ' * (-len(h) % 8)
-        return struct.pack('<Q', len(h)) + h + data
-    s1 = st([('a.weight', [1.0, 2.0, 3.0]), ('a.bias', [0.5])])
-    wm = {'a.weight': 'model-00001-of-00002.safetensors', 'a.bias': 'model-00001-of-00002.safetensors'}
-    index = json.dumps({'metadata': {'total_size': 16}, 'weight_map': wm}).encode()
-    return index, s1
+    """The index and the first shard tests/cli/make_shards.py writes (its second shard stays behind)."""
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([sys.executable, os.path.join(ROOT, 'tests', 'cli', 'make_shards.py'), d], check=True)
+        return (read(os.path.join(d, 'model.safetensors.index.json')),
+                read(os.path.join(d, 'model-00001-of-00002.safetensors')))
 
 
 def read(path):
