@@ -10,6 +10,8 @@
  *   [len lo] [len hi] of file A, A's bytes; the rest is file B
  *
  * consolidate reads a folder holding A as .metadata and B as __0_0.distcp.
+ * An --output option names a path in the folder (from the value table), so
+ * nothing is written outside it.
  * What must hold: an exit status tensorctl documents; a failure (not diff's
  * "different" or devices' "no GPU") says why on stderr and leaves nothing behind (no output, temporary or folder); a
  * success leaves no temporary; the inputs unchanged (unless --in-place
@@ -60,6 +62,14 @@ static const char *values[] = {
 static char work[256];     /* the folder, made once; emptied before every run */
 static int saved_out = -1, saved_err = -1, cap_out = -1, cap_err = -1;
 
+static void empty(const char *dir);
+
+static void cleanup(void)
+{
+    empty(work);
+    rmdir(work);
+}
+
 static void setup(void)
 {
     static char longval[601];
@@ -74,6 +84,7 @@ static void setup(void)
         perror(work);
         abort();
     }
+    atexit(cleanup);
     saved_out = dup(1);
     saved_err = dup(2);
     cap_out = memfd_create("fuzz-cli-out", MFD_CLOEXEC);
@@ -301,7 +312,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         in_place |= o->id == OPT_IN_PLACE;
         json |= o->id == OPT_JSON;
         help |= o->id == OPT_HELP;
-        if (o->arg && vi == 255 && at < size) { /* a value from the input */
+        if (o->id == OPT_OUTPUT) { /* a path: always in the folder */
+            tc_buf_printf(&arena, "=%s/%s", work, values[vi % NVALUES]);
+        } else if (o->arg && vi == 255 && at < size) { /* a value from the input */
             size_t len = data[at++];
             if (len > size - at)
                 len = size - at;
