@@ -71,8 +71,8 @@ static size_t cut_room(tc_buf *b)
     for (size_t q = k; q-- > 0 && k - q < 8;)
         if (b->p[q] == '\\') {
             char c = b->p[q + 1];
-            size_t el = c == 'x' ? 4 : c == 'u' ? 8 : 2;
-            if (q + el > k)
+            size_t escape = c == 'x' ? 4 : c == 'u' ? 8 : 2;
+            if (q + escape > k)
                 k = q;
             break;
         }
