@@ -246,23 +246,38 @@ void tc_buf_esc(tc_buf *b, const char *s, size_t n)
     }
 }
 
+size_t tc_json_plain(const char *s, size_t n)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t run = 0, len;
+    uint32_t cp;
+    /* eight bytes at a time while none of them is 0x7f or above (JSON is mostly ASCII) */
+    for (uint64_t w; run + 8 <= n; run += 8) {
+        memcpy(&w, u + run, 8);
+        if (((w + 0x0101010101010101ull) | w) & 0x8080808080808080ull)
+            break;
+    }
+    while (run < n && u[run] != 0x7f && !(u[run] >= 0xc2 && (len = utf8_at(u + run, n - run, &cp)) && hidden(cp)))
+        run++;
+    return run;
+}
+
 void tc_buf_json(tc_buf *b, const char *s, size_t n)
 {
     const uint8_t *u = (const uint8_t *)s;
     size_t i = 0;
     while (i < n && !b->cut && !b->oom) {
-        size_t run = i, len = 0;
-        uint32_t cp = 0;
-        /* bytes kept as they are: all but DEL and the lead bytes of hidden code points */
-        while (run < n && u[run] != 0x7f && !(u[run] >= 0xc2 && (len = utf8_at(u + run, n - run, &cp)) && hidden(cp)))
-            run++;
+        size_t run = i + tc_json_plain(s + i, n - i), len = 1;
+        uint32_t cp = 0x7f;
         tc_buf_add(b, u + i, run - i);
         if ((i = run) >= n)
             break;
+        if (u[i] != 0x7f)
+            len = utf8_at(u + i, n - i, &cp); /* a hidden code point starts here */
         char e[16];
-        snprintf(e, sizeof e, "\\u%04x", u[i] == 0x7f ? 0x7fu : (unsigned)cp);
+        snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
         add_whole(b, e);
-        i += u[i] == 0x7f ? 1 : len;
+        i += len;
     }
 }
 

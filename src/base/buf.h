@@ -46,6 +46,8 @@ void tc_buf_escs(tc_buf *b, const char *s);
  * made safe for a terminal without changing what it says: DEL, C1 controls
  * and the bidirectional marks tc_buf_esc escapes written as \uNNNN. */
 void tc_buf_json(tc_buf *b, const char *s, size_t n);
+/* How many leading bytes of s tc_buf_json keeps as they are (n: s needs no change). */
+size_t tc_json_plain(const char *s, size_t n);
 /* Separator then text, the first time without the separator: lists. */
 void tc_buf_sep(tc_buf *b, const char *sep);
 

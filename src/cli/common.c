@@ -40,8 +40,13 @@ static void vmsg(const char *kind, const char *file, const char *fmt, va_list ap
 
 void tc_put_json(const char *s)
 {
+    size_t n = strlen(s);
+    if (tc_json_plain(s, n) == n) { /* nearly always: nothing to change */
+        fputs(s, stdout);
+        return;
+    }
     tc_buf b = TC_BUF_INIT(0);
-    tc_buf_json(&b, s, strlen(s));
+    tc_buf_json(&b, s, n);
     fputs(tc_buf_oom(&b) ? s : tc_buf_str(&b), stdout); /* out of memory: as cJSON wrote it */
     tc_buf_free(&b);
 }
