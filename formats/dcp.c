@@ -30,11 +30,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "format.h"
 #include "pickle.h"
 #include "readings.h"
 #include "strmap.h"
 #include "torch_pickle.h"
+#include "vec.h"
 #include "verdict.h"
 
 extern const tc_format tc_format_dcp;
@@ -86,7 +88,7 @@ typedef struct dfile {
 typedef struct dpriv {
     char *dir;
     dfile *f;
-    size_t nf, nopen;
+    size_t nf, fcap, nopen;
     size_t *file_of;       /* per storage: its file (chunk storages only) */
     size_t nfile_of;
 } dpriv;
@@ -215,27 +217,26 @@ static int size_of(const pk_obj *o, int64_t *out, int *nd)
 
 static void dims_text(const int64_t *v, int n, char *buf, size_t len)
 {
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < n && k + 24 < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%" PRId64, i ? ", " : "", v[i]);
-    if (n && k + 24 >= len)
-        k += (size_t)snprintf(buf + k, len - k, ", ...");
-    snprintf(buf + k, len - k, "]");
+    tc_buf b = tc_buf_fixed(buf, len);
+    tc_buf_putc(&b, '[');
+    for (int i = 0; i < n && tc_buf_len(&b) + 24 < len; i++)
+        tc_buf_printf(&b, "%s%" PRId64, i ? ", " : "", v[i]);
+    if (n && tc_buf_len(&b) + 24 >= len)
+        tc_buf_puts(&b, ", ...");
+    tc_buf_putc(&b, ']');
 }
 
 /* The key of a storage_data entry: name, then the chunk's offsets ("-" for a byte item). */
 static char *item_key(const char *fqn, const int64_t *off, int nd)
 {
-    size_t n = strlen(fqn) + 2 + (nd > 0 ? (size_t)nd * 21 : 1) + 1;
-    char *k = malloc(n);
-    if (!k)
-        return NULL;
-    size_t at = (size_t)snprintf(k, n, "%s%c", fqn, 1);
+    tc_buf k = TC_BUF_INIT(0);
+    tc_buf_puts(&k, fqn);
+    tc_buf_putc(&k, 1);
     if (nd < 0)
-        snprintf(k + at, n - at, "-");
+        tc_buf_putc(&k, '-');
     for (int i = 0; i < nd; i++)
-        at += (size_t)snprintf(k + at, n - at, "%s%" PRId64, i ? "," : "", off[i]);
-    return k;
+        tc_buf_printf(&k, "%s%" PRId64, i ? "," : "", off[i]);
+    return tc_buf_take(&k);
 }
 
 /* A storage_data value. */
@@ -345,12 +346,8 @@ static int add_file(rd *R, tc_strmap *files, const char *name, size_t *out, tc_d
     dpriv *x = R->x;
     if (tc_strmap_get(files, name, out))
         return 0;
-    if (x->nf % 64 == 0) {
-        dfile *f = realloc(x->f, (x->nf + 64) * sizeof *f);
-        if (!f)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        x->f = f;
-    }
+    if (tc_grow(&x->f, &x->fcap, x->nf + 1, sizeof *x->f))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     dfile *f = &x->f[x->nf];
     memset(f, 0, sizeof *f);
     f->owner = x;
@@ -624,16 +621,8 @@ static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, t
         memcpy(strides, bt->stride, (size_t)t->ndim * sizeof *strides);
         *out = (tc_chunk){(size_t)si, 0, ch->off, ch->size, strides};
         dpriv *x = R->x;
-        if (!rc && (size_t)si >= x->nfile_of) {
-            size_t nn = (size_t)si * 2 + 16;
-            size_t *p = realloc(x->file_of, nn * sizeof *p);
-            if (!p)
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            else {
-                x->file_of = p;
-                x->nfile_of = nn;
-            }
-        }
+        if (!rc && tc_grow(&x->file_of, &x->nfile_of, (size_t)si + 1, sizeof *x->file_of)) /* its capacity */
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         if (!rc)
             x->file_of[si] = s->file;
     }
@@ -833,14 +822,14 @@ typedef struct group {
     long next, last;       /* tops: their seconds as a list (first, last); seconds: the next one */
 } group;
 
-static int group_of(tc_strmap *m, group **v, size_t *n, const char *name, size_t item, size_t *out, tc_diag *d)
+static int group_of(tc_strmap *m, group **v, size_t *n, size_t *cap, const char *name, size_t item, size_t *out,
+                    tc_diag *d)
 {
     if (tc_strmap_get(m, name, out))
         return 0;
-    group *g = realloc(*v, (*n + 1) * sizeof *g);
-    if (!g)
+    if (tc_grow(v, cap, *n + 1, sizeof **v))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    *v = g;
+    group *g = *v;
     g[*n] = (group){strdup(name), item, 0, 0, false, false, -1, -1};
     if (!g[*n].name || tc_strmap_put(m, g[*n].name, *n, NULL) < 0) {
         free(g[*n].name);
@@ -856,7 +845,7 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
 {
     tc_ckpt *c = R->c;
     group *top = NULL, *sec = NULL;
-    size_t ntop = 0, nsec = 0;
+    size_t ntop = 0, nsec = 0, topcap = 0, seccap = 0;
     tc_strmap tm = {0}, sm = {0};
     int rc = 0;
     for (size_t i = 0; i < nit && !rc; i++) {
@@ -864,7 +853,7 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
         bool b_int;
         int depth = path_parts(&it[i], a, sizeof a, b, sizeof b, &b_int);
         size_t k, s;
-        if ((rc = group_of(&tm, &top, &ntop, a, i, &k, d)))
+        if ((rc = group_of(&tm, &top, &ntop, &topcap, a, i, &k, d)))
             break;
         top[k].nitems++;
         top[k].ntensors += !it[i].bytes;
@@ -875,7 +864,7 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
             continue;
         snprintf(full, sizeof full, "%s.%s", a, b);
         size_t before = nsec;
-        if ((rc = group_of(&sm, &sec, &nsec, full, i, &s, d)))
+        if ((rc = group_of(&sm, &sec, &nsec, &seccap, full, i, &s, d)))
             break;
         if (nsec > before) { /* a new second component: at the end of its top's list */
             if (top[k].last >= 0)
@@ -899,17 +888,17 @@ static int add_entries(rd *R, const titem *it, size_t nit, char *const *text, ch
             e.kind = t->bytes ? kind[g->first] : (char *)"Tensor";
             snprintf(buf, sizeof buf, "%s", t->bytes ? text[g->first] : "tensor");
         } else if (!g->ntensors) { /* a value of pickled items: shown as the dict they make */
-            size_t at = (size_t)snprintf(buf, sizeof buf, "{");
-            for (long s = g->next; s >= 0 && at < sizeof buf; s = sec[s].next) {
+            tc_buf tb = tc_buf_fixed(buf, sizeof buf);
+            tc_buf_putc(&tb, '{');
+            for (long s = g->next; s >= 0 && !tc_buf_cut(&tb); s = sec[s].next) {
                 const group *h = &sec[s];
                 bool l2 = !h->deeper && h->nitems == 1;
-                at += (size_t)snprintf(buf + at, sizeof buf - at, "%s'%s': %s", s == g->next ? "" : ", ",
-                                       h->name + strlen(g->name) + 1, l2 ? text[h->first] : "{...}");
+                tc_buf_puts(&tb, s == g->next ? "'" : ", '");
+                tc_buf_escs(&tb, h->name + strlen(g->name) + 1);
+                tc_buf_puts(&tb, "': ");
+                tc_buf_escs(&tb, l2 ? text[h->first] : "{...}");
             }
-            if (at < sizeof buf)
-                snprintf(buf + at, sizeof buf - at, "}");
-            else
-                memcpy(buf + sizeof buf - 4, "...", 4);
+            tc_buf_putc(&tb, '}');
         } else {
             snprintf(buf, sizeof buf, "%c%zu items%c", g->list ? '[' : '{', g->nitems, g->list ? ']' : '}');
         }

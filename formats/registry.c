@@ -1,4 +1,5 @@
 /* The format registry, opening by probe, and storage readers. */
+#include "buf.h"
 #include "format.h"
 #include "readings.h"
 #include "zero.h"
@@ -89,10 +90,10 @@ again:
         else if (!rc && hn == 0)
             rc = tc_fail(d, TC_ERR_FORMAT, "not a checkpoint: the file is empty");
         else if (!rc) {
-            char first[16] = "";
-            size_t k = 0;
+            char first[16];
+            tc_buf fb = tc_buf_fixed(first, sizeof first);
             for (size_t i = 0; i < hn && i < 4; i++)
-                k += (size_t)snprintf(first + k, sizeof first - k, "%s%02x", i ? " " : "", head[i]);
+                tc_buf_printf(&fb, "%s%02x", i ? " " : "", head[i]);
             rc = tc_fail(d, TC_ERR_FORMAT,
                          "not a checkpoint: no known format starts with bytes %s (expected a torch zip, legacy "
                          "torch or safetensors file)",

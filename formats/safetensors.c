@@ -785,20 +785,16 @@ static int write_st(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     char *h = header(job, order, d);
     int rc = h ? 0 : d->code;
     size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
-    char *hp = h ? realloc(h, padded + 1) : NULL;
-    if (h && !hp) {
-        free(h);
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
     if (!rc) {
-        memset(hp + hl, ' ', padded - hl); /* the reference library pads the header to 8 bytes */
         uint8_t len8[8];
         tc_put64(len8, padded);
         rc = tc_dst_write(dst, len8, 8, d);
         if (!rc)
-            rc = tc_dst_write(dst, hp, padded, d);
+            rc = tc_dst_write(dst, h, hl, d);
+        if (!rc && padded > hl) /* the reference library pads the header to 8 bytes */
+            rc = tc_dst_write(dst, "       ", padded - hl, d);
     }
-    free(hp);
+    free(h);
     uint64_t pos = dst->pos;
     for (size_t i = 0; i < job->nitems && !rc; i++) {
         const tc_witem *it = &job->items[order[i]];

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "format.h"
+#include "vec.h"
 
 #define MAX_INDEX (256u << 20)
 
@@ -80,12 +82,8 @@ static int add_shard(tc_index *ix, const char *file, size_t *out, tc_diag *d)
     const char *why = bad_shard_name(file);
     if (why)
         return tc_fail(d, TC_ERR_FORMAT, "weight_map names shard '%.200s', which %s", file, why);
-    if (ix->nsh % 64 == 0) {
-        tc_shard *s = realloc(ix->sh, (ix->nsh + 64) * sizeof *s);
-        if (!s)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        ix->sh = s;
-    }
+    if (tc_grow(&ix->sh, &ix->shcap, ix->nsh + 1, sizeof *ix->sh))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     tc_shard *s = &ix->sh[ix->nsh];
     const char *slash = strrchr(ix->path, '/');
     size_t dl = slash ? (size_t)(slash - ix->path + 1) : 0;
@@ -121,9 +119,7 @@ static int read_meta(tc_index *ix, const cJSON *md, tc_diag *d)
             ix->total_size = (uint64_t)m->valuedouble;
             ix->has_total_size = true;
         }
-        tc_kv *kv = realloc(ix->meta, (ix->nmeta + 1) * sizeof *kv);
-        if (kv)
-            ix->meta = kv;
+        tc_kv *kv = tc_grow(&ix->meta, &ix->metacap, ix->nmeta + 1, sizeof *ix->meta) ? NULL : ix->meta;
         if (!kv || !v || !(kv[ix->nmeta].key = strdup(m->string)) || !(kv[ix->nmeta].value = strdup(v))) {
             if (kv && v && kv[ix->nmeta].key)
                 free(kv[ix->nmeta].key);
@@ -256,31 +252,9 @@ int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_c
 
 /* ---- writing ---------------------------------------------------------------------- */
 
-typedef struct jbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} jbuf;
+typedef tc_buf jbuf; /* the index's text, on the heap without a limit */
 
-static void put(jbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void puts_(jbuf *b, const char *s) { put(b, s, strlen(s)); }
+static void puts_(jbuf *b, const char *s) { tc_buf_puts(b, s); }
 
 /* A JSON string, escaped by cJSON. */
 static void put_string(jbuf *b, const char *s)
@@ -298,7 +272,7 @@ static void put_string(jbuf *b, const char *s)
 int tc_index_write(tc_dst *dst, uint64_t total_size, const tc_kv *meta, size_t nmeta, const char *const *names,
                    const char *const *files, size_t n, tc_diag *d)
 {
-    jbuf b = {0};
+    jbuf b = TC_BUF_INIT(0);
     char num[64];
     snprintf(num, sizeof num, "%" PRIu64, total_size);
     puts_(&b, "{\n  \"metadata\": {\n    \"total_size\": ");
@@ -319,8 +293,8 @@ int tc_index_write(tc_dst *dst, uint64_t total_size, const tc_kv *meta, size_t n
         put_string(&b, files[i]);
     }
     puts_(&b, "\n  }\n}\n");
-    int rc = b.oom ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_dst_write(dst, b.p, b.n, d);
-    free(b.p);
+    int rc = tc_buf_oom(&b) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_dst_write(dst, tc_buf_str(&b), tc_buf_len(&b), d);
+    tc_buf_free(&b);
     return rc;
 }
 
@@ -329,6 +303,7 @@ int tc_index_write(tc_dst *dst, uint64_t total_size, const tc_kv *meta, size_t n
 typedef struct ipriv {
     tc_index *ix;
     size_t *local;        /* per storage: its index within its shard */
+    size_t localcap;
     tc_ckpt *open;        /* the shard last read from, kept open */
     long open_k;
     size_t readers;       /* readers of open not yet closed */
@@ -356,10 +331,9 @@ static int add_shard_contents(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, 
     if (sh < 0)
         return d->code;
     size_t ns = tc_ckpt_nstorages(s);
-    size_t *local = realloc(x->local, ((size_t)base + ns + 1) * sizeof *local);
-    if (!local)
+    if (tc_grow(&x->local, &x->localcap, (size_t)base + ns + 1, sizeof *x->local))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    x->local = local;
+    size_t *local = x->local;
     for (size_t k = 0; k < ns; k++) {
         const tc_storage *from = tc_ckpt_storage(s, k);
         char key[1200];

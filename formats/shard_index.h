@@ -36,12 +36,12 @@ typedef struct tc_index_entry {
 typedef struct tc_index {
     char *path;
     tc_kv *meta;       /* "metadata" values, as text (numbers printed) */
-    size_t nmeta;
+    size_t nmeta, metacap;
     tc_index_entry *e; /* weight_map in file order */
     size_t n;
     tc_strmap names;   /* entry name -> index into e */
     tc_shard *sh;      /* in order of first mention */
-    size_t nsh;
+    size_t nsh, shcap;
     tc_strmap files;   /* shard file -> index into sh */
     uint64_t total_size; /* metadata.total_size, 0 when absent */
     bool has_total_size;

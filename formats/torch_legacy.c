@@ -86,12 +86,11 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
         if ((rc = tc_torch_graph_init(tg, c, d)))
             break;
         uint64_t n = src->size < cap ? src->size : cap;
-        uint8_t *nb = realloc(buf, n ? n : 1);
-        if (!nb) {
+        free(buf); /* read anew, and exactly n bytes long: a read past them is a sanitizer's to catch */
+        if (!(buf = malloc(n ? n : 1))) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             break;
         }
-        buf = nb;
         if ((rc = tc_src_read(src, 0, buf, n, "legacy header", d)))
             break;
         bool hit_end = false;

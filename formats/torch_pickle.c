@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "readings.h"
 #include "strmap.h"
+#include "vec.h"
 
 /* ---- the graph and its side tables ------------------------------------------- */
 
@@ -48,27 +50,16 @@ void tc_torch_graph_free(tc_torch_graph *tg)
 /* Record a persistent-id tuple naming storage si (once). */
 static int add_pid(tc_torch_graph *tg, size_t si, pk_obj *pid, tc_diag *d)
 {
-    if (si >= tg->npids) {
-        size_t n = tc_ckpt_nstorages(tg->c) + 16;
-        tc_pids *p = realloc(tg->pids, n * sizeof *p);
-        if (!p)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        memset(p + tg->npids, 0, (n - tg->npids) * sizeof *p);
-        tg->pids = p;
-        tg->npids = n;
-    }
+    size_t was = tg->npids; /* every element allocated is in use (zeroed): npids is the capacity */
+    if (tc_grow(&tg->pids, &tg->npids, si + 1, sizeof *tg->pids))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    memset(tg->pids + was, 0, (tg->npids - was) * sizeof *tg->pids);
     tc_pids *s = &tg->pids[si];
     /* the same tuple comes back through the memo: it is the last one added */
     if (s->n && s->v[s->n - 1] == pid)
         return 0;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 4;
-        pk_obj **v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        s->v = v;
-        s->cap = cap;
-    }
+    if (tc_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     s->v[s->n++] = pid;
     return 0;
 }
@@ -158,42 +149,34 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
 
 /* ---- contents: short descriptions of what is not a tensor ------------------------- */
 
+/* A description: at most 159 bytes, cut with "..." (a tc_buf over b; set up by sbuf_init, never copied). */
 typedef struct sbuf {
     char b[160];
-    size_t n;
+    tc_buf t;
 } sbuf;
+
+static void sbuf_init(sbuf *s)
+{
+    s->t = tc_buf_fixed(s->b, sizeof s->b);
+}
 
 static void sput(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sput(sbuf *s, const char *fmt, ...)
 {
-    if (s->n >= sizeof s->b - 1)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(s->b + s->n, sizeof s->b - s->n, fmt, ap);
+    tc_buf_vprintf(&s->t, fmt, ap);
     va_end(ap);
-    if (k > 0)
-        s->n += (size_t)k;
-    if (s->n >= sizeof s->b - 1) {
-        s->n = sizeof s->b - 1;
-        memcpy(s->b + sizeof s->b - 4, "...", 4);
-    }
 }
 
-/* s cut to at most max bytes, control bytes escaped (\n, \xNN) for a terminal */
+/* p cut to at most max bytes (never inside a UTF-8 sequence), escaped for a terminal (tc_buf_esc) */
 static void sput_text(sbuf *s, const char *p, size_t len, size_t max)
 {
-    char e[200];
-    size_t k = 0;
-    for (size_t i = 0; i < len && i < max && k + 5 < sizeof e; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        if (ch >= 0x20 && ch != 0x7f)
-            e[k++] = (char)ch;
-        else
-            k += (size_t)snprintf(e + k, sizeof e - k, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x", ch);
-    }
-    e[k] = 0;
-    sput(s, "%s", e);
+    size_t n = len;
+    if (n > max)
+        for (n = max; n > 0 && ((unsigned char)p[n] & 0xc0) == 0x80;)
+            n--;
+    tc_buf_esc(&s->t, p, n);
 }
 
 static void describe(const tc_torch_graph *tg, const pk_obj *o, sbuf *s, int depth);
@@ -203,7 +186,7 @@ static void describe_items(const tc_torch_graph *tg, pk_obj *const *it, size_t n
     for (size_t i = 0; i < n; i += dict ? 2 : 1) {
         if (i)
             sput(s, ", ");
-        if (s->n > 120) {
+        if (tc_buf_len(&s->t) > 120) {
             sput(s, "...");
             return;
         }
@@ -319,7 +302,8 @@ static const char *kind_text(const pk_obj *o)
 
 void tc_torch_describe(const tc_torch_graph *tg, const pk_obj *o, char *text, size_t n, const char **kind)
 {
-    sbuf s = {.n = 0};
+    sbuf s;
+    sbuf_init(&s);
     describe(tg, o, &s, 0);
     snprintf(text, n, "%s", s.b);
     *kind = kind_text(o);
@@ -403,7 +387,8 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
         bool attr2, attr3;
         const pk_obj *v = it[i + 1];
         pk_obj *const *sub = kv_items(v, &m2, &attr2);
-        sbuf s = {.n = 0};
+        sbuf s;
+        sbuf_init(&s);
         describe(tg, v, &s, 0);
         tc_buf_reset(&top);
         tc_torch_key_name(it[i], &top, NULL);
@@ -416,7 +401,8 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
             tc_buf_putc(&name, '.');
             tc_torch_key_name(sub[j], &name, NULL);
             size_t m3;
-            sbuf t = {.n = 0};
+            sbuf t;
+            sbuf_init(&t);
             describe(tg, sub[j + 1], &t, 0);
             tc_entry e2 = {(char *)tc_buf_str(&name), t.b, (char *)kind_text(sub[j + 1]), 2,
                            tensors_under(names, nt, tc_buf_str(&name)), sub[j + 1]->tag != 0,

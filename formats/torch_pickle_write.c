@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec.h"
+
 /* ---- rewriting a checkpoint whole ------------------------------------------------ */
 
 typedef struct edit {
@@ -135,15 +137,9 @@ static int reach(tc_torch_graph *tg, bool *keep, tc_diag *d)
         }
         pk_obj *kids[4] = {o->func, o->args, o->state, o->kwargs};
         size_t nk = o->kind == PK_GLOBAL ? 0 : o->n; /* a global's name is no child */
-        if (n + 4 + nk > cap) {
-            size_t nc = (n + 4 + nk) * 2;
-            pk_obj **p = realloc(st, nc * sizeof *p);
-            if (!p) {
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-                break;
-            }
-            st = p;
-            cap = nc;
+        if (tc_grow(&st, &cap, n + 4 + nk, sizeof *st)) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
         }
         for (size_t i = 0; i < 4; i++)
             if (kids[i] && !kids[i]->mark) {

@@ -14,70 +14,11 @@
 #include <sys/resource.h>
 
 #include "buf.h"
+#include "map.h"
 #include "strmap.h"
+#include "vec.h"
 
 /* ---- walking the graph ----------------------------------------------------------- */
-
-/* Node -> index, open addressing (the holders of keyed containers, looked up per tensor). */
-typedef struct ptrmap {
-    const void **key;
-    size_t *val;
-    size_t n, cap;
-} ptrmap;
-
-static size_t ptr_slot(const ptrmap *m, const void *p)
-{
-    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 17) & (m->cap - 1);
-}
-
-static bool ptrmap_get(const ptrmap *m, const void *p, size_t *val)
-{
-    if (!m->cap)
-        return false;
-    for (size_t i = ptr_slot(m, p);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->key[i])
-            return false;
-        if (m->key[i] == p) {
-            *val = m->val[i];
-            return true;
-        }
-    }
-}
-
-static int ptrmap_put(ptrmap *m, const void *p, size_t val)
-{
-    if (2 * (m->n + 1) > m->cap) {
-        ptrmap g = {.cap = m->cap ? m->cap * 2 : 64};
-        g.key = calloc(g.cap, sizeof *g.key);
-        g.val = malloc(g.cap * sizeof *g.val);
-        if (!g.key || !g.val) {
-            free(g.key);
-            free(g.val);
-            return -1;
-        }
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->key[i]) {
-                size_t j = ptr_slot(&g, m->key[i]);
-                while (g.key[j])
-                    j = (j + 1) & (g.cap - 1);
-                g.key[j] = m->key[i];
-                g.val[j] = m->val[i];
-            }
-        g.n = m->n;
-        free(m->key);
-        free(m->val);
-        *m = g;
-    }
-    size_t j = ptr_slot(m, p);
-    while (m->key[j] && m->key[j] != p)
-        j = (j + 1) & (m->cap - 1);
-    if (!m->key[j])
-        m->n++;
-    m->key[j] = p;
-    m->val[j] = val;
-    return 0;
-}
 
 typedef struct walker {
     tc_torch_graph *tg;
@@ -95,7 +36,7 @@ typedef struct walker {
     pk_obj *holder;
     size_t item, holder_len;       /* its item index; the length of its path */
     bool attrs;                    /* the holder is an object's attributes */
-    ptrmap holders;                /* holder node -> its keyed container index */
+    tc_map holders;                /* holder node (and 0) -> its keyed container index */
     int in_module;                 /* modules pickled whole around the value walked */
     tc_buf key;                    /* a key's name, as key_name makes it */
     const char *bad;               /* on the path: a key that is no name (what it is), or NULL */
@@ -115,16 +56,10 @@ static int path_push(walker *w, const char *comp, size_t *saved)
 {
     size_t cl = strlen(comp);
     *saved = w->len;
-    if (w->len + cl + 2 > w->cap) {
-        size_t cap = (w->len + cl + 2) * 2;
-        if (cap > (1u << 20))
-            return tc_fail(w->d, TC_ERR_LIMIT, "a tensor name is longer than 1 MiB");
-        char *p = realloc(w->path, cap);
-        if (!p)
-            return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
-        w->path = p;
-        w->cap = cap;
-    }
+    if (w->len + cl + 2 > (1u << 20))
+        return tc_fail(w->d, TC_ERR_LIMIT, "a tensor name is longer than 1 MiB");
+    if (tc_grow(&w->path, &w->cap, w->len + cl + 2, 1))
+        return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
     if (w->len)
         w->path[w->len++] = '.';
     memcpy(w->path + w->len, comp, cl + 1);
@@ -372,9 +307,9 @@ static long holder_index(walker *w)
 {
     if (!w->holder)
         return -1;
-    size_t at;
-    if (ptrmap_get(&w->holders, w->holder, &at))
-        return (long)at;
+    const uint64_t *at = tc_map_find2(&w->holders, (uint64_t)(uintptr_t)w->holder, 0);
+    if (at)
+        return (long)*at;
     pk_obj **it;
     size_t n;
     if (!dict_items(w->holder, &it, &n))
@@ -405,15 +340,9 @@ static long holder_index(walker *w)
                 w->max_name_bytes);
     else if ((k = tc_ckpt_add_keyed(w->c, name, w->attrs, (const char *const *)keys, text, nk, w->d)) >= 0) {
         tc_torch_graph *tg = w->tg;
-        if (tg->nkeyed == tg->keyedcap) {
-            size_t cap = tg->keyedcap ? tg->keyedcap * 2 : 16;
-            pk_obj **v = realloc(tg->keyed, cap * sizeof *v);
-            if (!v)
-                k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
-            else
-                tg->keyed = v, tg->keyedcap = cap;
-        }
-        if (k >= 0 && ptrmap_put(&w->holders, w->holder, (size_t)k) < 0)
+        if (tc_grow(&tg->keyed, &tg->keyedcap, tg->nkeyed + 1, sizeof *tg->keyed))
+            k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+        if (k >= 0 && tc_map_put2(&w->holders, (uint64_t)(uintptr_t)w->holder, 0, (uint64_t)k, NULL) < 0)
             k = -1, tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
         if (k >= 0)
             tg->keyed[tg->nkeyed++] = w->holder;
@@ -459,16 +388,10 @@ static tc_dtype dtype_global(const pk_obj *g)
 
 static int note_tensor(tc_torch_graph *tg, size_t k, pk_obj *call, pk_obj *param, tc_diag *d)
 {
-    if (k >= tg->ntnode) {
-        size_t n = (k + 1) * 2;
-        pk_obj **a = realloc(tg->tnode, n * sizeof *a), **b = a ? realloc(tg->tparam, n * sizeof *b) : NULL;
-        if (a)
-            tg->tnode = a;
-        if (!b)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        tg->tparam = b;
-        tg->ntnode = n;
-    }
+    size_t ca = tg->ntnode, cb = tg->ntnode; /* two arrays of capacity ntnode: it moves when both have grown */
+    if (tc_grow(&tg->tnode, &ca, k + 1, sizeof *tg->tnode) || tc_grow(&tg->tparam, &cb, k + 1, sizeof *tg->tparam))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    tg->ntnode = ca;
     tg->tnode[k] = call;
     tg->tparam[k] = param;
     return 0;
@@ -1030,7 +953,6 @@ int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
     pk_graph_clear_marks(tg->g);
     free(w.path);
     tc_buf_free(&w.key);
-    free(w.holders.key);
-    free(w.holders.val);
+    tc_map_free(&w.holders);
     return rc;
 }

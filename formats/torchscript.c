@@ -11,6 +11,7 @@
 
 #include "strmap.h"
 #include "torch_zip.h"
+#include "vec.h"
 
 extern const tc_format tc_format_torchscript;
 
@@ -144,15 +145,9 @@ static int string_list(const line *l, size_t i, char ***out, size_t *nout)
             rc = bad(l, "a list of parameters or buffers that is not of string literals");
             break;
         }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            char **p = realloc(v, nc * sizeof *p);
-            if (!p) {
-                rc = tc_fail(l->d, TC_ERR_NOMEM, "out of memory");
-                break;
-            }
-            v = p;
-            cap = nc;
+        if (tc_grow(&v, &cap, n + 1, sizeof *v)) {
+            rc = tc_fail(l->d, TC_ERR_NOMEM, "out of memory");
+            break;
         }
         if ((rc = literal(l, &i, &v[n])))
             break;
@@ -185,17 +180,10 @@ static long add_class(tc_script *s, const char *qual, const line *l)
     size_t at;
     if (tc_strmap_get(&s->byname, qual, &at))
         return bad(l, "a module class defined twice"), -1;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 16;
-        tc_script_class *c = realloc(s->cls, nc * sizeof *c);
-        if (c)
-            s->cls = c;
-        char **nm = c ? realloc(s->names, nc * sizeof *nm) : NULL;
-        if (!nm)
-            return tc_fail(l->d, TC_ERR_NOMEM, "out of memory"), -1;
-        s->names = nm;
-        s->cap = nc;
-    }
+    size_t ca = s->cap, cb = s->cap; /* two arrays, one capacity: it moves when both have grown */
+    if (tc_grow(&s->cls, &ca, s->n + 1, sizeof *s->cls) || tc_grow(&s->names, &cb, s->n + 1, sizeof *s->names))
+        return tc_fail(l->d, TC_ERR_NOMEM, "out of memory"), -1;
+    s->cap = ca;
     memset(&s->cls[s->n], 0, sizeof s->cls[s->n]);
     if (!(s->names[s->n] = strdup(qual)))
         return tc_fail(l->d, TC_ERR_NOMEM, "out of memory"), -1;

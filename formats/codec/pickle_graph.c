@@ -2,6 +2,7 @@
  * a byte arena; item arrays are heap blocks freed with the graph. */
 #include "pickle.h"
 #include "pickle_internal.h"
+#include "vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -188,14 +189,8 @@ pk_obj *pk_new_global(pk_graph *g, const char *module, const char *name)
 int pk_push(pk_graph *g, pk_obj *c, pk_obj *child)
 {
     (void)g;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 4;
-        pk_obj **p = realloc(c->items, cap * sizeof *p);
-        if (!p)
-            return -1;
-        c->items = p;
-        c->cap = cap;
-    }
+    if (tc_grow(&c->items, &c->cap, c->n + 1, sizeof *c->items))
+        return -1;
     c->items[c->n++] = child;
     if (child && child->depth + 1 > c->depth)
         c->depth = child->depth + 1;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "map.h"
 #include "pickle.h"
 
 /* Node with a copy of s[0..len) (NUL-terminated) as its bytes. */
@@ -63,23 +64,15 @@ size_t pkt_latin1_to_utf8(const uint8_t *s, size_t n, char *out);
 
 /* ---- hashing, dict keys and set members (pickle_keys.c) ---------------------- */
 
-/* A hash map from a pair of 64-bit words to a 64-bit value. */
-typedef struct pkmap_ent {
-    uint64_t a, b, v;
-    bool used;
-} pkmap_ent;
-
-typedef struct pkmap {
-    pkmap_ent *t;
-    size_t cap, n;
-    uint64_t seed;
-} pkmap;
-
-void pkmap_free(pkmap *m);
-/* Pointer to the value for (a, b), or NULL. */
-uint64_t *pkmap_get(const pkmap *m, uint64_t a, uint64_t b);
-/* Set (a, b) to v. -1 on OOM. */
-int pkmap_put(pkmap *m, uint64_t a, uint64_t b, uint64_t v);
+/* Maps from a pair of 64-bit words to a 64-bit value: base's tc_map. Set
+ * (a, b) to v (replacing its value when present): 0, or -1 on OOM. */
+static inline int pk_map_set(tc_map *m, uint64_t a, uint64_t b, uint64_t v)
+{
+    int rc = tc_map_put2(m, a, b, v, NULL);
+    if (rc == 0)
+        *tc_map_find2(m, a, b) = v;
+    return rc < 0 ? -1 : 0;
+}
 
 /* Which objects Python's dict and set take as the same key: every hashable
  * node gets a value id (equal ids iff CPython's == holds for the built

@@ -1,106 +1,23 @@
-/* Hash maps for the reader: the memo past its dense part, and which dict keys
- * and set members CPython takes as equal (value ids, see pickle_internal.h).
- * Every operation is O(1) expected; hashes are seeded per map so that a
- * pickle cannot be crafted to collide. */
+/* Which dict keys and set members CPython takes as equal (value ids, see
+ * pickle_internal.h), on base's hash map (tc_map: O(1) expected, keyed per
+ * process so that a pickle cannot be crafted to collide), serialised values
+ * by its keyed hash (tc_hash_bytes). */
 #include "pickle_internal.h"
+#include "vec.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-/* Seeds from addresses: unknown to whoever wrote the pickle (ASLR), and no
- * shared state between threads reading pickles. */
-static uint64_t seed_for(const void *p)
-{
-    char local;
-    return mix((uint64_t)(uintptr_t)p ^ mix((uint64_t)(uintptr_t)&local));
-}
-
-static size_t slot_of(const pkmap *m, uint64_t a, uint64_t b)
-{
-    return (size_t)(mix(a ^ m->seed) ^ mix(b + 0x9e3779b97f4a7c15ULL + m->seed)) & (m->cap - 1);
-}
-
-void pkmap_free(pkmap *m)
-{
-    free(m->t);
-    memset(m, 0, sizeof *m);
-}
-
-uint64_t *pkmap_get(const pkmap *m, uint64_t a, uint64_t b)
-{
-    if (!m->cap)
-        return NULL;
-    for (size_t i = slot_of(m, a, b);; i = (i + 1) & (m->cap - 1)) {
-        pkmap_ent *e = &m->t[i];
-        if (!e->used)
-            return NULL;
-        if (e->a == a && e->b == b)
-            return &e->v;
-    }
-}
-
-static int grow(pkmap *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    pkmap_ent *t = calloc(cap, sizeof *t), *old = m->t;
-    if (!t)
-        return -1;
-    size_t oldcap = m->cap;
-    if (!m->seed)
-        m->seed = seed_for(t);
-    m->t = t;
-    m->cap = cap;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].used) {
-            size_t j = slot_of(m, old[i].a, old[i].b);
-            while (t[j].used)
-                j = (j + 1) & (cap - 1);
-            t[j] = old[i];
-        }
-    free(old);
-    return 0;
-}
-
-int pkmap_put(pkmap *m, uint64_t a, uint64_t b, uint64_t v)
-{
-    uint64_t *p = pkmap_get(m, a, b);
-    if (p) {
-        *p = v;
-        return 0;
-    }
-    if ((m->n + 1) * 2 > m->cap && grow(m))
-        return -1;
-    size_t i = slot_of(m, a, b);
-    while (m->t[i].used)
-        i = (i + 1) & (m->cap - 1);
-    m->t[i] = (pkmap_ent){a, b, v, true};
-    m->n++;
-    return 0;
-}
-
 /* ---- value ids ----------------------------------------------------------------- */
 
 struct pk_keys {
-    pkmap by_node;  /* (node, 0) -> vid */
-    pkmap by_value; /* (hash of the serialised value, nth) -> index into vals */
-    pkmap slots;    /* (container, vid) -> position */
-    struct val {
-        size_t off, len;
-    } *vals;
-    size_t nvals, capvals;
-    uint8_t *bytes; /* serialised values */
-    size_t nbytes, capbytes;
+    tc_map by_node;  /* (node, 0) -> vid */
+    tc_map by_value; /* serialised value -> vid (keys in blocks) */
+    tc_map slots;    /* (container, vid) -> position */
+    size_t nvals;
+    TC_VEC(uint8_t *) blocks; /* the serialised values: never moved, so by_value keys on them */
+    size_t used, room;        /* of the last block */
     uint8_t *buf; /* the value being serialised */
     size_t nbuf, capbuf;
     struct frame {
@@ -110,50 +27,32 @@ struct pk_keys {
     size_t sp, capstack;
     uint64_t *sort; /* frozenset members */
     size_t capsort;
-    uint64_t seed;
 };
 
 pk_keys *pkk_new(void)
 {
-    pk_keys *k = calloc(1, sizeof *k);
-    if (k)
-        k->seed = seed_for(k);
-    return k;
+    return calloc(1, sizeof(pk_keys));
 }
 
 void pkk_free(pk_keys *k)
 {
     if (!k)
         return;
-    pkmap_free(&k->by_node);
-    pkmap_free(&k->by_value);
-    pkmap_free(&k->slots);
-    free(k->vals);
-    free(k->bytes);
+    tc_map_free(&k->by_node);
+    tc_map_free(&k->by_value);
+    tc_map_free(&k->slots);
+    for (size_t i = 0; i < k->blocks.n; i++)
+        free(k->blocks.v[i]);
+    tc_vec_free(&k->blocks);
     free(k->buf);
     free(k->stack);
     free(k->sort);
     free(k);
 }
 
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static int put(pk_keys *k, const void *p, size_t n)
 {
-    if (reserve((void **)&k->buf, &k->capbuf, k->nbuf + n, 1))
+    if (tc_grow(&k->buf, &k->capbuf, k->nbuf + n, 1))
         return -1;
     memcpy(k->buf + k->nbuf, p, n);
     k->nbuf += n;
@@ -213,42 +112,41 @@ static int put_big_float(pk_keys *k, double f)
     return rc;
 }
 
-static uint64_t hash_bytes(uint64_t seed, const uint8_t *p, size_t n)
+/* Room for n bytes at the end of the last block (a new block when they do not fit), or NULL. */
+static uint8_t *block_room(pk_keys *k, size_t n)
 {
-    uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = mix(h ^ w) + 0x632be59bd9b4e019ULL;
+    if (k->blocks.n && n <= k->room)
+        return k->blocks.v[k->blocks.n - 1] + k->used;
+    size_t size = n > 65536 ? n : 65536;
+    uint8_t *b = malloc(size);
+    if (!b || tc_vec_push(&k->blocks, b)) {
+        free(b);
+        return NULL;
     }
-    uint64_t w = 0;
-    memcpy(&w, p + i, n - i);
-    return mix(h ^ w ^ 0xa0761d6478bd642fULL);
+    k->used = 0;
+    k->room = size;
+    return b;
 }
 
 /* The id of the value serialised in buf: the same bytes give the same id.
- * Values with one hash chain as (hash, 0), (hash, 1)... */
+ * The bytes are copied to the blocks first and stay there only when they
+ * are new (one hash per value: tc_map_put finds or inserts). */
 static int intern(pk_keys *k, uint64_t *vid)
 {
-    uint64_t h = hash_bytes(k->seed, k->buf, k->nbuf), nth = 0;
-    for (;; nth++) {
-        uint64_t *ix = pkmap_get(&k->by_value, h, nth);
-        if (!ix)
-            break;
-        const struct val *v = &k->vals[*ix];
-        if (v->len == k->nbuf && !memcmp(k->bytes + v->off, k->buf, k->nbuf)) {
-            *vid = *ix + 1;
-            return 0;
-        }
-    }
-    if (reserve((void **)&k->vals, &k->capvals, k->nvals + 1, sizeof *k->vals) ||
-        reserve((void **)&k->bytes, &k->capbytes, k->nbytes + k->nbuf + 1, 1) ||
-        pkmap_put(&k->by_value, h, nth, k->nvals))
+    uint8_t *at = block_room(k, k->nbuf);
+    if (!at)
         return -1;
-    memcpy(k->bytes + k->nbytes, k->buf, k->nbuf);
-    k->vals[k->nvals] = (struct val){k->nbytes, k->nbuf};
-    k->nbytes += k->nbuf;
+    memcpy(at, k->buf, k->nbuf);
+    uint64_t old;
+    int rc = tc_map_put(&k->by_value, at, k->nbuf, k->nvals + 1, &old);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        *vid = old;
+        return 0;
+    }
+    k->used += k->nbuf;
+    k->room -= k->nbuf;
     *vid = ++k->nvals;
     return 0;
 }
@@ -314,7 +212,7 @@ static int cached(pk_keys *k, const pk_obj *o, uint64_t *vid)
 {
     if (!worth_caching(o))
         return 0;
-    uint64_t *v = pkmap_get(&k->by_node, (uint64_t)(uintptr_t)o, 0);
+    uint64_t *v = tc_map_find2(&k->by_node, (uint64_t)(uintptr_t)o, 0);
     if (!v)
         return 0;
     *vid = *v;
@@ -325,7 +223,7 @@ static int cached(pk_keys *k, const pk_obj *o, uint64_t *vid)
 static int compound(pk_keys *k, const pk_obj *root, uint64_t *vid, const char **kind)
 {
     k->sp = 0;
-    if (reserve((void **)&k->stack, &k->capstack, 1, sizeof *k->stack))
+    if (tc_grow(&k->stack, &k->capstack, 1, sizeof *k->stack))
         return -1;
     k->stack[k->sp++] = (struct frame){root, 0};
     while (k->sp) {
@@ -338,7 +236,7 @@ static int compound(pk_keys *k, const pk_obj *root, uint64_t *vid, const char **
             if ((*kind = unhashable(c->kind)))
                 return 1;
             if ((c->kind == PK_TUPLE || c->kind == PK_FROZENSET) && !cached(k, c, &v)) {
-                if (reserve((void **)&k->stack, &k->capstack, k->sp + 1, sizeof *k->stack))
+                if (tc_grow(&k->stack, &k->capstack, k->sp + 1, sizeof *k->stack))
                     return -1;
                 k->stack[k->sp++] = (struct frame){c, 0};
                 pushed = true;
@@ -348,7 +246,7 @@ static int compound(pk_keys *k, const pk_obj *root, uint64_t *vid, const char **
         if (pushed)
             continue;
         /* every member has an id now (atoms are interned here) */
-        if (reserve((void **)&k->sort, &k->capsort, o->n + 1, sizeof *k->sort))
+        if (tc_grow(&k->sort, &k->capsort, o->n + 1, sizeof *k->sort))
             return -1;
         for (size_t i = 0; i < o->n; i++) {
             const pk_obj *c = o->items[i];
@@ -357,7 +255,7 @@ static int compound(pk_keys *k, const pk_obj *root, uint64_t *vid, const char **
                 k->nbuf = 0;
                 int rc = atom(k, c);
                 if (rc || intern(k, &v) ||
-                    (worth_caching(c) && pkmap_put(&k->by_node, (uint64_t)(uintptr_t)c, 0, v)))
+                    (worth_caching(c) && pk_map_set(&k->by_node, (uint64_t)(uintptr_t)c, 0, v)))
                     return -1;
             }
             k->sort[i] = v;
@@ -371,7 +269,7 @@ static int compound(pk_keys *k, const pk_obj *root, uint64_t *vid, const char **
             if (put_u64(k, k->sort[i]))
                 return -1;
         uint64_t v;
-        if (intern(k, &v) || pkmap_put(&k->by_node, (uint64_t)(uintptr_t)o, 0, v))
+        if (intern(k, &v) || pk_map_set(&k->by_node, (uint64_t)(uintptr_t)o, 0, v))
             return -1;
         k->sp--;
         if (o == root)
@@ -394,14 +292,14 @@ int pkk_vid(pk_keys *k, const pk_obj *o, uint64_t *vid, const char **kind)
         *kind = "object";
         return 1;
     }
-    if (rc || intern(k, vid) || (worth_caching(o) && pkmap_put(&k->by_node, (uint64_t)(uintptr_t)o, 0, *vid)))
+    if (rc || intern(k, vid) || (worth_caching(o) && pk_map_set(&k->by_node, (uint64_t)(uintptr_t)o, 0, *vid)))
         return -1;
     return 0;
 }
 
 int pkk_slot(pk_keys *k, const pk_obj *c, uint64_t vid, size_t pos_if_new, size_t *pos, bool *found)
 {
-    uint64_t *v = pkmap_get(&k->slots, (uint64_t)(uintptr_t)c, vid);
+    uint64_t *v = tc_map_find2(&k->slots, (uint64_t)(uintptr_t)c, vid);
     if (v) {
         *found = true;
         *pos = (size_t)*v;
@@ -409,5 +307,5 @@ int pkk_slot(pk_keys *k, const pk_obj *c, uint64_t vid, size_t pos_if_new, size_
     }
     *found = false;
     *pos = pos_if_new;
-    return pkmap_put(&k->slots, (uint64_t)(uintptr_t)c, vid, pos_if_new);
+    return tc_map_put2(&k->slots, (uint64_t)(uintptr_t)c, vid, pos_if_new, NULL) < 0 ? -1 : 0;
 }

@@ -8,7 +8,9 @@
  * key equality (pickle_keys.c) and the fix_imports tables (pickle_compat.c)
  * live apart. */
 #include "pickle.h"
+#include "buf.h"
 #include "pickle_internal.h"
+#include "vec.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,7 +29,7 @@ typedef struct rd {
     size_t mp, mcap;
     pk_obj **memo; /* dense part of the memo */
     size_t memo_cap;
-    pkmap sparse;      /* memo indexes past the dense part */
+    tc_map sparse;     /* memo indexes past the dense part */
     uint64_t memo_len; /* memo entries set, as CPython counts them for MEMOIZE */
     int proto;         /* the last PROTO's argument; 0 without one */
     size_t fend;       /* end of the FRAME being read from (0: none) */
@@ -204,14 +206,8 @@ static int push(rd *r, pk_obj *o)
     int rc = too_deep(r, o);
     if (rc)
         return rc;
-    if (r->sp == r->scap) {
-        size_t cap = r->scap ? r->scap * 2 : 64;
-        pk_obj **p = realloc(r->stack, cap * sizeof *p);
-        if (!p)
-            return oom(r);
-        r->stack = p;
-        r->scap = cap;
-    }
+    if (tc_grow(&r->stack, &r->scap, r->sp + 1, sizeof *r->stack))
+        return oom(r);
     r->stack[r->sp++] = o;
     return 0;
 }
@@ -278,7 +274,7 @@ static pk_obj *memo_get(const rd *r, uint64_t idx)
 {
     if (idx < r->memo_cap && r->memo[idx])
         return r->memo[idx];
-    uint64_t *v = pkmap_get(&r->sparse, idx, 0);
+    uint64_t *v = tc_map_find2(&r->sparse, idx, 0);
     return v ? (pk_obj *)(uintptr_t)*v : NULL;
 }
 
@@ -295,19 +291,14 @@ static int memo_put(rd *r, uint64_t idx)
                     (unsigned long long)idx, (unsigned long long)r->o->limits.max_memo);
     bool known = memo_get(r, idx) != NULL;
     if (idx >= r->memo_cap && idx < 2 * (r->memo_len + 1024)) {
-        size_t cap = r->memo_cap ? r->memo_cap * 2 : 1024;
-        while (cap <= idx)
-            cap *= 2;
-        pk_obj **p = realloc(r->memo, cap * sizeof *p);
-        if (!p)
+        size_t was = r->memo_cap;
+        if (tc_grow(&r->memo, &r->memo_cap, idx < 1024 ? 1024 : (size_t)idx + 1, sizeof *r->memo))
             return oom(r);
-        memset(p + r->memo_cap, 0, (cap - r->memo_cap) * sizeof *p);
-        r->memo = p;
-        r->memo_cap = cap;
+        memset(r->memo + was, 0, (r->memo_cap - was) * sizeof *r->memo);
     }
     if (idx < r->memo_cap)
         r->memo[idx] = o;
-    else if (pkmap_put(&r->sparse, idx, 0, (uint64_t)(uintptr_t)o))
+    else if (pk_map_set(&r->sparse, idx, 0, (uint64_t)(uintptr_t)o))
         return oom(r);
     if (!known)
         r->memo_len++;
@@ -339,16 +330,8 @@ static int read_line(rd *r)
     int rc = frame_check(r, len);
     if (rc)
         return rc;
-    if (len + 1 > r->lcap) {
-        size_t cap = r->lcap ? r->lcap : 256;
-        while (cap < len + 1)
-            cap *= 2;
-        char *l = realloc(r->line, cap);
-        if (!l)
-            return oom(r);
-        r->line = l;
-        r->lcap = cap;
-    }
+    if (tc_grow(&r->line, &r->lcap, len + 1, 1))
+        return oom(r);
     memcpy(r->line, p, len);
     r->line[len] = 0;
     r->llen = len;
@@ -369,41 +352,24 @@ static int read_arg_line(rd *r)
  * other bytes outside printable ASCII as \xHH. */
 static const char *shown(rd *r)
 {
-    static const char hex[] = "0123456789abcdef";
-    char *out = r->shown;
-    size_t k = 0;
+    tc_buf b = tc_buf_fixed(r->shown, sizeof r->shown);
     for (size_t i = 0; i + 1 < r->llen && i < 40; i++) {
         uint8_t c = (uint8_t)r->line[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out[k++] = (char)c;
-        } else {
-            out[k++] = '\\';
-            out[k++] = 'x';
-            out[k++] = hex[c >> 4];
-            out[k++] = hex[c & 15];
-        }
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            tc_buf_putc(&b, (char)c);
+        else
+            tc_buf_printf(&b, "\\x%02x", c);
     }
-    if (r->llen > 41) {
-        memcpy(out + k, "...", 3);
-        k += 3;
-    }
-    out[k] = 0;
-    return out;
+    if (r->llen > 41)
+        tc_buf_puts(&b, "...");
+    return r->shown;
 }
 
 static char *scratch(rd *r, size_t n)
 {
-    if (n > r->tcap) {
-        size_t cap = r->tcap ? r->tcap : 256;
-        while (cap < n)
-            cap *= 2;
-        char *t = realloc(r->tmp, cap);
-        if (!t) {
-            oom(r);
-            return NULL;
-        }
-        r->tmp = t;
-        r->tcap = cap;
+    if (tc_grow(&r->tmp, &r->tcap, n, 1)) {
+        oom(r);
+        return NULL;
     }
     return r->tmp;
 }
@@ -1245,14 +1211,8 @@ static int step(rd *r, bool *stop)
         if (r->mp >= r->o->limits.max_depth * 4ULL + 64)
             return FAIL(r, TC_ERR_LIMIT, "more than %llu nested MARKs (raise with --max-depth)",
                         r->o->limits.max_depth * 4ULL + 64);
-        if (r->mp == r->mcap) {
-            size_t cap = r->mcap ? r->mcap * 2 : 32;
-            size_t *m = realloc(r->marks, cap * sizeof *m);
-            if (!m)
-                return oom(r);
-            r->marks = m;
-            r->mcap = cap;
-        }
+        if (tc_grow(&r->marks, &r->mcap, r->mp + 1, sizeof *r->marks))
+            return oom(r);
         r->marks[r->mp++] = r->sp;
         return 0;
     case POP: /* the top MARK goes first when nothing is above it */
@@ -1486,7 +1446,7 @@ int pk_read(pk_graph *g, const uint8_t *buf, size_t n, const pk_read_opts *opts,
     free(r.stack);
     free(r.marks);
     free(r.memo);
-    pkmap_free(&r.sparse);
+    tc_map_free(&r.sparse);
     pkk_free(r.keys);
     free(r.line);
     free(r.tmp);

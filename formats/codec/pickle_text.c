@@ -4,6 +4,7 @@
  * raw-unicode-escape for UNICODE, and the UTF-8 decoder's strict and
  * 'surrogatepass' verdicts. */
 #include "pickle_internal.h"
+#include "vec.h"
 
 #include <locale.h>
 #include <math.h>
@@ -35,17 +36,7 @@ void pkt_big_free(pkt_big *b)
 
 static int big_reserve(pkt_big *b, size_t n)
 {
-    if (n <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap * 2 : 8;
-    while (cap < n)
-        cap *= 2;
-    uint32_t *d = realloc(b->d, cap * sizeof *d);
-    if (!d)
-        return -1;
-    b->d = d;
-    b->cap = cap;
-    return 0;
+    return tc_grow(&b->d, &b->cap, n, sizeof *b->d);
 }
 
 /* b = b * mul + add */

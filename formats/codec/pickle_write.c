@@ -3,6 +3,7 @@
  * and call result), so a node reachable twice is written once. */
 #include "pickle.h"
 #include "pickle_internal.h"
+#include "vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,22 +25,9 @@ static void put(wr *w, const void *p, size_t n)
 {
     if (w->err)
         return;
-    if (w->cap - w->len < n) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap - w->len < n) {
-            if (cap > SIZE_MAX / 2) {
-                w->err = tc_fail(w->d, TC_ERR_NOMEM, "pickle too large to write");
-                return;
-            }
-            cap *= 2;
-        }
-        uint8_t *b = realloc(w->buf, cap);
-        if (!b) {
-            w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
-            return;
-        }
-        w->buf = b;
-        w->cap = cap;
+    if (n > SIZE_MAX - w->len || tc_grow(&w->buf, &w->cap, w->len + n, 1)) {
+        w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
+        return;
     }
     memcpy(w->buf + w->len, p, n);
     w->len += n;
@@ -192,16 +180,9 @@ static int mark_shared_persids(wr *w, pk_obj *root)
             continue;
         }
         o->memo = 1;
-        size_t need = sp + o->n + 4;
-        if (need > cap) {
-            while (cap < need)
-                cap *= 2;
-            pk_obj **ns = realloc(st, cap * sizeof *st);
-            if (!ns) {
-                free(st);
-                return w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
-            }
-            st = ns;
+        if (tc_grow(&st, &cap, sp + o->n + 4, sizeof *st)) {
+            free(st);
+            return w->err = tc_fail(w->d, TC_ERR_NOMEM, "out of memory writing the pickle");
         }
         st[sp++] = o->func;
         st[sp++] = o->args;

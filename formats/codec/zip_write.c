@@ -1,5 +1,6 @@
 #include "zip.h"
 
+#include "vec.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -91,14 +92,8 @@ int tc_zipw_begin_at(tc_zipw *w, const char *name, uint64_t size, uint32_t mod, 
         return tc_fail_at(d, TC_ERR_USAGE, w->dst->path, w->off,
                           "record %s: cannot place its data at %u modulo %u (multiples of 64, %u < %u <= %u)",
                           name, phase, mod, phase, mod, TC_ZIP_MAX_PHASE_MOD);
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        tc_zipw_ent *e = realloc(w->e, cap * sizeof *e);
-        if (!e)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        w->e = e;
-        w->cap = cap;
-    }
+    if (tc_grow(&w->e, &w->cap, w->n + 1, sizeof *w->e))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     size_t pl = strlen(w->prefix), nl = strlen(name);
     if (pl + nl > 65535)
         return tc_fail_at(d, TC_ERR_USAGE, w->dst->path, w->off, "record name too long");

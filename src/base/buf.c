@@ -19,6 +19,10 @@ static bool reserve(tc_buf *b, size_t need)
     size_t want = b->len + need + 1;
     if (want <= b->cap)
         return true;
+    if (b->fixed) { /* only when the limit was raised past the array: treated as memory out */
+        b->oom = true;
+        return false;
+    }
     size_t cap = b->cap ? b->cap : 64;
     while (cap < want)
         cap = cap > SIZE_MAX / 2 ? want : cap * 2;
@@ -41,6 +45,48 @@ static void put(tc_buf *b, const void *s, size_t n)
     }
 }
 
+/* Length of the first n bytes of s (more follow) without a UTF-8 sequence cut in two. */
+static size_t whole_utf8(const char *s, size_t n)
+{
+    while (n > 0 && ((uint8_t)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+/* Something longer than the room left is being appended: how many of its
+ * bytes go before the ellipsis. When even the ellipsis does not fit, the
+ * text already there gives way to it (and nothing is appended), so cut text
+ * always ends with "..." (unless the limit is shorter than that). */
+static size_t cut_room(tc_buf *b)
+{
+    size_t el = strlen(ELLIPSIS);
+    b->cut = true;
+    if (b->limit < el)
+        return 0;
+    size_t before = b->limit - el;
+    if (b->len <= before)
+        return before - b->len;
+    size_t k = whole_utf8(b->p, before);
+    /* nor an escape of tc_buf_esc (\n, \xNN, \u{NNNN}) cut in part */
+    for (size_t q = k; q-- > 0 && k - q < 8;)
+        if (b->p[q] == '\\') {
+            char c = b->p[q + 1];
+            size_t escape = c == 'x' ? 4 : c == 'u' ? 8 : 2;
+            if (q + escape > k)
+                k = q;
+            break;
+        }
+    b->len = k;
+    b->p[b->len] = 0;
+    return 0;
+}
+
+static void end_cut(tc_buf *b)
+{
+    if (b->len + strlen(ELLIPSIS) <= b->limit)
+        put(b, ELLIPSIS, strlen(ELLIPSIS));
+}
+
 void tc_buf_add(tc_buf *b, const void *s, size_t n)
 {
     if (b->cut || b->oom || !n)
@@ -49,15 +95,24 @@ void tc_buf_add(tc_buf *b, const void *s, size_t n)
         put(b, s, n);
         return;
     }
-    /* what fits before the ellipsis, not splitting a UTF-8 sequence */
-    size_t room = b->limit > b->len + strlen(ELLIPSIS) ? b->limit - b->len - strlen(ELLIPSIS) : 0;
-    const uint8_t *u = s;
-    while (room > 0 && (u[room] & 0xc0) == 0x80)
-        room--;
-    put(b, s, room);
-    if (b->len + strlen(ELLIPSIS) <= b->limit)
-        put(b, ELLIPSIS, strlen(ELLIPSIS));
-    b->cut = true;
+    size_t room = cut_room(b); /* < n: n passes the limit */
+    put(b, s, whole_utf8(s, room));
+    end_cut(b);
+}
+
+/* s whole or, past the limit, not at all: an escape is never shown in part
+ * (nor cut in part later: see cut_room). */
+static void add_whole(tc_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (b->cut || b->oom)
+        return;
+    if (!b->limit || n <= b->limit - b->len) {
+        put(b, s, n);
+        return;
+    }
+    cut_room(b);
+    end_cut(b);
 }
 
 void tc_buf_puts(tc_buf *b, const char *s)
@@ -74,10 +129,21 @@ void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap)
 {
     if (b->cut || b->oom)
         return;
+    if (!b->cap && !reserve(b, 0)) /* room to format into at once */
+        return;
+    /* first into the room there is (under the limit): one vsnprintf when it fits */
+    size_t room = b->cap - b->len;
+    if (b->limit && room > b->limit - b->len + 1)
+        room = b->limit - b->len + 1;
     va_list aq;
     va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, aq);
+    int n = vsnprintf(b->p + b->len, room, fmt, aq);
     va_end(aq);
+    if (n >= 0 && (size_t)n < room) {
+        b->len += (size_t)n;
+        return;
+    }
+    b->p[b->len] = 0;
     if (n <= 0)
         return;
     if (!b->limit || (size_t)n <= b->limit - b->len) {
@@ -87,15 +153,15 @@ void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap)
         }
         return;
     }
-    /* it will be cut: format it apart, then add what fits */
-    char *tmp = malloc((size_t)n + 1);
-    if (!tmp) {
-        b->oom = true;
-        return;
+    /* it will be cut: format one byte past what fits (so whole_utf8 can look
+     * at it) straight into the buffer, then drop that byte */
+    room = cut_room(b);
+    if (room && reserve(b, room + 1)) {
+        vsnprintf(b->p + b->len, room + 2, fmt, ap);
+        b->len += whole_utf8(b->p + b->len, room);
+        b->p[b->len] = 0;
     }
-    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
-    tc_buf_add(b, tmp, (size_t)n);
-    free(tmp);
+    end_cut(b);
 }
 
 void tc_buf_printf(tc_buf *b, const char *fmt, ...)
@@ -164,24 +230,79 @@ void tc_buf_esc(tc_buf *b, const char *s, size_t n)
         uint8_t c = u[i];
         uint32_t cp;
         size_t len;
+        char e[16];
         if (c == '\n')
-            tc_buf_puts(b, "\\n"), i++;
+            add_whole(b, "\\n"), i++;
         else if (c == '\r')
-            tc_buf_puts(b, "\\r"), i++;
+            add_whole(b, "\\r"), i++;
         else if (c == '\t')
-            tc_buf_puts(b, "\\t"), i++;
+            add_whole(b, "\\t"), i++;
         else if (c < 0x80 || !(len = utf8_at(u + i, n - i, &cp)))
-            tc_buf_printf(b, "\\x%02x", c), i++;
+            snprintf(e, sizeof e, "\\x%02x", c), add_whole(b, e), i++;
         else if (hidden(cp))
-            tc_buf_printf(b, "\\u{%04x}", (unsigned)cp), i += len;
+            snprintf(e, sizeof e, "\\u{%04x}", (unsigned)cp), add_whole(b, e), i += len;
         else
             tc_buf_add(b, u + i, len), i += len;
     }
 }
 
+size_t tc_json_plain(const char *s, size_t n)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t run = 0, len;
+    uint32_t cp;
+    /* eight bytes at a time while none of them is 0x7f or above (JSON is mostly ASCII) */
+    for (uint64_t w; run + 8 <= n; run += 8) {
+        memcpy(&w, u + run, 8);
+        if (((w + 0x0101010101010101ull) | w) & 0x8080808080808080ull)
+            break;
+    }
+    while (run < n && u[run] != 0x7f && !(u[run] >= 0xc2 && (len = utf8_at(u + run, n - run, &cp)) && hidden(cp)))
+        run++;
+    return run;
+}
+
+void tc_buf_json(tc_buf *b, const char *s, size_t n)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t i = 0;
+    while (i < n && !b->cut && !b->oom) {
+        size_t run = i + tc_json_plain(s + i, n - i), len = 1;
+        uint32_t cp = 0x7f;
+        tc_buf_add(b, u + i, run - i);
+        if ((i = run) >= n)
+            break;
+        if (u[i] != 0x7f)
+            len = utf8_at(u + i, n - i, &cp); /* a hidden code point starts here */
+        char e[16];
+        snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
+        add_whole(b, e);
+        i += len;
+    }
+}
+
+void tc_buf_escs(tc_buf *b, const char *s)
+{
+    if (s)
+        tc_buf_esc(b, s, strlen(s));
+}
+
 const char *tc_buf_str(const tc_buf *b)
 {
     return b->p ? b->p : "";
+}
+
+tc_buf tc_buf_fixed(char *p, size_t n)
+{
+    tc_buf b = TC_BUF_INIT(n ? n - 1 : 0);
+    b.p = p;
+    b.cap = n;
+    b.fixed = true;
+    if (n)
+        p[0] = 0;
+    else
+        b.oom = true; /* no room even for the terminator */
+    return b;
 }
 
 void tc_buf_reset(tc_buf *b)
@@ -194,7 +315,13 @@ void tc_buf_reset(tc_buf *b)
 
 char *tc_buf_take(tc_buf *b)
 {
-    char *p = b->oom ? NULL : b->p;
+    char *p;
+    if (b->fixed) {
+        p = b->oom ? NULL : strdup(tc_buf_str(b));
+        tc_buf_reset(b);
+        return p;
+    }
+    p = b->oom ? NULL : b->p;
     if (!p && !b->oom)
         p = calloc(1, 1);
     if (b->oom)
@@ -206,7 +333,9 @@ char *tc_buf_take(tc_buf *b)
 
 void tc_buf_free(tc_buf *b)
 {
-    if (b) {
+    if (b && b->fixed) {
+        tc_buf_reset(b);
+    } else if (b) {
         free(b->p);
         size_t lim = b->limit;
         *b = (tc_buf)TC_BUF_INIT(lim);
@@ -217,12 +346,7 @@ const char *tc_esc(const char *s, char *out, size_t n)
 {
     if (!n)
         return "";
-    tc_buf b = TC_BUF_INIT(n - 1);
-    tc_buf_esc(&b, s, strlen(s));
-    if (b.oom)
-        snprintf(out, n, "?");
-    else
-        memcpy(out, tc_buf_str(&b), b.len + 1);
-    tc_buf_free(&b);
+    tc_buf b = tc_buf_fixed(out, n);
+    tc_buf_escs(&b, s);
     return out;
 }

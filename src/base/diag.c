@@ -3,10 +3,21 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "buf.h"
+
 static int record(tc_diag *d, int code, const char *fmt, va_list ap)
 {
     if (d && d->code == 0) {
-        vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+        /* Escaped as it is made (tc_buf_esc): the names every layer puts in
+         * its messages come from the file or the command line and may hold
+         * newlines, terminal controls or bytes that are not UTF-8. Escaped
+         * text passes unchanged, so a message quoting another stays as it
+         * was. In arrays: "out of memory" must still be said. */
+        char raw[sizeof d->msg];
+        tc_buf r = tc_buf_fixed(raw, sizeof raw);
+        tc_buf_vprintf(&r, fmt, ap);
+        tc_buf m = tc_buf_fixed(d->msg, sizeof d->msg);
+        tc_buf_esc(&m, raw, tc_buf_len(&r));
         d->code = code;
         d->file[0] = '\0';
         d->offset = TC_NO_OFFSET;

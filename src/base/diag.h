@@ -11,7 +11,11 @@
  * a byte source names its input, a byte destination its output, an opening
  * function the file it opens (tc_diag_subject, which never overrides). The
  * command line prints "tensorctl: SUBJECT: message" and never guesses the
- * file from the message text. */
+ * file from the message text.
+ *
+ * A message is escaped as it is recorded (buf.h's tc_buf_esc), so it is one
+ * line fit for a terminal whatever names it quotes; the subject is kept as
+ * given (a path) and escaped where it is printed. */
 #ifndef TC_DIAG_H
 #define TC_DIAG_H
 

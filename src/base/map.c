@@ -37,16 +37,21 @@ uint64_t tc_hash_bytes(const void *p, size_t len)
     uint64_t v0 = sip_key[0] ^ 0x736f6d6570736575ull, v1 = sip_key[1] ^ 0x646f72616e646f6dull;
     uint64_t v2 = sip_key[0] ^ 0x6c7967656e657261ull, v3 = sip_key[1] ^ 0x7465646279746573ull;
     for (; i + 8 <= len; i += 8) {
-        uint64_t m = 0;
-        for (int k = 0; k < 8; k++)
-            m |= (uint64_t)s[i + k] << (8 * k);
+        uint64_t m;
+        memcpy(&m, s + i, 8); /* the words little-endian, as SipHash reads them */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        m = __builtin_bswap64(m);
+#endif
         v3 ^= m;
         SIPROUND;
         v0 ^= m;
     }
-    uint64_t m = (uint64_t)len << 56;
-    for (int k = 0; i + (size_t)k < len; k++)
-        m |= (uint64_t)s[i + k] << (8 * k);
+    uint64_t t = 0;
+    memcpy(&t, s + i, len - i);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    t = __builtin_bswap64(t);
+#endif
+    uint64_t m = (uint64_t)len << 56 | t;
     v3 ^= m;
     SIPROUND;
     v0 ^= m;
@@ -58,10 +63,23 @@ uint64_t tc_hash_bytes(const void *p, size_t len)
     return h ? h : 1;
 }
 
+/* Word-pair keys (pointers, ids, counts and hashes, looked up for every
+ * memo entry and dict key of a pickle) take a cheaper hash keyed with the
+ * same secret: the words xored with it, mixed by two 64x64->128-bit
+ * multiplications folded to 64 bits (wyhash's mix). Without the secret no
+ * key can be chosen to land in a given slot. */
+static inline uint64_t mum(uint64_t x, uint64_t y)
+{
+    __uint128_t r = (__uint128_t)x * y;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 static uint64_t hash2(uint64_t a, uint64_t b)
 {
-    uint64_t k[2] = {a, b};
-    return tc_hash_bytes(k, sizeof k);
+    pthread_once(&sip_once, sip_init);
+    uint64_t h = mum(a ^ sip_key[0] ^ 0xa0761d6478bd642full, b ^ sip_key[1] ^ 0xe7037ed1a0b428dbull);
+    h = mum(h ^ sip_key[1] ^ 0x8ebc6af09c88c6e3ull, sip_key[0] ^ 0x589965cc75374cc3ull);
+    return h ? h : 1;
 }
 
 /* The slot holding the key, or the empty slot where it would go. */

@@ -1,6 +1,7 @@
 /* The hash map: keys to 64-bit values, open addressing, O(1) expected per
  * operation whatever the keys, because the hash is keyed with a secret
- * chosen per process (names crafted to collide cannot be made without it).
+ * chosen per process (names crafted to collide cannot be made without it):
+ * SipHash-1-3 for byte strings, a keyed multiply-mix for word pairs.
  *
  * Two kinds of key, one kind per map: byte strings (names: storage keys,
  * globals, tensor names, index entries) and pairs of 64-bit words (a

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-int tc_grow(void *pp, size_t *cap, size_t need, size_t elem)
+int tc_grow_(void *pp, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;

@@ -12,8 +12,13 @@
 
 /* Make *pp (an array of elem-byte elements with *cap slots; pp is a T **)
  * hold at least need elements. 0, or -1 when memory or size_t runs out (the
- * array unchanged). For arrays kept as a pointer and a capacity. */
-int tc_grow(void *pp, size_t *cap, size_t need, size_t elem);
+ * array unchanged). For arrays kept as a pointer and a capacity. The check
+ * is inline, so calling it on every append costs a comparison. */
+int tc_grow_(void *pp, size_t *cap, size_t need, size_t elem);
+static inline int tc_grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : tc_grow_(pp, cap, need, elem);
+}
 
 /* An array of T: v[0 .. n), room for cap. */
 #define TC_VEC(T) \
@@ -23,8 +28,7 @@ int tc_grow(void *pp, size_t *cap, size_t need, size_t elem);
     }
 
 /* Room for need elements in all: 0 or -1. */
-#define tc_vec_reserve(a, need) \
-    ((need) <= (a)->cap ? 0 : tc_grow(&(a)->v, &(a)->cap, (need), sizeof *(a)->v))
+#define tc_vec_reserve(a, need) tc_grow(&(a)->v, &(a)->cap, (need), sizeof *(a)->v)
 /* Append x: 0 or -1 (nothing appended). */
 #define tc_vec_push(a, x) (tc_vec_reserve((a), (a)->n + 1) ? -1 : ((a)->v[(a)->n++] = (x), 0))
 /* A pointer to k new zeroed elements at the end, or NULL. */

@@ -15,6 +15,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "buf.h" /* tc_esc: every name printed, on stdout and stderr */
+
+/* An escaped copy of s (tc_esc, cut past 1 KiB) for one printf argument: a
+ * name from a file or the command line on its way to a terminal. The copy
+ * lives until the end of the enclosing block. */
+#define TC_ESC(s) tc_esc((s), (char[1024]){0}, 1024)
 #include "ckpt.h"
 #include "diag.h"
 
@@ -64,6 +70,9 @@ typedef struct tc_cmd {
 
 /* Every command, NULL-terminated (commands.c). */
 extern const tc_cmd *const tc_cmds[];
+/* tensorctl itself: argv as main gets it; the exit status. Prints, never
+ * exits, and can run again in the same process (the CLI fuzz target does). */
+int tc_cli(int argc, char **argv);
 
 /* Option ids. */
 enum {
@@ -115,8 +124,9 @@ void tc_print_cmd_help(const tc_cmd *cmd);
 /* tensorctl's own usage: the commands and the exit statuses. */
 void tc_print_usage(FILE *f);
 
-/* A copy of s into buf (n bytes) fit for a terminal: control bytes become \n, \r, \t or \xNN. */
-const char *tc_term_esc(const char *s, char *buf, size_t n);
+/* JSON text cJSON printed, on stdout, fit for a terminal (tc_buf_json: DEL, C1 controls
+ * and bidirectional marks from names as \uNNNN; the same JSON). */
+void tc_put_json(const char *s);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -69,12 +69,12 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
         return;
     if (o->set.nparts)
         fprintf(stderr, "tensorctl: wrote part %u of %u of %s: %zu shard(s)", o->set.part, o->set.nparts,
-                r->set.index_path, r->set.nshards);
+                TC_ESC(r->set.index_path), r->set.nshards);
     else if (o->sharded)
-        fprintf(stderr, "tensorctl: wrote %s%s and %zu shard(s)", r->set.index_path,
+        fprintf(stderr, "tensorctl: wrote %s%s and %zu shard(s)", TC_ESC(r->set.index_path),
                 o->set.index_only ? " (the shards checked)" : "", r->set.nshards);
     else
-        fprintf(stderr, "tensorctl: wrote %s", out);
+        fprintf(stderr, "tensorctl: wrote %s", TC_ESC(out));
     if (!o->set.index_only && !o->set.nparts)
         fprintf(stderr, ": %zu tensors", s->ntensors);
     if (!o->set.index_only && !o->set.nparts && s->naliases && !o->sharded)

@@ -60,7 +60,7 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
                 tc_dtype_name(o->ro.dtype));
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", wrote ? wrote : out, r->ntensors + r->ncopies);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(wrote ? wrote : out), r->ntensors + r->ncopies);
     if (r->naliases)
         fprintf(stderr, st ? " + %zu alias(es) of shared storage (in __metadata__ \"%s\")" : " + %zu shared view(s)",
                 r->naliases, TC_ST_ALIASES_KEY);
@@ -133,7 +133,8 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
     if (stay_behind)
         tc_unsafe_note(c, in);
     if (key_hint)
-        fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n", key_hint);
+        fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n",
+                TC_ESC(key_hint));
     summary(out, NULL, &rep, fmt == TC_OUTNAME_ST, o, file_bytes);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);

@@ -74,31 +74,30 @@ static const tc_opt *const opts[] = {&tc_opt_help, &o_atol, &o_rtol, &o_equal_na
 
 /* ---- pieces of the report ---------------------------------------------------------------- */
 
+/* A line of details: at most 4095 bytes, cut with "..." (a tc_buf over s; set up by buf_init, never copied). */
 typedef struct buf {
     char s[4096];
-    size_t n;
+    tc_buf t;
 } buf;
+
+static void buf_init(buf *b)
+{
+    b->t = tc_buf_fixed(b->s, sizeof b->s);
+}
 
 static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(buf *b, const char *fmt, ...)
 {
-    if (b->n >= sizeof b->s)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+    tc_buf_vprintf(&b->t, fmt, ap);
     va_end(ap);
-    if (k > 0)
-        b->n += (size_t)k;
-    if (b->n >= sizeof b->s)
-        b->n = sizeof b->s - 1;
 }
 
 /* "; " between details */
 static void sep(buf *b)
 {
-    if (b->n)
-        put(b, "; ");
+    tc_buf_sep(&b->t, "; ");
 }
 
 static void dims(buf *b, const int64_t *v, int n)
@@ -260,9 +259,9 @@ static bool noteworthy(const tc_diff_entry *e, bool all)
 static void side_line(const char *mark, const tc_diff_side *s)
 {
     char x[1024];
-    printf("%s %s (%s, %zu tensors", mark, tc_term_esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
+    printf("%s %s (%s, %zu tensors", mark, tc_esc(s->path, x, sizeof x), tc_diff_format(s), s->ntensors);
     if (s->prefix && *s->prefix)
-        printf(", prefix '%s' stripped", tc_term_esc(s->prefix, x, sizeof x));
+        printf(", prefix '%s' stripped", tc_esc(s->prefix, x, sizeof x));
     printf(")\n");
 }
 
@@ -279,18 +278,20 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
         bool in_a = tc_diff_meta_of(r, e, 0, &ma), in_b = tc_diff_meta_of(r, e, 1, &mb);
         if (!in_a || !in_b) {
             const tc_diff_meta *m = in_a ? &ma : &mb;
-            buf b = {.n = 0};
+            buf b;
+            buf_init(&b);
             put(&b, "%s ", tc_dtype_name(m->dtype));
             dims(&b, m->shape, m->ndim);
-            printf("%s %s: %s\n", in_a ? "-" : "+", tc_term_esc(e->name, x, sizeof x), b.s);
+            printf("%s %s: %s\n", in_a ? "-" : "+", tc_esc(e->name, x, sizeof x), b.s);
             continue;
         }
         if (!e->done || !noteworthy(e, all || stats))
             continue;
-        buf b = {.n = 0};
+        buf b;
+        buf_init(&b);
         details(&b, e, &ma, &mb, stats);
         char y[8192];
-        printf("%s %s: %s\n", e->equal ? "=" : "!", tc_term_esc(e->name, x, sizeof x), tc_term_esc(b.s, y, sizeof y));
+        printf("%s %s: %s\n", e->equal ? "=" : "!", tc_esc(e->name, x, sizeof x), tc_esc(b.s, y, sizeof y));
     }
     if (r->equal)
         printf("equal: %zu tensors, %zu bit for bit\n", r->nequal, r->nbitwise);
@@ -490,8 +491,10 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     for (size_t i = 0; i < r->n; i++)
         cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));
     char *s = cJSON_Print(j);
-    if (s)
-        puts(s);
+    if (s) {
+        tc_put_json(s);
+        putchar('\n');
+    }
     free(s);
     cJSON_Delete(j);
 }
@@ -567,7 +570,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         const tc_diff_side *sd = s ? &rep.b : &rep.a;
         if (sd->unsafe && tc_verbosity > 0)
             fprintf(stderr, "tensorctl: note: %s: not safe to load: %s; diff only read it, nothing was run\n",
-                    sd->path, sd->why_unsafe);
+                    TC_ESC(sd->path), TC_ESC(sd->why_unsafe));
     }
     if (a.set[OPT_JSON])
         print_json(&rep, &o);

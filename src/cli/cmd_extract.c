@@ -42,8 +42,8 @@ static void cand_line(const tc_wcand *w)
 {
     char b[32];
     tc_human_bytes(w->bytes, b, sizeof b);
-    fprintf(stderr, "  --from %-16s %zu tensors, %s: %s%s%s%s\n", w->prefix[0] ? w->prefix : ".", w->ntensors, b,
-            w->reason, w->shared[0] ? " (every key starts with '" : "", w->shared, w->shared[0] ? "')" : "");
+    fprintf(stderr, "  --from %-16s %zu tensors, %s: %s%s%s%s\n", w->prefix[0] ? TC_ESC(w->prefix) : ".", w->ntensors, b,
+            TC_ESC(w->reason), w->shared[0] ? " (every key starts with '" : "", TC_ESC(w->shared), w->shared[0] ? "')" : "");
 }
 
 static void summary(const char *out, const tc_wcand *w, const tc_extract_report *r, const tc_convert_report *conv,
@@ -62,32 +62,36 @@ static void summary(const char *out, const tc_wcand *w, const tc_extract_report 
     if (tc_verbosity < 1)
         return;
     tc_human_bytes(conv->data_bytes, b, sizeof b);
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", out, conv->ntensors + conv->ncopies);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(out), conv->ntensors + conv->ncopies);
     if (conv->naliases)
         fprintf(stderr, st ? " + %zu alias(es) of shared storage" : " + %zu shared view(s)", conv->naliases);
     if (conv->nleft_out)
         fprintf(stderr, " (%zu left out by --drop/--only-keys)", conv->nleft_out);
-    fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "", w->prefix[0] ? w->prefix : "the whole file",
-            w->prefix[0] ? "'" : "", w->reason);
+    fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "", w->prefix[0] ? TC_ESC(w->prefix) : "the whole file",
+            w->prefix[0] ? "'" : "", TC_ESC(w->reason));
     if (r->nleft) {
         char line[1200];
-        size_t l = 0, i = 0;
-        for (; i < r->nleft && l < sizeof line - 120; i++) {
+        tc_buf lb = tc_buf_fixed(line, sizeof line);
+        size_t i = 0;
+        for (; i < r->nleft && tc_buf_len(&lb) < sizeof line - 120; i++) {
             const tc_left *x = &r->left[i];
+            tc_buf_sep(&lb, ", ");
+            tc_buf_escs(&lb, x->name);
+            tc_buf_puts(&lb, " (");
+            tc_buf_escs(&lb, x->kind);
             if (x->ntensors) {
                 tc_human_bytes(x->bytes, b, sizeof b);
-                l += (size_t)snprintf(line + l, sizeof line - l, "%s%s (%s, %zu tensors, %s)", i ? ", " : "", x->name,
-                                      x->kind, x->ntensors, b);
-            } else {
-                l += (size_t)snprintf(line + l, sizeof line - l, "%s%s (%s)", i ? ", " : "", x->name, x->kind);
+                tc_buf_printf(&lb, ", %zu tensors, %s", x->ntensors, b);
             }
+            tc_buf_putc(&lb, ')');
         }
-        if (i < r->nleft)
-            snprintf(line + l, sizeof line - l, ", ... (%zu in all)", r->nleft);
-        fprintf(stderr, "tensorctl: left behind: %s\n", line);
+        fprintf(stderr, "tensorctl: left behind: %s", line);
+        if (i < r->nleft || tc_buf_cut(&lb))
+            fprintf(stderr, ", ... (%zu in all)", r->nleft);
+        fputc('\n', stderr);
     }
     if (w->shared[0] && !stripped)
-        fprintf(stderr, "tensorctl: note: every key starts with '%s'; --strip-prefix takes it off\n", w->shared);
+        fprintf(stderr, "tensorctl: note: every key starts with '%s'; --strip-prefix takes it off\n", TC_ESC(w->shared));
 }
 
 static int run(const tc_cmd *cmd, int argc, char **argv)

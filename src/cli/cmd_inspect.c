@@ -52,8 +52,8 @@ static void contents(const tc_ckpt *c, cJSON *json)
             if (!header)
                 printf("\ncontents:\n");
             header = true;
-            char x[512];
-            printf("  %-24s %s\n", tc_term_esc(e->name, x, sizeof x), many ? text : e->text);
+            char x[512], y[512];
+            printf("  %-24s %s\n", tc_esc(e->name, x, sizeof x), many ? text : tc_esc(e->text, y, sizeof y));
         }
         for (size_t j = i + 1; many && j < n && tc_ckpt_entry(c, j)->depth == 2; j++) {
             const tc_entry *s2 = tc_ckpt_entry(c, j);
@@ -62,8 +62,8 @@ static void contents(const tc_ckpt *c, cJSON *json)
             if (json) {
                 cJSON_AddStringToObject(json, s2->name, s2->text);
             } else {
-                char x[512];
-                printf("  %-24s %s\n", tc_term_esc(s2->name, x, sizeof x), s2->text);
+                char x[512], y[512];
+                printf("  %-24s %s\n", tc_esc(s2->name, x, sizeof x), tc_esc(s2->text, y, sizeof y));
             }
         }
     }
@@ -160,13 +160,13 @@ static void print_text(const tc_ckpt *c)
     char e1[1024], e2[1024];
     size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c), ngl = tc_ckpt_nglobals(c);
     long *first = first_on_storage(c);
-    printf("%s: %s", tc_term_esc(tc_ckpt_path(c), e1, sizeof e1), tc_ckpt_format(c));
+    printf("%s: %s", tc_esc(tc_ckpt_path(c), e1, sizeof e1), tc_ckpt_format(c));
     for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
-        printf(", %s %s", tc_term_esc(tc_ckpt_fact(c, i)->key, e1, sizeof e1), tc_term_esc(tc_ckpt_fact(c, i)->value, e2, sizeof e2));
+        printf(", %s %s", tc_esc(tc_ckpt_fact(c, i)->key, e1, sizeof e1), tc_esc(tc_ckpt_fact(c, i)->value, e2, sizeof e2));
     printf("\n\n");
     size_t w = 4;
     for (size_t i = 0; i < nt && w < 60; i++)
-        if (columns(tc_term_esc(tc_ckpt_tensor(c, i)->name, e1, sizeof e1)) > w)
+        if (columns(tc_esc(tc_ckpt_tensor(c, i)->name, e1, sizeof e1)) > w)
             w = columns(e1);
     if (w > 60)
         w = 60;
@@ -177,40 +177,41 @@ static void print_text(const tc_ckpt *c)
     uint64_t pnumel = 0;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
-        char shape[64] = "[";
-        size_t sl = 1;
-        for (int k = 0; k < t->ndim && sl < sizeof shape - 8; k++)
-            sl += (size_t)snprintf(shape + sl, sizeof shape - sl, "%s%" PRId64, k ? ", " : "", t->shape[k]);
-        snprintf(shape + sl, sizeof shape - sl, "]");
-        char notes[256] = "";
-        size_t nl = 0;
+        char shape[64], notes[256];
+        tc_buf sb = tc_buf_fixed(shape, sizeof shape), nb = tc_buf_fixed(notes, sizeof notes);
+        tc_buf_putc(&sb, '[');
+        for (int k = 0; k < t->ndim; k++)
+            tc_buf_printf(&sb, "%s%" PRId64, k ? ", " : "", t->shape[k]);
+        tc_buf_putc(&sb, ']');
         if (t->parameter)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "param ");
+            tc_buf_puts(&nb, "param ");
         if (t->frozen)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "frozen ");
+            tc_buf_puts(&nb, "frozen ");
         long sw = first && t->storage >= 0 && tc_ckpt_storage(c, (size_t)t->storage)->ntensors > 1
                       ? first[t->storage] : -1;
-        if (t->alias_of >= 0)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "same tensor as %s ",
-                                   tc_term_esc(tc_ckpt_tensor(c, (size_t)t->alias_of)->name, e1, sizeof e1));
-        else if (sw >= 0 && sw < (long)i)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "shares storage with %s ",
-                                   tc_term_esc(tc_ckpt_tensor(c, (size_t)sw)->name, e1, sizeof e1));
+        if (t->alias_of >= 0 || (sw >= 0 && sw < (long)i)) {
+            tc_buf_puts(&nb, t->alias_of >= 0 ? "same tensor as " : "shares storage with ");
+            tc_buf_escs(&nb, tc_ckpt_tensor(c, (size_t)(t->alias_of >= 0 ? t->alias_of : sw))->name);
+            tc_buf_putc(&nb, ' ');
+        }
         if (t->kind == TC_TENSOR_QUANT)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "quantized ");
+            tc_buf_puts(&nb, "quantized ");
         if (t->kind == TC_TENSOR_META)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "no data ");
+            tc_buf_puts(&nb, "no data ");
         if (t->kind == TC_TENSOR_OTHER)
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "tensor subclass (not rewritten) ");
-        if (shard_of(c, t))
-            nl += (size_t)snprintf(notes + nl, sizeof notes - nl, "in %s ", tc_term_esc(shard_of(c, t), e2, sizeof e2));
+            tc_buf_puts(&nb, "tensor subclass (not rewritten) ");
+        if (shard_of(c, t)) {
+            tc_buf_puts(&nb, "in ");
+            tc_buf_escs(&nb, shard_of(c, t));
+            tc_buf_putc(&nb, ' ');
+        }
         size_t nch = 0;
-        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch) && nl < sizeof notes)
-            snprintf(notes + nl, sizeof notes - nl, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
+        if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
+            tc_buf_printf(&nb, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
-        put_padded(tc_term_esc(t->name, e1, sizeof e1), w);
-        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, tc_term_esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
+        put_padded(tc_esc(t->name, e1, sizeof e1), w);
+        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, tc_esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -241,7 +242,7 @@ static void print_text(const tc_ckpt *c)
     printf("\nbytes per device:");
     for (size_t i = 0; i < ndev; i++) {
         tc_human_bytes(dev[i].bytes, h, sizeof h);
-        printf("  %s %s (%zu storages)", tc_term_esc(dev[i].key, e1, sizeof e1), h, dev[i].count);
+        printf("  %s %s (%zu storages)", tc_esc(dev[i].key, e1, sizeof e1), h, dev[i].count);
     }
     printf("\nbytes per dtype: ");
     for (size_t i = 0; i < ndt; i++) {
@@ -252,8 +253,8 @@ static void print_text(const tc_ckpt *c)
     if (tc_ckpt_nmeta(c)) {
         printf("\nmetadata:\n");
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
-            printf("  %-24s %s\n", tc_term_esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
-                   tc_term_esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
+            printf("  %-24s %s\n", tc_esc(tc_ckpt_meta(c, i)->key, e1, sizeof e1),
+                   tc_esc(tc_ckpt_meta(c, i)->value, e2, sizeof e2));
     }
     if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c) || tc_ckpt_nentries(c))
         contents(c, NULL);
@@ -289,19 +290,19 @@ static void print_text(const tc_ckpt *c)
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
-            printf("  %-10s %s: %s\n", "DANGEROUS", tc_term_esc(g->name, e1, sizeof e1), g->why);
+            printf("  %-10s %s: %s\n", "DANGEROUS", tc_esc(g->name, e1, sizeof e1), g->why);
         else if (!g->allowed)
-            printf("  %-10s %s\n", "unsafe", tc_term_esc(g->name, e1, sizeof e1));
+            printf("  %-10s %s\n", "unsafe", tc_esc(g->name, e1, sizeof e1));
         else if (g->admitted)
-            printf("  %-10s %s (--safe-globals)\n", "admitted", tc_term_esc(g->name, e1, sizeof e1));
+            printf("  %-10s %s (--safe-globals)\n", "admitted", tc_esc(g->name, e1, sizeof e1));
         else if (g->reader)
-            printf("  %-10s %s (%s; torch's weights_only refuses it)\n", "reader", tc_term_esc(g->name, e1, sizeof e1),
+            printf("  %-10s %s (%s; torch's weights_only refuses it)\n", "reader", tc_esc(g->name, e1, sizeof e1),
                    g->reader);
         else if (tc_verbosity > 1)
-            printf("  %-10s %s (weights_only of torch %s)\n", "ok", tc_term_esc(g->name, e1, sizeof e1), g->torch);
+            printf("  %-10s %s (weights_only of torch %s)\n", "ok", tc_esc(g->name, e1, sizeof e1), g->torch);
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
-        printf("  %-10s %s\n", "HAZARD", tc_term_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
+        printf("  %-10s %s\n", "HAZARD", tc_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
     if (tc_ckpt_is_safe(c) && nreader)
         printf("verdict: safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
                "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
@@ -328,7 +329,7 @@ static cJSON *int_array(const int64_t *v, int n)
 static void jput(cJSON *v)
 {
     char *s = v ? cJSON_PrintUnformatted(v) : NULL;
-    fputs(s ? s : "null", stdout);
+    tc_put_json(s ? s : "null");
     free(s);
     cJSON_Delete(v);
 }
@@ -515,6 +516,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
+    max_expand = 0; /* the default, whatever an earlier run in this process gave */
     if (tc_max_expand_from_args(&a, &max_expand)) {
         ex = TC_EXIT_USAGE;
         goto out;

@@ -195,7 +195,7 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
     free(more);
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", out, nt, moved, ns);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", TC_ESC(out), nt, moved, ns);
     if (r->o.dtype != TC_DT_INVALID) {
         fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", p->ncast,
                 tc_dtype_name(r->o.dtype), p->nkept);
@@ -336,7 +336,7 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
     if (tc_verbosity > 0) {
         char b[32];
         tc_human_bytes(rep.sum.data_bytes, b, sizeof b);
-        fprintf(stderr, "tensorctl: wrote %s and %zu shard(s): %zu tensors", rep.index_path, rep.nshards,
+        fprintf(stderr, "tensorctl: wrote %s and %zu shard(s): %zu tensors", TC_ESC(rep.index_path), rep.nshards,
                 rep.sum.ntensors);
         if (r->o.dtype != TC_DT_INVALID)
             fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", rep.ncast,

@@ -17,34 +17,39 @@
 
 int tc_verbosity = 1;
 
-const char *tc_term_esc(const char *s, char *buf, size_t n)
-{
-    size_t k = 0;
-    for (; *s && k + 5 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != 0x7f) {
-            buf[k++] = (char)c;
-        } else {
-            const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
-            k += (size_t)(e ? snprintf(buf + k, n - k, "%s", e) : snprintf(buf + k, n - k, "\\x%02x", c));
-        }
-    }
-    buf[k] = 0;
-    return buf;
-}
-
+/* One line on stderr: "tensorctl: KIND FILE: message". The subject is
+ * escaped as stdout escapes names; the message is escaped whole once
+ * formatted, so a name a caller put in as it came (an argument, text of the
+ * file) reaches the terminal as \xNN too, never as a control sequence or a
+ * second line, and text that was escaped already passes unchanged. Built
+ * in arrays: a message still comes out when memory has run out. */
 static void vmsg(const char *kind, const char *file, const char *fmt, va_list ap)
 {
-    char buf[2048];
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    /* one line per message, whatever the input contained */
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) /* no terminal control from file contents */
-            *p = *p == '\n' ? ' ' : '?';
-    if (file)
-        fprintf(stderr, "tensorctl: %s%s: %s\n", kind, file, buf);
-    else
-        fprintf(stderr, "tensorctl: %s%s\n", kind, buf);
+    char raw[2048], line[4096];
+    tc_buf r = tc_buf_fixed(raw, sizeof raw);
+    tc_buf_vprintf(&r, fmt, ap);
+    tc_buf b = tc_buf_fixed(line, sizeof line);
+    tc_buf_puts(&b, "tensorctl: ");
+    tc_buf_puts(&b, kind);
+    if (file) {
+        tc_buf_escs(&b, file);
+        tc_buf_puts(&b, ": ");
+    }
+    tc_buf_esc(&b, raw, tc_buf_len(&r));
+    fprintf(stderr, "%s\n", line);
+}
+
+void tc_put_json(const char *s)
+{
+    size_t n = strlen(s);
+    if (tc_json_plain(s, n) == n) { /* nearly always: nothing to change */
+        fputs(s, stdout);
+        return;
+    }
+    tc_buf b = TC_BUF_INIT(0);
+    tc_buf_json(&b, s, n);
+    fputs(tc_buf_oom(&b) ? s : tc_buf_str(&b), stdout); /* out of memory: as cJSON wrote it */
+    tc_buf_free(&b);
 }
 
 void tc_err(const char *file, const char *fmt, ...)
@@ -175,13 +180,18 @@ int tc_output_format(const tc_args *a, const char *out)
 
 void tc_warn_list(const char *out, const char *what, char *const *v, size_t n)
 {
-    char line[900];
-    size_t l = 0;
-    for (size_t i = 0; i < n && l < sizeof line - 80; i++)
-        l += (size_t)snprintf(line + l, sizeof line - l, "%s%s", i ? ", " : "", v[i]);
-    if (n && l >= sizeof line - 80)
-        snprintf(line + l, sizeof line - l, ", ... (%zu in all)", n);
-    tc_warn(out, "%s: %s", what, line);
+    /* about a line of names (the last one shown cut with "..."), then how many there are */
+    char line[761];
+    tc_buf b = tc_buf_fixed(line, sizeof line);
+    size_t i = 0;
+    for (; i < n && !tc_buf_cut(&b); i++) {
+        tc_buf_sep(&b, ", ");
+        tc_buf_escs(&b, v[i]);
+    }
+    if (tc_buf_cut(&b))
+        tc_warn(out, "%s: %s (%zu in all)", what, line, n);
+    else
+        tc_warn(out, "%s: %s", what, line);
 }
 
 void tc_human_bytes(uint64_t b, char *out, size_t n)
@@ -205,7 +215,7 @@ void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uin
     fprintf(stderr,
             "tensorctl: %s: %" PRIu64 " bytes: %" PRIu64 " shared with the input (%s of cloned blocks), %" PRIu64
             " copied, %" PRIu64 " written\n",
-            out, file_bytes, shared, h, copied, file_bytes - shared - copied);
+            TC_ESC(out), file_bytes, shared, h, copied, file_bytes - shared - copied);
 }
 
 void tc_unsafe_note(const tc_ckpt *c, const char *in)

@@ -29,8 +29,8 @@ static void cand_text(const tc_weights *w, const tc_wcand *x)
 {
     char b[32];
     tc_human_bytes(x->bytes, b, sizeof b);
-    printf("  %-24s %zu tensors, %s (%.0f%% of bytes): %s%s%s%s\n", x->prefix[0] ? x->prefix : ".", x->ntensors, b,
-           share(w, x), x->reason, x->shared[0] ? "; every key starts with '" : "", x->shared,
+    printf("  %-24s %zu tensors, %s (%.0f%% of bytes): %s%s%s%s\n", x->prefix[0] ? TC_ESC(x->prefix) : ".", x->ntensors, b,
+           share(w, x), TC_ESC(x->reason), x->shared[0] ? "; every key starts with '" : "", TC_ESC(x->shared),
            x->shared[0] ? "'" : "");
 }
 
@@ -55,18 +55,18 @@ void tc_inspect_weights_text(const tc_ckpt *c)
         const tc_wcand *x = &w.v[0];
         tc_human_bytes(x->bytes, b, sizeof b);
         if (!strcmp(kind, "training checkpoint"))
-            printf("training checkpoint: weights under '%s' (%s%s%s%.0f%% of bytes)", x->prefix,
-                   x->cls ? "a pickled nn.Module " : x->ema ? "an EMA copy, " : "", x->cls ? x->cls : "",
+            printf("training checkpoint: weights under '%s' (%s%s%s%.0f%% of bytes)", TC_ESC(x->prefix),
+                   x->cls ? "a pickled nn.Module " : x->ema ? "an EMA copy, " : "", x->cls ? TC_ESC(x->cls) : "",
                    x->cls ? ", " : "", share(&w, x));
         else if (x->cls && !x->prefix[0])
-            printf("%s %s", strcmp(kind, "pickled module") ? "TorchScript module" : "pickled module", x->cls);
+            printf("%s %s", strcmp(kind, "pickled module") ? "TorchScript module" : "pickled module", TC_ESC(x->cls));
         else
             printf("%s", !strcmp(kind, "state_dict") ? "a state_dict" : kind);
         if (w.optimizer_bytes)
             printf(", optimizer state %s", ob);
         printf("; extract gives %zu tensors (%s)", x->ntensors, b);
         if (x->shared[0])
-            printf("; every key starts with '%s'", x->shared);
+            printf("; every key starts with '%s'", TC_ESC(x->shared));
         printf("\n");
     }
     tc_weights_free(&w);

@@ -284,7 +284,7 @@ int tc_parse_size(const char *s, uint64_t *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end == s || !(v >= 0)) /* NaN too: no size, and no integer to convert it to */
         return -1;
     static const struct {
         const char *suf;

@@ -73,13 +73,13 @@ struct tc_ckpt {
     tc_strmap gnames;
     tc_strmap mkeys;       /* metadata keys */
     tc_kv *facts, *meta;
-    size_t nfacts, nmeta;
+    size_t nfacts, nmeta, factcap, metacap;
     tc_entry *ent;
     size_t nent, entcap;
     char **hazards;
-    size_t nhazards;
+    size_t nhazards, hazcap;
     char **shards;
-    size_t nshards;
+    size_t nshards, shardcap;
     struct ckpt_ext *ext;  /* chunks and nested checkpoints (distributed checkpoints), at the end of this file */
     tc_keyed *keyed;
     size_t nkeyed, keyedcap;
@@ -109,15 +109,7 @@ static void ext_free(struct ckpt_ext *x);
 /* Grow *v (n used, *cap allocated, elements of size sz) to hold one more. */
 static int reserve(void *v, size_t n, size_t *cap, size_t sz, tc_diag *d)
 {
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    void *p = realloc(*(void **)v, nc * sz);
-    if (!p)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    *(void **)v = p;
-    *cap = nc;
-    return 0;
+    return tc_grow(v, cap, n + 1, sz) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : 0;
 }
 
 int tc_ckpt_new(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
@@ -334,11 +326,10 @@ void tc_ckpt_admit(tc_ckpt *c, const char *const *names, size_t n)
 
 int tc_ckpt_add_hazard(tc_ckpt *c, const char *text, tc_diag *d)
 {
-    char **p = realloc(c->hazards, (c->nhazards + 1) * sizeof *p);
-    if (!p)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    c->hazards = p;
-    if (!(p[c->nhazards] = strdup(text)))
+    int rc = reserve(&c->hazards, c->nhazards, &c->hazcap, sizeof *c->hazards, d);
+    if (rc)
+        return rc;
+    if (!(c->hazards[c->nhazards] = strdup(text)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     c->nhazards++;
     return 0;
@@ -490,12 +481,12 @@ void tc_ckpt_sort_globals(tc_ckpt *c)
         (void)tc_strmap_put(&c->gnames, c->gl[i].name, i, NULL); /* a failure only slows later lookups */
 }
 
-static int add_kv(tc_kv **v, size_t *n, const char *key, const char *value, tc_diag *d)
+static int add_kv(tc_kv **v, size_t *n, size_t *cap, const char *key, const char *value, tc_diag *d)
 {
-    tc_kv *p = realloc(*v, (*n + 1) * sizeof *p);
-    if (!p)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    *v = p;
+    int rc = reserve(v, *n, cap, sizeof **v, d);
+    if (rc)
+        return rc;
+    tc_kv *p = *v;
     p[*n].key = strdup(key);
     p[*n].value = strdup(value);
     if (!p[*n].key || !p[*n].value) {
@@ -509,12 +500,12 @@ static int add_kv(tc_kv **v, size_t *n, const char *key, const char *value, tc_d
 
 int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 {
-    return add_kv(&c->facts, &c->nfacts, key, value, d);
+    return add_kv(&c->facts, &c->nfacts, &c->factcap, key, value, d);
 }
 
 int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 {
-    int rc = add_kv(&c->meta, &c->nmeta, key, value, d);
+    int rc = add_kv(&c->meta, &c->nmeta, &c->metacap, key, value, d);
     if (!rc && tc_strmap_put(&c->mkeys, c->meta[c->nmeta - 1].key, c->nmeta - 1, NULL) < 0)
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     return rc;
@@ -541,11 +532,9 @@ int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d)
 
 long tc_ckpt_add_shard(tc_ckpt *c, const char *name, tc_diag *d)
 {
-    char **p = realloc(c->shards, (c->nshards + 1) * sizeof *p);
-    if (!p)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
-    c->shards = p;
-    if (!(p[c->nshards] = strdup(name)))
+    if (reserve(&c->shards, c->nshards, &c->shardcap, sizeof *c->shards, d))
+        return -1;
+    if (!(c->shards[c->nshards] = strdup(name)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory"), -1;
     return (long)c->nshards++;
 }
@@ -565,7 +554,7 @@ struct ckpt_ext {
     long *part_of;         /* per storage index: the storage its chunk builds, or -1 */
     size_t npart;
     tc_object *obj;
-    size_t nobj;
+    size_t nobj, objcap;
 };
 
 static void ext_free(struct ckpt_ext *x)
@@ -598,18 +587,16 @@ static struct ckpt_ext *ext_of(tc_ckpt *c, tc_diag *d)
     return c->ext;
 }
 
-/* Grow a table of n elements of size sz to hold index i (new elements zeroed, or -1 for longs). */
+/* Grow a table of *n elements of size sz to hold index i (new elements zeroed,
+ * or -1 for longs): every allocated element is in use, so *n is its capacity. */
 static int grow_to(void *v, size_t *n, size_t i, size_t sz, bool minus1, tc_diag *d)
 {
-    if (i < *n)
-        return 0;
-    size_t nn = i + 1 > *n * 2 ? i + 1 : *n * 2;
-    uint8_t *p = realloc(*(void **)v, nn * sz);
-    if (!p)
+    size_t was = *n;
+    if (tc_grow(v, n, i + 1, sz))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    memset(p + *n * sz, minus1 ? 0xff : 0, (nn - *n) * sz);
-    *(void **)v = p;
-    *n = nn;
+    uint8_t *p;
+    memcpy(&p, v, sizeof p);
+    memset(p + was * sz, minus1 ? 0xff : 0, (*n - was) * sz);
     return 0;
 }
 
@@ -731,11 +718,12 @@ int tc_ckpt_add_object(tc_ckpt *c, const char *name, const char *text, const cha
                        size_t pickle_len, const char *why_not, tc_diag *d)
 {
     struct ckpt_ext *x = ext_of(c, d);
-    tc_object *p = x && !(x->nobj % 64) ? realloc(x->obj, (x->nobj + 64) * sizeof *p) : x ? x->obj : NULL;
-    if (!p)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    x->obj = p;
-    tc_object *o = &p[x->nobj];
+    if (!x)
+        return TC_ERR_NOMEM;
+    int rc = reserve(&x->obj, x->nobj, &x->objcap, sizeof *x->obj, d);
+    if (rc)
+        return rc;
+    tc_object *o = &x->obj[x->nobj];
     *o = (tc_object){strdup(name), strdup(text), strdup(kind), pickle ? malloc(pickle_len ? pickle_len : 1) : NULL,
                      pickle_len, why_not ? strdup(why_not) : NULL};
     x->nobj++;

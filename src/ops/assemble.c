@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "buf.h"
 #include "format.h"
 #include "xfer.h"
 
@@ -108,10 +109,11 @@ typedef struct asm_ {
 
 static void dims(const int64_t *v, int n, char *buf, size_t len)
 {
-    size_t k = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < n && k + 24 < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%" PRId64, i ? ", " : "", v[i]);
-    snprintf(buf + k, len - k, "]");
+    tc_buf b = tc_buf_fixed(buf, len);
+    tc_buf_putc(&b, '[');
+    for (int i = 0; i < n; i++)
+        tc_buf_printf(&b, "%s%" PRId64, i ? ", " : "", v[i]);
+    tc_buf_putc(&b, ']');
 }
 
 static bool c_order(const tc_chunk *ch, int nd)

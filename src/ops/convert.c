@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "rewrite.h"
 #include "stream.h"
+#include "vec.h"
 
 void tc_convert_report_free(tc_convert_report *r)
 {
@@ -22,19 +24,17 @@ void tc_convert_report_free(tc_convert_report *r)
 
 int tc_convert_drop(tc_convert_report *r, tc_diag *d, const char *fmt, ...)
 {
-    char buf[512];
+    tc_buf b = TC_BUF_INIT(0);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    tc_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    char **p = realloc(r->dropped, (r->ndropped + 1) * sizeof *p);
-    if (!p || !(p[r->ndropped] = strdup(buf))) {
-        if (p)
-            r->dropped = p;
+    char *text = tc_buf_take(&b);
+    if (!text || tc_grow(&r->dropped, &r->dropcap, r->ndropped + 1, sizeof *r->dropped)) {
+        free(text);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    r->dropped = p;
-    r->ndropped++;
+    r->dropped[r->ndropped++] = text;
     return 0;
 }
 
@@ -75,15 +75,17 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
 {
     if (!key || count_under(c, key))
         return 0;
-    char ents[512] = "";
-    size_t el = 0;
-    for (size_t i = 0; i < tc_ckpt_nentries(c) && el < sizeof ents - 64; i++) {
+    char ents[512];
+    tc_buf b = tc_buf_fixed(ents, sizeof ents);
+    for (size_t i = 0; i < tc_ckpt_nentries(c) && !tc_buf_cut(&b); i++) {
         const tc_entry *e = tc_ckpt_entry(c, i);
-        if (e->depth == 1 && !e->attr)
-            el += (size_t)snprintf(ents + el, sizeof ents - el, "%s%s", el ? ", " : "", e->name);
+        if (e->depth == 1 && !e->attr) {
+            tc_buf_sep(&b, ", ");
+            tc_buf_puts(&b, e->name);
+        }
     }
     return tc_fail(d, TC_ERR_USAGE, "--key '%s': no tensors under that entry (top-level entries: %s)", key,
-                   el ? ents : "none");
+                   tc_buf_len(&b) ? ents : "none");
 }
 
 static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};

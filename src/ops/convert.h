@@ -48,7 +48,7 @@ typedef struct tc_convert_opts {
 
 typedef struct tc_convert_report {
     char **dropped;       /* "name (why)" for every entry or tensor not written */
-    size_t ndropped;
+    size_t ndropped, dropcap;
     size_t nleft_out;     /* tensors left out by --drop/--only-keys: asked for, so not among dropped */
     size_t ntensors;      /* tensors written with their own data */
     size_t naliases;      /* names recorded as aliases (to safetensors) or restored (to torch) */

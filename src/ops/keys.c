@@ -99,31 +99,21 @@ static char *substitute(const regex_t *rx, const char *repl, const char *s)
     regmatch_t m[10];
     if (regexec(rx, s, 10, m, 0))
         return strdup(s);
-    size_t cap = strlen(s) + strlen(repl) + 1;
-    for (const char *p = repl; *p; p++)
-        if (*p == '\\' && p[1] >= '0' && p[1] <= '9')
-            cap += strlen(s);
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    size_t k = (size_t)m[0].rm_so;
-    memcpy(out, s, k);
+    tc_buf out = TC_BUF_INIT(0);
+    tc_buf_add(&out, s, (size_t)m[0].rm_so);
     for (const char *p = repl; *p; p++) {
         if (*p == '\\' && p[1] >= '0' && p[1] <= '9') {
             int g = *++p - '0';
-            if (m[g].rm_so >= 0) {
-                size_t gl = (size_t)(m[g].rm_eo - m[g].rm_so);
-                memcpy(out + k, s + m[g].rm_so, gl);
-                k += gl;
-            }
+            if (m[g].rm_so >= 0)
+                tc_buf_add(&out, s + m[g].rm_so, (size_t)(m[g].rm_eo - m[g].rm_so));
         } else if (*p == '\\' && p[1]) { /* \\, \= and any other escaped character: itself */
-            out[k++] = *++p;
+            tc_buf_putc(&out, *++p);
         } else {
-            out[k++] = *p;
+            tc_buf_putc(&out, *p);
         }
     }
-    strcpy(out + k, s + m[0].rm_eo);
-    return out;
+    tc_buf_puts(&out, s + m[0].rm_eo);
+    return tc_buf_take(&out);
 }
 
 void tc_keymap_free(tc_keymap *m)
@@ -205,13 +195,11 @@ static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, b
             cur = next;
         }
         if (cur && al) {
-            char *p = malloc(al + strlen(cur) + 1);
-            if (p) {
-                memcpy(p, o->add_prefix, al);
-                strcpy(p + al, cur);
-            }
+            tc_buf p = TC_BUF_INIT(0);
+            tc_buf_add(&p, o->add_prefix, al);
+            tc_buf_puts(&p, cur);
             free(cur);
-            cur = p;
+            cur = tc_buf_take(&p);
         }
         if (!cur) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");

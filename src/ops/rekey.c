@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "plan.h"
 #include "strmap.h"
 
@@ -252,13 +253,11 @@ int tc_rekey_make(const tc_ckpt *c, const tc_keyops *k, tc_rekey *out, tc_diag *
             size_t ol = strlen(owner->name), klen = strlen(K->keys[owner->item]);
             char *on = with_key(owner->name, klen, nk2);
             if (on && x != owner) {
-                char *full = malloc(strlen(on) + strlen(x->name + ol) + 1);
-                if (full) {
-                    strcpy(full, on);
-                    strcat(full, x->name + ol);
-                }
+                tc_buf full = TC_BUF_INIT(0);
+                tc_buf_puts(&full, on);
+                tc_buf_puts(&full, x->name + ol);
                 free(on);
-                on = full;
+                on = tc_buf_take(&full);
             }
             out->names[t] = on;
         }

@@ -3,27 +3,30 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
+
 /* Up to a few names of the unsafe globals, dangerous ones first (with what
  * they do when want_why), comma-separated; *more counts the ones left out. */
 static void unsafe_names(const tc_ckpt *c, bool dangerous, bool want_why, char *buf, size_t n, size_t *count)
 {
-    size_t k = 0, shown = 0;
+    size_t shown = 0;
+    tc_buf b = tc_buf_fixed(buf, n);
     *count = 0;
-    buf[0] = 0;
     for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (g->allowed || g->dangerous != dangerous)
             continue;
         (*count)++;
-        if (shown == 4 || k + 80 > n)
+        if (shown == 4 || tc_buf_len(&b) + 80 > n)
             continue;
-        k += (size_t)snprintf(buf + k, n - k, "%s%s", shown ? ", " : "", g->name);
-        if (want_why && g->why && k + 80 < n)
-            k += (size_t)snprintf(buf + k, n - k, " (%s)", g->why);
+        tc_buf_sep(&b, ", ");
+        tc_buf_escs(&b, g->name);
+        if (want_why && g->why && tc_buf_len(&b) + 80 < n)
+            tc_buf_printf(&b, " (%s)", g->why);
         shown++;
     }
-    if (*count > shown && k + 32 < n)
-        snprintf(buf + k, n - k, " and %zu more", *count - shown);
+    if (*count > shown && tc_buf_len(&b) + 32 < n)
+        tc_buf_printf(&b, " and %zu more", *count - shown);
 }
 
 void tc_safety_why(const tc_ckpt *c, char *buf, size_t n)
@@ -49,15 +52,14 @@ void tc_safety_why(const tc_ckpt *c, char *buf, size_t n)
 /* The names of the unsafe globals that are not dangerous, comma-separated with no spaces, as --safe-globals takes them. */
 static void admit_list(const tc_ckpt *c, char *buf, size_t n)
 {
-    size_t k = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < tc_ckpt_nglobals(c) && k + 2 < n; i++) {
+    tc_buf b = tc_buf_fixed(buf, n);
+    for (size_t i = 0; i < tc_ckpt_nglobals(c) && !tc_buf_cut(&b); i++) {
         const tc_global *g = tc_ckpt_global(c, i);
-        if (!g->allowed && !g->dangerous)
-            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", g->name);
+        if (!g->allowed && !g->dangerous) {
+            tc_buf_sep(&b, ",");
+            tc_buf_escs(&b, g->name);
+        }
     }
-    if (k >= n - 2 && n > 4)
-        snprintf(buf + n - 4, 4, "...");
 }
 
 /* A global of TorchScript's own: the classes its code defines (__torch__.*)

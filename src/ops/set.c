@@ -33,14 +33,8 @@ typedef struct outs {
 
 static int outs_open(outs *o, const char *path, unsigned flags, tc_diag *d)
 {
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 16;
-        tc_dst *v = realloc(o->v, cap * sizeof *v);
-        if (!v)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        o->v = v;
-        o->cap = cap;
-    }
+    if (tc_grow(&o->v, &o->cap, o->n + 1, sizeof *o->v))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     int rc = tc_dst_open(&o->v[o->n], path, flags, d);
     if (!rc)
         o->n++;
@@ -275,21 +269,13 @@ static int keyed_names(const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, c
             counted[x->storage] = true;
             *total += p->out[x->storage].nbytes;
         }
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 256;
-            const char **a = realloc(*names, nc * sizeof *a), **b = a ? realloc(*files, nc * sizeof *b) : NULL;
-            char **o2 = b ? realloc(*owned, nc * sizeof *o2) : NULL;
-            if (a)
-                *names = a;
-            if (b)
-                *files = b;
-            if (!o2) {
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-                break;
-            }
-            *owned = o2;
-            *cap = nc;
+        size_t ca = *cap, cb = *cap, cc = *cap; /* three arrays, one capacity: it moves when all have grown */
+        if (tc_grow(names, &ca, *n + 1, sizeof **names) || tc_grow(files, &cb, *n + 1, sizeof **files) ||
+            tc_grow(owned, &cc, *n + 1, sizeof **owned)) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
         }
+        *cap = ca;
         char *nm = strdup(rk->names[t]);
         int put = nm ? tc_strmap_put(seen, nm, *n, NULL) : -1;
         if (put < 0) {
@@ -498,14 +484,8 @@ typedef struct conv {
 
 static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
 {
-    if (S->nu == S->ucap) {
-        size_t cap = S->ucap ? S->ucap * 2 : 64;
-        set_unit *u = realloc(S->u, cap * sizeof *u);
-        if (!u)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        S->u = u;
-        S->ucap = cap;
-    }
+    if (tc_grow(&S->u, &S->ucap, S->nu + 1, sizeof *S->u))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     S->u[S->nu] = (set_unit){in, first, bytes, 0, 0};
     *out = (long)S->nu++;
     return 0;

@@ -9,6 +9,7 @@
 
 #include "keys.h"
 #include "strmap.h"
+#include "vec.h"
 
 /* ---- measuring prefixes ------------------------------------------------------------ */
 
@@ -186,14 +187,8 @@ void tc_weights_free(tc_weights *w)
 
 static tc_wcand *add(tc_weights *w, size_t *cap, const char *prefix, tc_diag *d)
 {
-    if (w->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        tc_wcand *v = realloc(w->v, nc * sizeof *v);
-        if (!v)
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory"), NULL;
-        w->v = v;
-        *cap = nc;
-    }
+    if (tc_grow(&w->v, cap, w->n + 1, sizeof *w->v))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"), NULL;
     tc_wcand *c = &w->v[w->n];
     memset(c, 0, sizeof *c);
     if (!(c->prefix = strdup(prefix)))

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cast.h"
+#include "vec.h"
 
 int main(int argc, char **argv)
 {
@@ -14,16 +15,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cast_tool SRC_DTYPE DST_DTYPE < in > out (float dtypes)\n");
         return 2;
     }
-    size_t cap = 1 << 20, len = 0, got;
-    char *in = malloc(cap), *more;
-    while (in && (got = fread(in + len, 1, cap - len, stdin)) > 0) {
-        if ((len += got) < cap)
-            continue;
-        if (!(more = realloc(in, cap *= 2))) {
-            free(in);
-            in = NULL;
-        }
-        in = more;
+    size_t cap = 0, len = 0, got = 1;
+    char *in = NULL;
+    while (got > 0 && !tc_grow(&in, &cap, len + (1 << 20), 1) && (got = fread(in + len, 1, cap - len, stdin)) > 0)
+        len += got;
+    if (got > 0) { /* out of memory */
+        free(in);
+        in = NULL;
     }
     size_t ss = tc_dtype_size(st), n = len / ss;
     char *out = malloc(n * tc_dtype_size(dt) + 1);

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "pickle.h"
+#include "vec.h"
 
 typedef struct sb {
     char *p;
@@ -45,17 +46,9 @@ typedef struct sb {
 
 static void put(sb *s, const void *p, size_t n)
 {
-    if (s->cap - s->n < n + 1) {
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap - s->n < n + 1)
-            cap *= 2;
-        char *q = realloc(s->p, cap);
-        if (!q) {
-            fprintf(stderr, "pkdump: out of memory\n");
-            exit(2);
-        }
-        s->p = q;
-        s->cap = cap;
+    if (tc_grow(&s->p, &s->cap, s->n + n + 1, 1)) {
+        fprintf(stderr, "pkdump: out of memory\n");
+        exit(2);
     }
     memcpy(s->p + s->n, p, n);
     s->n += n;
@@ -475,19 +468,14 @@ static uint8_t *slurp(const char *path, size_t *n)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *b = malloc(cap);
-    size_t k;
-    while (b && (k = fread(b + len, 1, cap - len, f)) > 0) {
+    size_t cap = 0, len = 0;
+    uint8_t *b = NULL;
+    size_t k = 1;
+    while (k > 0 && !tc_grow(&b, &cap, len + (1 << 16), 1) && (k = fread(b + len, 1, cap - len, f)) > 0)
         len += k;
-        if (len == cap) {
-            uint8_t *nb = realloc(b, cap *= 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-            }
-            b = nb;
-        }
+    if (k > 0) { /* out of memory */
+        free(b);
+        b = NULL;
     }
     fclose(f);
     *n = len;

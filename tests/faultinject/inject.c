@@ -88,10 +88,18 @@ __attribute__((constructor)) static void init(void)
 
 __attribute__((destructor)) static void fini(void)
 {
-    char buf[400];
-    size_t k = (size_t)snprintf(buf, sizeof buf, "counts:");
-    for (int i = 0; i < F_N && k < sizeof buf; i++)
-        k += (size_t)snprintf(buf + k, sizeof buf - k, " %s=%lu", names[i], counts[i]);
+    /* one line, one write; the shim links nothing of tensorctl's (not base's tc_buf), so each
+     * piece is checked to fit before it counts */
+    char buf[400] = "counts:";
+    size_t k = strlen(buf);
+    for (int i = 0; i < F_N; i++) {
+        int m = snprintf(buf + k, sizeof buf - k, " %s=%lu", names[i], counts[i]);
+        if (m < 0 || (size_t)m >= sizeof buf - k) {
+            buf[k] = 0;
+            break;
+        }
+        k += (size_t)m;
+    }
     in_shim = 1;
     say("%s\n", buf);
 }

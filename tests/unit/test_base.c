@@ -49,6 +49,57 @@ Test(buf, cut_keeps_utf8_whole)
     tc_buf_free(&b);
 }
 
+Test(buf, printf_cut_keeps_utf8_whole)
+{
+    tc_buf b = TC_BUF_INIT(8);
+    tc_buf_printf(&b, "%s-%d", "ab\xc3\xa9\xc3\xa9\xc3\xa9", 7);
+    cr_assert(tc_buf_cut(&b));
+    cr_assert_str_eq(tc_buf_str(&b), "ab\xc3\xa9...");
+    tc_buf_free(&b);
+}
+
+Test(buf, full_then_cut_still_ends_with_ellipsis)
+{
+    tc_buf b = TC_BUF_INIT(6);
+    tc_buf_puts(&b, "abcdef"); /* exactly the limit: not cut */
+    cr_assert(!tc_buf_cut(&b));
+    cr_assert_str_eq(tc_buf_str(&b), "abcdef");
+    tc_buf_puts(&b, "g"); /* the text already there makes room for the ellipsis */
+    cr_assert(tc_buf_cut(&b));
+    cr_assert_str_eq(tc_buf_str(&b), "abc...");
+    tc_buf_free(&b);
+    tc_buf u = TC_BUF_INIT(6);
+    tc_buf_puts(&u, "a\xc3\xa9\xc3\xa9");
+    tc_buf_printf(&u, "%d", 42);
+    cr_assert_str_eq(tc_buf_str(&u), "a\xc3\xa9..."); /* the second e-acute goes whole */
+    tc_buf_free(&u);
+}
+
+Test(buf, fixed_array)
+{
+    char a[12];
+    memset(a, 'x', sizeof a);
+    tc_buf b = tc_buf_fixed(a, sizeof a);
+    cr_assert_str_eq(a, "");
+    tc_buf_printf(&b, "%s=%d", "key", 1);
+    cr_assert_eq(tc_buf_str(&b), a);
+    cr_assert_str_eq(a, "key=1");
+    tc_buf_puts(&b, ", and more text");
+    cr_assert(tc_buf_cut(&b));
+    cr_assert(!tc_buf_oom(&b));
+    cr_assert_str_eq(a, "key=1, a...");
+    cr_assert_eq(strlen(a), sizeof a - 1);
+    char *t = tc_buf_take(&b);
+    cr_assert_str_eq(t, "key=1, a...");
+    free(t);
+    tc_buf_free(&b); /* frees nothing: a is the caller's */
+    cr_assert_str_eq(a, "");
+    char one[1];
+    tc_buf z = tc_buf_fixed(one, 1);
+    tc_buf_puts(&z, "abc");
+    cr_assert_str_eq(one, "");
+}
+
 Test(buf, a_long_key_never_overflows)
 {
     char key[5000];
@@ -74,6 +125,27 @@ Test(buf, escapes)
     tc_buf_free(&b);
     char out[8];
     cr_assert_str_eq(tc_esc("\x1b\x1b\x1b", out, sizeof out), "\\x1b...");
+    char out9[9]; /* an escape is shown whole or not at all */
+    cr_assert_str_eq(tc_esc("\x1b\x1b\x1b", out9, sizeof out9), "\\x1b...");
+    char out10[10], out11[11];
+    cr_assert_str_eq(tc_esc("ab\xe2\x80\xae", out10, sizeof out10), "ab...");
+    cr_assert_str_eq(tc_esc("ab\xe2\x80\xae", out11, sizeof out11), "ab\\u{202e}");
+    /* escaping escaped text changes nothing: a message can be escaped again whole */
+    tc_buf t = TC_BUF_INIT(0);
+    tc_buf_esc(&b, s, sizeof s - 1);
+    tc_buf_escs(&t, tc_buf_str(&b));
+    cr_assert_str_eq(tc_buf_str(&t), tc_buf_str(&b));
+    tc_buf_free(&t);
+    tc_buf_free(&b);
+}
+
+Test(buf, json_kept_but_terminal_safe)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    const char s[] = "{\"a\x7f\xc2\x9b\xe2\x80\xae\xc3\xa9\\u001b\xff\": 1}";
+    tc_buf_json(&b, s, sizeof s - 1);
+    cr_assert_str_eq(tc_buf_str(&b), "{\"a\\u007f\\u009b\\u202e\xc3\xa9\\u001b\xff\": 1}");
+    tc_buf_free(&b);
 }
 
 Test(buf, take)

@@ -80,10 +80,8 @@ static int run_inspect(const char *path, char **err)
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st), "tensorctl inspect %s died with signal %d", path, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     size_t n;
-    char *text = (char *)slurp(errpath, &n);
+    char *text = (char *)slurp(errpath, &n); /* terminated */
     cr_assert_not_null(text);
-    text = realloc(text, n + 1);
-    text[n] = 0;
     *err = text;
     return WEXITSTATUS(st);
 }

@@ -1,6 +1,7 @@
 #include "unit_util.h"
 
 #include "zip.h"
+#include "vec.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -10,25 +11,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void *xrealloc(void *p, size_t n)
+static void oom(void)
 {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "unit tests: out of memory\n");
-        abort();
-    }
+    fprintf(stderr, "unit tests: out of memory\n");
+    abort();
+}
+
+static void *xmalloc(size_t n)
+{
+    void *q = malloc(n ? n : 1);
+    if (!q)
+        oom();
     return q;
 }
 
 void bb_put(bbuf *b, const void *p, size_t n)
 {
-    if (b->cap - b->n < n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->n < n)
-            cap *= 2;
-        b->p = xrealloc(b->p, cap);
-        b->cap = cap;
-    }
+    if (tc_grow(&b->p, &b->cap, b->n + n, 1))
+        oom();
     if (n)
         memcpy(b->p + b->n, p, n);
     b->n += n;
@@ -68,9 +68,8 @@ uint8_t *slurp(const char *path, size_t *n)
     while ((k = fread(tmp, 1, sizeof tmp, f)) > 0)
         bb_put(&b, tmp, k);
     fclose(f);
-    if (!b.p)
-        b.p = xrealloc(NULL, 1);
-    *n = b.n;
+    bb_put(&b, "", 1); /* a terminator past the bytes, for text */
+    *n = b.n - 1;
     return b.p;
 }
 
@@ -226,7 +225,7 @@ uint8_t *zip_cut(const uint8_t *f, size_t n, size_t cut, size_t *out_n)
     if (!zip_find_ends(f, n, &e) || cut > e.cd_off)
         return NULL;
     size_t tail = n - (size_t)e.cd_off, shift = (size_t)e.cd_off - cut;
-    uint8_t *o = xrealloc(NULL, cut + tail);
+    uint8_t *o = xmalloc(cut + tail);
     memcpy(o, f, cut);
     memcpy(o + cut, f + e.cd_off, tail);
     uint64_t z64 = e.z64_off - shift, loc = e.loc_off - shift, eocd = e.eocd_off - shift;
@@ -322,13 +321,8 @@ typedef struct sb {
 
 static void sb_put(sb *s, const char *p, size_t n)
 {
-    if (s->cap - s->n < n + 1) {
-        size_t cap = s->cap ? s->cap : 1024;
-        while (cap - s->n < n + 1)
-            cap *= 2;
-        s->p = xrealloc(s->p, cap);
-        s->cap = cap;
-    }
+    if (tc_grow(&s->p, &s->cap, s->n + n + 1, 1))
+        oom();
     memcpy(s->p + s->n, p, n);
     s->n += n;
     s->p[s->n] = 0;
@@ -348,7 +342,7 @@ static void sb_hex(sb *s, const uint8_t *p, size_t n)
 /* Python's hex() of a little-endian two's complement integer. */
 static void sb_int_le(sb *s, const uint8_t *p, size_t n)
 {
-    uint8_t *m = xrealloc(NULL, n);
+    uint8_t *m = xmalloc(n);
     memcpy(m, p, n);
     bool neg = n && (m[n - 1] & 0x80);
     if (neg) {

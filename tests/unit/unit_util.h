@@ -25,7 +25,7 @@ void bb_u64(bbuf *b, uint64_t v);
 void bb_str(bbuf *b, const char *s); /* without the NUL */
 void bb_free(bbuf *b);
 
-/* Whole files. slurp returns NULL when the file cannot be read. */
+/* Whole files. slurp returns NULL when the file cannot be read; its bytes are followed by a NUL. */
 uint8_t *slurp(const char *path, size_t *n);
 void spit(const char *path, const void *p, size_t n);
 
