@@ -56,14 +56,15 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
 static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
 static const tc_opt *const cuda_opts[] = {&o_device, MOVE_OPTS, NULL};
 
+const char *const tc_locations_plain[] = {"cpu", "meta", "mps", NULL};
+const char *const tc_locations_indexed[] = {"cuda", "xpu", "hpu", "mtia", "npu", NULL};
+
 bool tc_valid_location(const char *s)
 {
-    static const char *const plain[] = {"cpu", "meta", "mps", NULL};
-    static const char *const indexed[] = {"cuda", "xpu", "hpu", "mtia", "npu", NULL};
-    for (const char *const *p = plain; *p; p++)
+    for (const char *const *p = tc_locations_plain; *p; p++)
         if (!strcmp(s, *p))
             return true;
-    for (const char *const *p = indexed; *p; p++) {
+    for (const char *const *p = tc_locations_indexed; *p; p++) {
         size_t l = strlen(*p);
         if (strncmp(s, *p, l))
             continue;
@@ -120,8 +121,7 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.nmaps = r->nmaps;
     if (a->set[OPT_DTYPE]) {
         tc_dtype t = tc_dtype_from_name(a->val[OPT_DTYPE]);
-        if (t != TC_DT_F16 && t != TC_DT_BF16 && t != TC_DT_F32 && t != TC_DT_F64 && t != TC_DT_F8E4M3FN &&
-            t != TC_DT_F8E5M2) {
+        if (!tc_dtype_is_cast_target(t)) {
             tc_err(NULL, "--dtype '%s': choose float16, bfloat16, float32, float64, float8_e4m3fn or float8_e5m2",
                    a->val[OPT_DTYPE]);
             return -1;

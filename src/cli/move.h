@@ -28,5 +28,8 @@ void tc_move_req_free(tc_move_req *r);
 /* Rewrite `in` to the torch zip `out` (tc_dst_open flags); returns an exit status, having printed. */
 int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req *r);
 bool tc_valid_location(const char *s);
+/* The device types tc_valid_location takes: tc_locations_plain alone, each of
+ * tc_locations_indexed alone or with ":N" (cuda:1). NULL-terminated. */
+extern const char *const tc_locations_plain[], *const tc_locations_indexed[];
 
 #endif
