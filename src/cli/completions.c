@@ -335,7 +335,8 @@ static void zsh(FILE *out, const char *exts)
         fputs("'\n", out);
     }
     tc_buf_free(&b);
-    fputs("    )\n"
+    fputs("        'help:show the commands, or a command'\\''s options'\n"
+          "    )\n"
           "    _arguments -C \\\n"
           "        '(- *)'{-h,--help}'[show the commands and the exit statuses]' \\\n"
           "        '(- *)--version[show the version]' \\\n"
