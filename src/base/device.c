@@ -13,6 +13,9 @@ static const char *const known[] = {"cpu", "cuda", "ipu", "xpu", "mkldnn", "open
                                     "ve", "fpga", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "privateuseone",
                                     NULL};
 
+/* what torch.load's restore_location restores with data, with or without an index (torch/serialization.py) */
+const char *const tc_device_indexed[] = {"cuda", "mps", "xpu", "hpu", "privateuseone", NULL};
+
 static int bad(tc_diag *d, const char *s, const char *why)
 {
     char e[80];
@@ -97,9 +100,8 @@ int tc_device_target(const char *s, char *out, size_t n, tc_diag *d)
         return rc;
     char e[80];
     /* what torch.load's restore_location does with each tag (torch/serialization.py) */
-    static const char *const indexed[] = {"cuda", "mps", "xpu", "hpu", "privateuseone", NULL};
     bool ok = v.index < 0 && !strcmp(v.type, "cpu"); /* only "cpu" itself: "cpu:0" is no tag it restores */
-    for (const char *const *k = indexed; *k && !ok; k++)
+    for (const char *const *k = tc_device_indexed; *k && !ok; k++)
         ok = !strcmp(v.type, *k);
     if (!strcmp(v.type, "meta"))
         return tc_fail(d, TC_ERR_USAGE, "'%s': torch.load restores a storage tagged meta without its data",

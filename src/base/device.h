@@ -43,4 +43,8 @@ int tc_device_parse_tag(const char *s, tc_device *out, tc_diag *d);
  * goes to out (n bytes); TC_ERR_USAGE naming s when it is none. */
 int tc_device_target(const char *s, char *out, size_t n, tc_diag *d);
 
+/* The device types tc_device_target takes besides "cpu", each alone or with
+ * ":N"; NULL-terminated. */
+extern const char *const tc_device_indexed[];
+
 #endif

@@ -83,6 +83,9 @@ enum {
     OPT_ONLY_KEYS, OPT_ATOL, OPT_RTOL, OPT_EQUAL_NAN, OPT_STATS, OPT_STRICT, OPT_THREADS, OPT_PART, OPT_FROM, OPT_EMA, OPT_NO_SYNC, OPT_TAG, OPT_EXCLUDE_FROZEN, OPT_COUNT_
 };
 
+/* The dtypes --dtype casts to (tc_opt_dtype): the completions offer them, the commands accept them. */
+bool tc_dtype_is_cast_target(tc_dtype t);
+
 /* Rows shared by several commands (opts.c). */
 extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
     tc_opt_safe_globals, tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header,
@@ -172,6 +175,12 @@ void tc_progress_end(tc_progress *p);
  * ".ckpt", and their ".index.json" sets): TC_OUTNAME_* */
 enum { TC_OUTNAME_NONE, TC_OUTNAME_PT, TC_OUTNAME_ST };
 int tc_outname_format(const char *path);
+/* Those names: each suffix and the format it asks for; the last has suffix NULL. */
+typedef struct tc_outsuffix {
+    const char *suffix;
+    int format;
+} tc_outsuffix;
+extern const tc_outsuffix tc_outsuffixes[];
 /* The output format --format gives, else OUT's name: TC_OUTNAME_PT or _ST; -1 after printing. */
 int tc_output_format(const tc_args *a, const char *out);
 bool tc_ends_with(const char *s, const char *suffix);
@@ -199,5 +208,9 @@ void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uin
 /* The man page: the template's text with its @...@ markers replaced from the
  * tables (man.c). Returns 0, or -1 after printing why. */
 int tc_man_page(FILE *out, const char *template_path);
+
+/* The completion script of shell ("bash", "zsh" or "fish"), from the same
+ * tables (completions.c). Returns 0, or -1 after printing why. */
+int tc_completions(FILE *out, const char *shell);
 
 #endif

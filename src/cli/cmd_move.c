@@ -113,8 +113,7 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.nmaps = r->nmaps;
     if (a->set[OPT_DTYPE]) {
         tc_dtype t = tc_dtype_from_name(a->val[OPT_DTYPE]);
-        if (t != TC_DT_F16 && t != TC_DT_BF16 && t != TC_DT_F32 && t != TC_DT_F64 && t != TC_DT_F8E4M3FN &&
-            t != TC_DT_F8E5M2) {
+        if (!tc_dtype_is_cast_target(t)) {
             tc_err(NULL, "--dtype '%s': choose float16, bfloat16, float32, float64, float8_e4m3fn or float8_e5m2",
                    a->val[OPT_DTYPE]);
             return -1;

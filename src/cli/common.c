@@ -146,15 +146,19 @@ bool tc_names_one_file(const char *path)
     return !tc_index_path(path) && tc_outname_format(path) != TC_OUTNAME_NONE && !tc_names_folder(path);
 }
 
+const tc_outsuffix tc_outsuffixes[] = {
+    {".safetensors", TC_OUTNAME_ST},    {".safetensors.index.json", TC_OUTNAME_ST},
+    {".pt", TC_OUTNAME_PT},             {".bin", TC_OUTNAME_PT},
+    {".pth", TC_OUTNAME_PT},            {".ckpt", TC_OUTNAME_PT},
+    {".pt.index.json", TC_OUTNAME_PT},  {".bin.index.json", TC_OUTNAME_PT},
+    {".pth.index.json", TC_OUTNAME_PT}, {NULL, TC_OUTNAME_NONE},
+};
+
 int tc_outname_format(const char *path)
 {
-    if (tc_ends_with(path, ".safetensors") || tc_ends_with(path, ".safetensors.index.json"))
-        return TC_OUTNAME_ST;
-    static const char *const pt[] = {".pt", ".bin", ".pth", ".ckpt", ".pt.index.json", ".bin.index.json",
-                                     ".pth.index.json", NULL};
-    for (const char *const *p = pt; *p; p++)
-        if (tc_ends_with(path, *p))
-            return TC_OUTNAME_PT;
+    for (const tc_outsuffix *n = tc_outsuffixes; n->suffix; n++)
+        if (tc_ends_with(path, n->suffix))
+            return n->format;
     return TC_OUTNAME_NONE;
 }
 

@@ -66,6 +66,12 @@ const tc_opt tc_opt_dtype = {
     "infinity or flush to zero are counted and reported per tensor. float8 files\n"
     "need torch 2.1 or later to load."};
 
+bool tc_dtype_is_cast_target(tc_dtype t)
+{
+    return t == TC_DT_F16 || t == TC_DT_BF16 || t == TC_DT_F32 || t == TC_DT_F64 || t == TC_DT_F8E4M3FN ||
+           t == TC_DT_F8E5M2;
+}
+
 const tc_opt tc_opt_keep = {OPT_KEEP, 0, "keep", "GLOB",
                             "with --dtype: leave matching tensor names as they are (repeatable)", TC_OPT_REPEAT, NULL,
                             "With \\-\\-dtype: leave tensors whose names match in their dtype (for example\n"
