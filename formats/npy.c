@@ -1,0 +1,965 @@
+/* numpy's .npy files and .npz archives of them (numpy/lib/format.py), read
+ * as numpy.load reads them.
+ *
+ * An .npy file is the magic \x93NUMPY, a version (1.0, 2.0 or 3.0), a header
+ * length (2 bytes in 1.0, 4 after), and a header: the repr of a dict
+ * {'descr': dtype, 'fortran_order': bool, 'shape': tuple}, which numpy reads
+ * with ast.literal_eval; then the data. An array of numbers is the bytes of
+ * its elements: here one tensor (in C or Fortran order) on a storage lying in
+ * the file. An array whose dtype holds Python objects is a pickle instead,
+ * which numpy.load(allow_pickle=True) unpickles (the default, allow_pickle=
+ * False, refuses it): such a file is never safe, and the globals its pickle
+ * names say what loading it runs. A dtype this reader does not know is
+ * treated the same way, since numpy may read it as objects.
+ *
+ * An .npz file is a zip of .npy members (numpy.savez); numpy.load reads a
+ * member when its key (the name without .npy) is asked for, so every member
+ * is judged. A zip holding anything else is left to the other drivers. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "format.h"
+#include "pickle_file.h"
+#include "vec.h"
+#include "zip.h"
+
+extern const tc_format tc_format_npy, tc_format_npz;
+
+static const uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+/* ---- the header: a Python literal --------------------------------------------- */
+
+/* What ast.literal_eval makes of the header, as far as numpy looks at it. */
+typedef enum { LV_STR, LV_BYTES, LV_INT, LV_BOOL, LV_NONE, LV_TUPLE, LV_LIST, LV_DICT, LV_OTHER } lv_kind;
+
+typedef struct lv lv;
+struct lv {
+    lv_kind k;
+    char *s;          /* LV_STR, LV_BYTES: the decoded text (NUL-terminated, len bytes) */
+    size_t len;
+    int64_t i;        /* LV_INT, LV_BOOL */
+    bool huge;        /* LV_INT past int64 */
+    TC_VEC(lv *) v;   /* items; a dict's are key, value, key, value... */
+};
+
+typedef struct lit {
+    const char *p, *end;
+    bool longs;       /* versions 1.0 and 2.0: a Python 2 'L' after an integer is dropped, as numpy does */
+    int depth;
+    const char *err;  /* what is wrong, at p */
+} lit;
+
+#define LIT_MAX_DEPTH 64
+
+static void lv_free(lv *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->v.n; i++)
+        lv_free(v->v.v[i]);
+    tc_vec_free(&v->v);
+    free(v->s);
+    free(v);
+}
+
+static lv *lv_new(lit *L, lv_kind k)
+{
+    lv *v = calloc(1, sizeof *v);
+    if (!v)
+        L->err = "out of memory";
+    else
+        v->k = k;
+    return v;
+}
+
+static void skip_space(lit *L)
+{
+    while (L->p < L->end) {
+        char c = *L->p;
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f')
+            L->p++;
+        else if (c == '#')
+            while (L->p < L->end && *L->p != '\n')
+                L->p++;
+        else
+            break;
+    }
+}
+
+static bool is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static void put_utf8(tc_buf *b, uint32_t cp)
+{
+    if (cp < 0x80) {
+        tc_buf_putc(b, (char)cp);
+    } else if (cp < 0x800) {
+        tc_buf_putc(b, (char)(0xC0 | cp >> 6));
+        tc_buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+        tc_buf_putc(b, (char)(0xE0 | cp >> 12));
+        tc_buf_putc(b, (char)(0x80 | (cp >> 6 & 0x3F)));
+        tc_buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    } else {
+        tc_buf_putc(b, (char)(0xF0 | cp >> 18));
+        tc_buf_putc(b, (char)(0x80 | (cp >> 12 & 0x3F)));
+        tc_buf_putc(b, (char)(0x80 | (cp >> 6 & 0x3F)));
+        tc_buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    }
+}
+
+/* One string literal (with its prefix), appended to b: Python's escapes in
+ * a plain literal, none in a raw one. Triple quotes and \N{...} are refused. */
+static bool string_part(lit *L, tc_buf *b, bool *bytes)
+{
+    bool raw = false, by = false;
+    while (L->p < L->end && strchr("rRbBuU", *L->p)) {
+        raw |= *L->p == 'r' || *L->p == 'R';
+        by |= *L->p == 'b' || *L->p == 'B';
+        L->p++;
+    }
+    *bytes = by;
+    char q = *L->p++;
+    if (L->p + 1 < L->end && L->p[0] == q && L->p[1] == q) {
+        L->err = "a triple-quoted string (not read)";
+        return false;
+    }
+    while (L->p < L->end && *L->p != q) {
+        char c = *L->p++;
+        if (c == '\n') {
+            L->err = "a newline inside a string";
+            return false;
+        }
+        if (c != '\\' || raw) {
+            if (c == '\\' && L->p < L->end) /* a raw string keeps the backslash and the quote after it */
+                tc_buf_putc(b, c), c = *L->p++;
+            tc_buf_putc(b, c);
+            continue;
+        }
+        if (L->p >= L->end)
+            break;
+        char e = *L->p++;
+        const char *simple = "\\\\''\"\"a\ab\bf\fn\nr\rt\tv\v";
+        const char *m = NULL;
+        for (const char *s = simple; *s; s += 2)
+            if (*s == e)
+                m = s;
+        if (m) {
+            tc_buf_putc(b, m[1]);
+        } else if (e == '\n') {
+            /* a line continuation inside the string */
+        } else if (e >= '0' && e <= '7') {
+            unsigned v = (unsigned)(e - '0');
+            for (int k = 0; k < 2 && L->p < L->end && *L->p >= '0' && *L->p <= '7'; k++)
+                v = v * 8 + (unsigned)(*L->p++ - '0');
+            if (by)
+                tc_buf_putc(b, (char)v);
+            else
+                put_utf8(b, v);
+        } else if (e == 'x' || (!by && (e == 'u' || e == 'U'))) {
+            int nd = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+            uint32_t v = 0;
+            for (int k = 0; k < nd; k++) {
+                int h = L->p < L->end ? hexval(*L->p) : -1;
+                if (h < 0) {
+                    L->err = "a bad escape in a string";
+                    return false;
+                }
+                v = v * 16 + (uint32_t)h;
+                L->p++;
+            }
+            if (v > 0x10FFFF) {
+                L->err = "a bad escape in a string";
+                return false;
+            }
+            if (by)
+                tc_buf_putc(b, (char)v);
+            else
+                put_utf8(b, v);
+        } else if (e == 'N' && !by) {
+            L->err = "a \\N{...} escape (not read)";
+            return false;
+        } else {
+            tc_buf_putc(b, '\\'); /* Python keeps an unknown escape as it is */
+            tc_buf_putc(b, e);
+        }
+    }
+    if (L->p >= L->end) {
+        L->err = "a string that does not end";
+        return false;
+    }
+    L->p++;
+    return true;
+}
+
+/* Adjacent literals join into one, as Python's parser joins them. */
+static lv *string_lit(lit *L)
+{
+    tc_buf b = TC_BUF_INIT(0);
+    bool first_bytes = false, bytes;
+    int parts = 0;
+    for (;;) {
+        skip_space(L);
+        const char *q = L->p;
+        while (q < L->end && strchr("rRbBuU", *q) && q - L->p < 2)
+            q++;
+        if (q >= L->end || (*q != '\'' && *q != '"'))
+            break;
+        if (!string_part(L, &b, &bytes))
+            goto fail;
+        if (parts++ && bytes != first_bytes) {
+            L->err = "bytes and str literals joined";
+            goto fail;
+        }
+        first_bytes = bytes;
+    }
+    if (tc_buf_oom(&b)) {
+        L->err = "out of memory";
+        goto fail;
+    }
+    lv *v = lv_new(L, first_bytes ? LV_BYTES : LV_STR);
+    if (v) {
+        v->len = tc_buf_len(&b);
+        v->s = tc_buf_take(&b);
+        if (!v->s && !(v->s = calloc(1, 1))) {
+            free(v);
+            L->err = "out of memory";
+            return NULL;
+        }
+    }
+    tc_buf_free(&b);
+    return v;
+fail:
+    tc_buf_free(&b);
+    return NULL;
+}
+
+/* An integer literal (decimal, 0x, 0o, 0b; underscores between digits), or another number. */
+static lv *number_lit(lit *L)
+{
+    const char *s = L->p;
+    int base = 10;
+    if (*s == '0' && s + 1 < L->end && strchr("xXoObB", s[1])) {
+        base = s[1] == 'x' || s[1] == 'X' ? 16 : s[1] == 'o' || s[1] == 'O' ? 8 : 2;
+        s += 2;
+        if (s < L->end && *s == '_')
+            s++;
+    }
+    uint64_t v = 0;
+    bool huge = false, any = false, zeros = true;
+    const char *p = s;
+    for (; p < L->end; p++) {
+        if (*p == '_' && any && p + 1 < L->end && hexval(p[1]) >= 0)
+            continue;
+        int h = hexval(*p);
+        if (h < 0 || h >= base)
+            break;
+        if (base == 10 && *p != '0')
+            zeros = false;
+        if (v > (UINT64_MAX - (uint64_t)h) / (uint64_t)base)
+            huge = true;
+        else
+            v = v * (uint64_t)base + (uint64_t)h;
+        any = true;
+    }
+    if (!any) {
+        L->err = "a malformed number";
+        return NULL;
+    }
+    if (p < L->end && (*p == '.' || *p == 'e' || *p == 'E' || *p == 'j' || *p == 'J')) {
+        /* a float or a complex: a literal, but not one numpy's header checks accept */
+        while (p < L->end && (is_ident(*p) || *p == '.' || ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E'))))
+            p++;
+        L->p = p;
+        return lv_new(L, LV_OTHER);
+    }
+    if (base == 10 && *s == '0' && p - s > 1 && !zeros) {
+        L->err = "an integer with a leading zero";
+        return NULL;
+    }
+    if (L->longs && p < L->end && (*p == 'L' || *p == 'l'))
+        p++;
+    if (p < L->end && is_ident(*p)) {
+        L->err = "a malformed number";
+        return NULL;
+    }
+    L->p = p;
+    lv *n = lv_new(L, LV_INT);
+    if (n) {
+        n->huge = huge || v > INT64_MAX;
+        n->i = (int64_t)(v > INT64_MAX ? INT64_MAX : v);
+    }
+    return n;
+}
+
+static lv *expr(lit *L);
+
+/* Items up to close, separated by commas (a trailing one allowed); in
+ * braces, key ':' value when the first item has a ':' after it (a dict; c
+ * becomes LV_DICT), else a set. *commas counts the separators. */
+static bool items(lit *L, lv *c, char close, size_t *commas)
+{
+    *commas = 0;
+    bool dict = false;
+    for (;;) {
+        skip_space(L);
+        if (L->p < L->end && *L->p == close) {
+            L->p++;
+            return true;
+        }
+        lv *x = expr(L);
+        if (!x || tc_vec_push(&c->v, x)) {
+            if (x)
+                L->err = "out of memory";
+            lv_free(x);
+            return false;
+        }
+        skip_space(L);
+        if (close == '}' && c->v.n == 1 && L->p < L->end && *L->p == ':') {
+            dict = true;
+            c->k = LV_DICT;
+        }
+        if (dict) {
+            if (L->p >= L->end || *L->p != ':') {
+                L->err = "a dict item without ':'";
+                return false;
+            }
+            L->p++;
+            if (!(x = expr(L)) || tc_vec_push(&c->v, x)) {
+                if (x)
+                    L->err = "out of memory";
+                lv_free(x);
+                return false;
+            }
+            skip_space(L);
+        }
+        if (L->p < L->end && *L->p == ',') {
+            L->p++;
+            (*commas)++;
+            continue;
+        }
+        if (L->p < L->end && *L->p == close) {
+            L->p++;
+            return true;
+        }
+        L->err = "a missing ',' or closing bracket";
+        return false;
+    }
+}
+
+static lv *expr(lit *L)
+{
+    skip_space(L);
+    if (L->p >= L->end) {
+        L->err = "the header ends early";
+        return NULL;
+    }
+    if (++L->depth > LIT_MAX_DEPTH) {
+        L->err = "nested too deep";
+        return NULL;
+    }
+    lv *v = NULL;
+    char c = *L->p;
+    const char *q = L->p;
+    while (q < L->end && strchr("rRbBuU", *q) && q - L->p < 2)
+        q++;
+    if (q < L->end && (*q == '\'' || *q == '"')) {
+        v = string_lit(L);
+    } else if (c >= '0' && c <= '9') {
+        v = number_lit(L);
+    } else if (c == '-' || c == '+') {
+        L->p++;
+        skip_space(L);
+        if (L->p < L->end && *L->p >= '0' && *L->p <= '9' && (v = number_lit(L)) && v->k == LV_INT && c == '-')
+            v->i = -v->i;
+    } else if (c == '(' || c == '[' || c == '{') {
+        L->p++;
+        if ((v = lv_new(L, c == '(' ? LV_TUPLE : c == '[' ? LV_LIST : LV_OTHER))) {
+            size_t commas;
+            if (!items(L, v, c == '(' ? ')' : c == '[' ? ']' : '}', &commas)) {
+                lv_free(v);
+                v = NULL;
+            } else if (c == '{' && !v->v.n) { /* {} is an empty dict */
+                v->k = LV_DICT;
+            } else if (c == '(' && v->v.n == 1 && !commas) { /* (x) is x */
+                lv *x = v->v.v[0];
+                v->v.n = 0;
+                lv_free(v);
+                v = x;
+            }
+        }
+    } else if (is_ident(c)) {
+        const char *s = L->p;
+        while (L->p < L->end && is_ident(*L->p))
+            L->p++;
+        size_t n = (size_t)(L->p - s);
+        if (n == 4 && !memcmp(s, "True", 4)) {
+            if ((v = lv_new(L, LV_BOOL)))
+                v->i = 1;
+        } else if (n == 5 && !memcmp(s, "False", 5)) {
+            v = lv_new(L, LV_BOOL);
+        } else if (n == 4 && !memcmp(s, "None", 4)) {
+            v = lv_new(L, LV_NONE);
+        } else {
+            L->err = "a name that is not a literal";
+        }
+    } else {
+        L->err = "a character that starts no literal";
+    }
+    L->depth--;
+    return v;
+}
+
+/* ---- the header's meaning --------------------------------------------------------- */
+
+typedef enum { NPY_TENSOR, NPY_PLAIN, NPY_OBJECT, NPY_UNKNOWN } npy_kind;
+
+typedef struct npy_info {
+    uint64_t hdr;          /* bytes before the data */
+    npy_kind kind;
+    tc_dtype dtype;        /* NPY_TENSOR */
+    bool fortran;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    char descr[96];        /* the dtype as the header gives it, quoted, or "structured": for messages */
+    const char *why;       /* NPY_PLAIN: why it is no tensor */
+} npy_info;
+
+/* A dtype string as numpy writes dtype.str: [<>|=] then a type code and size. */
+static npy_kind leaf_kind(const char *s, size_t len, tc_dtype *dt, bool *big)
+{
+    static const struct {
+        const char *code;
+        tc_dtype dt;
+    } nums[] = {
+        {"b1", TC_DT_BOOL}, {"?", TC_DT_BOOL}, {"i1", TC_DT_I8}, {"i2", TC_DT_I16}, {"i4", TC_DT_I32},
+        {"i8", TC_DT_I64}, {"u1", TC_DT_U8}, {"u2", TC_DT_U16}, {"u4", TC_DT_U32}, {"u8", TC_DT_U64},
+        {"f2", TC_DT_F16}, {"f4", TC_DT_F32}, {"f8", TC_DT_F64}, {"c8", TC_DT_C64}, {"c16", TC_DT_C128},
+        {"f16", TC_DT_INVALID}, {"f12", TC_DT_INVALID}, {"c32", TC_DT_INVALID}, {"c24", TC_DT_INVALID},
+    };
+    *dt = TC_DT_INVALID;
+    *big = false;
+    if (strlen(s) != len)
+        return NPY_UNKNOWN;
+    if (*s == '<' || *s == '>' || *s == '|' || *s == '=') {
+        *big = *s == '>';
+        s++;
+    }
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (!strcmp(s, nums[i].code)) {
+            *dt = nums[i].dt;
+            return *dt ? NPY_TENSOR : NPY_PLAIN;
+        }
+    if (!strcmp(s, "O") || !strcmp(s, "O8") || !strcmp(s, "O4"))
+        return NPY_OBJECT;
+    if (*s == 'S' || *s == 'a' || *s == 'U' || *s == 'V') { /* bytes, text, raw bytes of a size */
+        const char *p = s + 1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        return *p ? NPY_UNKNOWN : NPY_PLAIN;
+    }
+    if ((*s == 'M' || *s == 'm') && s[1] == '8') { /* datetime64, timedelta64, with an optional [unit] */
+        const char *p = s + 2;
+        if (!*p)
+            return NPY_PLAIN;
+        if (*p++ != '[')
+            return NPY_UNKNOWN;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
+            p++;
+        return p[0] == ']' && !p[1] ? NPY_PLAIN : NPY_UNKNOWN;
+    }
+    return NPY_UNKNOWN;
+}
+
+static npy_kind worse(npy_kind a, npy_kind b) { return a > b ? a : b; }
+
+/* The kind of a descr that is not a plain string: (descr, shape) or a list of
+ * fields (name, descr[, shape]); numbers inside it make no tensor. */
+static npy_kind descr_kind(const lv *d, int depth)
+{
+    tc_dtype dt;
+    bool big;
+    if (depth > LIT_MAX_DEPTH)
+        return NPY_UNKNOWN;
+    if (d->k == LV_STR) {
+        npy_kind k = leaf_kind(d->s, d->len, &dt, &big);
+        return k == NPY_TENSOR ? NPY_PLAIN : k;
+    }
+    if (d->k == LV_TUPLE && d->v.n >= 1) /* (base, shape): numpy.dtype((base, shape)) */
+        return d->v.n == 2 ? descr_kind(d->v.v[0], depth + 1) : NPY_UNKNOWN;
+    if (d->k != LV_LIST)
+        return NPY_UNKNOWN;
+    npy_kind k = NPY_PLAIN;
+    for (size_t i = 0; i < d->v.n; i++) {
+        const lv *f = d->v.v[i];
+        if (f->k != LV_TUPLE || f->v.n < 2 || f->v.n > 3)
+            return NPY_UNKNOWN;
+        k = worse(k, descr_kind(f->v.v[1], depth + 1));
+    }
+    return k;
+}
+
+static const lv *dict_get(const lv *d, const char *key)
+{
+    const lv *v = NULL;
+    for (size_t i = 0; i + 1 < d->v.n; i += 2) /* a key given twice: the last value wins, as in a Python dict */
+        if (d->v.v[i]->k == LV_STR && !strcmp(d->v.v[i]->s, key) && d->v.v[i]->len == strlen(key))
+            v = d->v.v[i + 1];
+    return v;
+}
+
+/* Whether every key of d is one of the three numpy requires, and all three are there. */
+static bool keys_exact(const lv *d)
+{
+    static const char *const want[] = {"descr", "fortran_order", "shape"};
+    for (size_t i = 0; i + 1 < d->v.n; i += 2) {
+        const lv *k = d->v.v[i];
+        bool ok = false;
+        for (size_t j = 0; j < 3 && k->k == LV_STR; j++)
+            ok |= !strcmp(k->s, want[j]) && k->len == strlen(want[j]);
+        if (!ok)
+            return false;
+    }
+    for (size_t j = 0; j < 3; j++)
+        if (!dict_get(d, want[j]))
+            return false;
+    return true;
+}
+
+/* The header after the magic: *need > n when more bytes are needed (call again with them). */
+static int parse_header(const uint8_t *b, size_t n, const tc_limits *lim, npy_info *out, uint64_t *need, tc_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    *need = 12;
+    if (n < 10 || memcmp(b, magic, 6))
+        return n < 10 ? 0 : tc_fail(d, TC_ERR_FORMAT, "not an .npy file (no \\x93NUMPY magic)");
+    int major = b[6], minor = b[7];
+    if ((major != 1 && major != 2 && major != 3) || minor != 0)
+        return tc_fail(d, TC_ERR_FORMAT, "npy format version %d.%d: numpy reads only 1.0, 2.0 and 3.0", major, minor);
+    uint64_t hl = major == 1 ? tc_le16(b + 8) : (n < 12 ? 0 : tc_le32(b + 8));
+    uint64_t start = major == 1 ? 10 : 12;
+    if (n < start)
+        return 0;
+    if (hl > lim->max_header)
+        return tc_fail(d, TC_ERR_LIMIT, "npy header of %llu bytes, more than %llu (raise with --max-header-size)",
+                       (unsigned long long)hl, (unsigned long long)lim->max_header);
+    *need = start + hl;
+    if (n < *need)
+        return 0;
+    const char *h = (const char *)b + start, *end = h + hl;
+    /* Text is latin-1 in 1.0 and 2.0, UTF-8 in 3.0; bytes past ASCII can only
+     * matter inside strings (field names), which are kept as they are. */
+    while (h < end && (*h == ' ' || *h == '\t')) /* literal_eval strips these first */
+        h++;
+    for (const char *p = h; p < end; p++)
+        if (!*p)
+            return tc_fail(d, TC_ERR_FORMAT, "npy header has a NUL byte at offset %zu", (size_t)(p - (const char *)b));
+    lit L = {h, end, major < 3, 0, NULL};
+    lv *v = expr(&L);
+    skip_space(&L);
+    int rc = 0;
+    const lv *descr, *fo, *shape;
+    if (!v || L.p != end) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "npy header is not a Python literal numpy reads: %s at offset %zu",
+                     L.err ? L.err : "text after the literal", (size_t)(L.p - (const char *)b));
+    } else if (v->k != LV_DICT) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "npy header is not a dictionary");
+    } else if (!keys_exact(v)) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "npy header does not have exactly the keys descr, fortran_order and shape");
+    } else if ((shape = dict_get(v, "shape"))->k != LV_TUPLE) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "npy header's shape is not a tuple");
+    } else if ((fo = dict_get(v, "fortran_order"))->k != LV_BOOL) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "npy header's fortran_order is not True or False");
+    } else if (shape->v.n > TC_MAX_DIMS) {
+        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "npy array of %zu dimensions (at most %d)", shape->v.n, TC_MAX_DIMS);
+    } else {
+        out->hdr = *need;
+        out->fortran = fo->i;
+        out->ndim = (int)shape->v.n;
+        for (size_t i = 0; i < shape->v.n && !rc; i++) {
+            const lv *x = shape->v.v[i];
+            if ((x->k != LV_INT && x->k != LV_BOOL) || x->huge || x->i < 0)
+                rc = tc_fail(d, TC_ERR_FORMAT, "npy header's shape has an entry that is not a size");
+            else
+                out->shape[i] = x->i;
+        }
+        descr = dict_get(v, "descr");
+        bool big = false;
+        if (descr->k == LV_STR) {
+            tc_esc(descr->s, out->descr, sizeof out->descr - 2);
+            memmove(out->descr + 1, out->descr, strlen(out->descr) + 1);
+            out->descr[0] = '\'';
+            strcat(out->descr, "'");
+            out->kind = leaf_kind(descr->s, descr->len, &out->dtype, &big);
+        } else {
+            snprintf(out->descr, sizeof out->descr, "%s", "structured");
+            out->kind = descr_kind(descr, 0);
+        }
+        out->why = out->kind != NPY_PLAIN ? NULL
+                   : descr->k != LV_STR ? "a structured or sub-array dtype"
+                                         : "a dtype torch has no tensor type for";
+        if (out->kind == NPY_TENSOR && big) {
+            out->kind = NPY_PLAIN;
+            out->why = "big-endian";
+        }
+    }
+    lv_free(v);
+    return rc;
+}
+
+/* ---- the checkpoint ---------------------------------------------------------------------- */
+
+/* Elements of the array, or -1 past 2^63. */
+static int64_t elements(const npy_info *a)
+{
+    int64_t n = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] && n > INT64_MAX / a->shape[i])
+            return -1;
+        n *= a->shape[i];
+    }
+    return n;
+}
+
+static void shape_text(const npy_info *a, tc_buf *b)
+{
+    tc_buf_putc(b, '(');
+    for (int i = 0; i < a->ndim; i++)
+        tc_buf_printf(b, "%s%" PRId64, i ? ", " : "", a->shape[i]);
+    tc_buf_puts(b, a->ndim == 1 ? ",)" : ")");
+}
+
+/* The array named name whose header is a and whose data is [data_off, data_off + data_len) of the
+ * member or file: a tensor, a description, or its pickle judged (pickle: a source of the data's
+ * bytes from its first; NULL when they are not read). */
+static int add_array(tc_ckpt *c, const char *name, const npy_info *a, bool stored, uint64_t file_off, uint64_t data_len,
+                     const tc_src *pickle, tc_diag *d)
+{
+    tc_buf t = TC_BUF_INIT(2000);
+    int rc = 0;
+    if (a->kind == NPY_OBJECT || a->kind == NPY_UNKNOWN) {
+        tc_pickle_seen seen;
+        rc = tc_pickle_judge(c, pickle, 0, pickle->size, false, &seen, d);
+        if (a->kind == NPY_OBJECT)
+            tc_buf_printf(&t, "array '%s' (dtype %s) holds Python objects: numpy.load(allow_pickle=True) unpickles "
+                              "its data, which imports and calls what is listed; numpy.load refuses it by default",
+                          name, a->descr);
+        else
+            tc_buf_printf(&t, "array '%s' has dtype %s, which tensorctl does not know: numpy.load(allow_pickle=True) "
+                              "may read its data as pickled Python objects",
+                          name, a->descr);
+        if (!rc && !seen.parsed && seen.why.msg[0])
+            tc_buf_printf(&t, " (the unpickler stops there: %s)", seen.why.msg);
+        if (!rc)
+            rc = tc_ckpt_add_hazard(c, tc_buf_str(&t), d);
+        tc_buf_free(&t);
+        return rc;
+    }
+    int64_t n = elements(a);
+    if (n < 0) {
+        tc_buf_free(&t);
+        return tc_fail(d, TC_ERR_FORMAT, "array '%s': its shape has more than 2^63 elements", name);
+    }
+    if (a->kind == NPY_PLAIN) {
+        tc_buf_printf(&t, "dtype %s, shape ", a->descr);
+        shape_text(a, &t);
+        tc_buf_printf(&t, " (%s: not read as a tensor)", a->why);
+        rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_fact(c, name, tc_buf_str(&t), d);
+        tc_buf_free(&t);
+        return rc;
+    }
+    tc_buf_free(&t);
+    uint64_t esz = tc_dtype_size(a->dtype);
+    if ((uint64_t)n > UINT64_MAX / esz || (uint64_t)n * esz > data_len)
+        return tc_fail(d, TC_ERR_FORMAT, "array '%s': %" PRId64 " elements of %s need %llu bytes, only %llu follow the header",
+                       name, n, a->descr, (unsigned long long)((uint64_t)n > UINT64_MAX / esz ? UINT64_MAX : (uint64_t)n * esz),
+                       (unsigned long long)data_len);
+    long si = tc_ckpt_add_storage(c, name, d);
+    long ti = si < 0 ? -1 : tc_ckpt_add_tensor(c, name, d);
+    if (ti < 0)
+        return d->code;
+    tc_storage *s = tc_ckpt_storage_mut(c, (size_t)si);
+    free(s->location);
+    if (!(s->location = strdup("-")))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    s->dtype = a->dtype;
+    s->numel = (uint64_t)n;
+    s->nbytes = (uint64_t)n * esz;
+    s->stored = stored;
+    s->file_off = file_off;
+    s->ntensors = 1;
+    tc_tensor *x = tc_ckpt_tensor_mut(c, (size_t)ti);
+    x->kind = TC_TENSOR_DENSE;
+    x->dtype = a->dtype;
+    x->ndim = a->ndim;
+    x->storage = si;
+    x->numel = (uint64_t)n;
+    x->nbytes = s->nbytes;
+    int64_t st = 1;
+    for (int k = 0; k < a->ndim; k++) { /* C order: the last dimension is contiguous; Fortran order: the first */
+        int i = a->fortran ? k : a->ndim - 1 - k;
+        x->shape[i] = a->shape[i];
+        x->stride[i] = st;
+        st *= a->shape[i] ? a->shape[i] : 1;
+    }
+    return 0;
+}
+
+/* ---- .npy -------------------------------------------------------------------------------- */
+
+static bool probe_npy(const tc_probe *p) { return p->n >= 6 && !memcmp(p->head, magic, 6); }
+
+/* Read the header of the bytes rd gives (whose first n are in buf, of cap): grows buf as needed. */
+static int read_info(const tc_src *src, const tc_limits *lim, npy_info *a, tc_diag *d)
+{
+    uint8_t small[12];
+    uint64_t need;
+    size_t n = src->size < sizeof small ? (size_t)src->size : sizeof small;
+    int rc = tc_src_read(src, 0, small, n, "npy header", d);
+    if (!rc)
+        rc = parse_header(small, n, lim, a, &need, d);
+    if (rc)
+        return rc;
+    if (need <= n)
+        return 0;
+    if (need > src->size)
+        return tc_fail(d, TC_ERR_FORMAT, "npy header needs %llu bytes, the file has %llu", (unsigned long long)need,
+                       (unsigned long long)src->size);
+    uint8_t *buf = malloc((size_t)need);
+    if (!buf)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (!(rc = tc_src_read(src, 0, buf, (size_t)need, "npy header", d)))
+        rc = parse_header(buf, (size_t)need, lim, a, &need, d);
+    free(buf);
+    return rc;
+}
+
+static int open_npy(tc_ckpt *c, tc_diag *d)
+{
+    tc_ckpt_set_driver(c, &tc_format_npy, tc_format_npy.name, NULL, NULL);
+    const tc_src *src = tc_ckpt_src(c);
+    npy_info a;
+    int rc = read_info(src, tc_ckpt_limits(c), &a, d);
+    tc_src data;
+    if (!rc)
+        rc = tc_src_window(&data, src, a.hdr, src->size - a.hdr, d);
+    if (!rc)
+        rc = add_array(c, "array", &a, true, a.hdr, src->size - a.hdr, &data, d);
+    if (!rc)
+        tc_ckpt_sort_globals(c);
+    return rc;
+}
+
+static int open_storage_npy(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    (void)d;
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    tc_rd_range(r, tc_ckpt_src(c), s->file_off, s->nbytes);
+    return 0;
+}
+
+const tc_format tc_format_npy = {"npy", probe_npy, open_npy, open_storage_npy, NULL};
+
+/* ---- .npz -------------------------------------------------------------------------------- */
+
+typedef struct npz {
+    tc_zip zip;
+    TC_VEC(const tc_zip_entry *) rec; /* per storage: its member */
+    TC_VEC(uint64_t) skip;            /* per storage: its member's header bytes */
+} npz;
+
+static void npz_free(void *p)
+{
+    npz *z = p;
+    if (!z)
+        return;
+    tc_zip_free(&z->zip);
+    tc_vec_free(&z->rec);
+    tc_vec_free(&z->skip);
+    free(z);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static bool probe_npz(const tc_probe *p)
+{
+    if (p->n < 30 || memcmp(p->head, "PK\x03\x04", 4))
+        return false;
+    if (p->path && ends_with(p->path, ".npz"))
+        return true;
+    size_t nl = tc_le16(p->head + 26);
+    return 30 + nl <= p->n && nl >= 4 && !memcmp(p->head + 30 + nl - 4, ".npy", 4);
+}
+
+/* Up to max bytes of member e from its start into a new buffer (*len those read). */
+static int member_head(const tc_zip *z, const tc_zip_entry *e, uint64_t max, uint8_t **out, size_t *len, tc_diag *d)
+{
+    uint64_t want = e->usize < max ? e->usize : max;
+    uint8_t *buf = malloc(want ? (size_t)want : 1);
+    if (!buf)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    tc_zip_rd r;
+    int rc = tc_zip_rd_open(&r, z, e, d);
+    size_t total = 0, got = 0;
+    if (!rc) {
+        while (!rc && total < want) {
+            rc = tc_zip_rd_read(&r, buf + total, (size_t)(want - total), &got, false, d);
+            if (!rc && !got)
+                break;
+            total += got;
+        }
+        tc_zip_rd_close(&r);
+    }
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = total;
+    return 0;
+}
+
+static int npz_member(tc_ckpt *c, npz *z, const tc_zip_entry *e, tc_diag *d)
+{
+    const tc_limits *lim = tc_ckpt_limits(c);
+    tc_buf key = TC_BUF_INIT(0);
+    tc_buf_add(&key, e->name, strlen(e->name) - 4);
+    if (tc_buf_oom(&key))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    uint64_t need = 12;
+    npy_info a;
+    int rc = member_head(&z->zip, e, 12, &buf, &n, d);
+    if (!rc && (n < 6 || memcmp(buf, magic, 6))) {
+        /* numpy.load hands such a member back as its bytes: nothing is unpickled */
+        rc = tc_ckpt_add_fact(c, tc_buf_str(&key), "bytes, not an .npy array (numpy.load returns them as bytes)", d);
+        free(buf);
+        tc_buf_free(&key);
+        return rc;
+    }
+    if (!rc)
+        rc = parse_header(buf, n, lim, &a, &need, d);
+    if (!rc && need > n) {
+        free(buf);
+        buf = NULL;
+        if (need > e->usize)
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: npy header needs %llu bytes, the member has %llu", e->name,
+                         (unsigned long long)need, (unsigned long long)e->usize);
+        else if (!(rc = member_head(&z->zip, e, need, &buf, &n, d)))
+            rc = parse_header(buf, n, lim, &a, &need, d);
+    }
+    free(buf);
+    buf = NULL;
+    if (!rc && need > e->usize)
+        rc = tc_fail(d, TC_ERR_FORMAT, "%s: npy header needs %llu bytes, the member has %llu", e->name,
+                     (unsigned long long)need, (unsigned long long)e->usize);
+    if (!rc && (a.kind == NPY_OBJECT || a.kind == NPY_UNKNOWN)) {
+        /* the pickle: the member's bytes after the header, as far as the limit lets them be read */
+        uint64_t max = lim->max_pickle_bytes > UINT64_MAX - a.hdr ? UINT64_MAX : a.hdr + lim->max_pickle_bytes;
+        if (!(rc = member_head(&z->zip, e, max, &buf, &n, d))) {
+            tc_src ps;
+            tc_src_init_mem(&ps, buf + a.hdr, n - (size_t)a.hdr, e->name);
+            rc = add_array(c, tc_buf_str(&key), &a, false, 0, 0, &ps, d);
+        }
+    } else if (!rc) {
+        long before = (long)tc_ckpt_nstorages(c);
+        rc = add_array(c, tc_buf_str(&key), &a, e->method == 0, e->data_off + a.hdr, e->usize - a.hdr, NULL, d);
+        if (!rc && (long)tc_ckpt_nstorages(c) > before &&
+            (tc_vec_push(&z->rec, e) || tc_vec_push(&z->skip, a.hdr)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    free(buf);
+    tc_buf_free(&key);
+    if (rc)
+        tc_diag_subject(d, tc_ckpt_path(c));
+    return rc;
+}
+
+static int open_npz(tc_ckpt *c, tc_diag *d)
+{
+    npz *z = calloc(1, sizeof *z);
+    if (!z)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    tc_ckpt_set_driver(c, &tc_format_npz, tc_format_npz.name, z, npz_free);
+    tc_zip_limits zl = {.max_entries = tc_ckpt_limits(c)->max_entries};
+    int rc = tc_zip_open(&z->zip, tc_ckpt_src(c), &zl, d);
+    if (rc)
+        return rc;
+    if (!z->zip.n)
+        return TC_FORMAT_DECLINE;
+    for (size_t i = 0; i < z->zip.n; i++)
+        if (!ends_with(z->zip.e[i].name, ".npy"))
+            return TC_FORMAT_DECLINE; /* not what numpy.savez writes: another driver's, or an archive */
+    for (size_t i = 0; i < z->zip.n && !rc; i++)
+        rc = npz_member(c, z, &z->zip.e[i], d);
+    if (!rc)
+        tc_ckpt_sort_globals(c);
+    return rc;
+}
+
+typedef struct npz_rd {
+    tc_zip_rd zr;
+} npz_rd;
+
+static int npz_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    return tc_zip_rd_read(&((npz_rd *)r->state)->zr, buf, n, got, false, d);
+}
+
+static void npz_close(tc_rd *r)
+{
+    npz_rd *x = r->state;
+    tc_zip_rd_close(&x->zr);
+    free(x);
+}
+
+static int open_storage_npz(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    const npz *z = tc_ckpt_priv(c);
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    if (s->stored) {
+        tc_rd_range(r, tc_ckpt_src(c), s->file_off, s->nbytes);
+        return 0;
+    }
+    npz_rd *x = malloc(sizeof *x);
+    if (!x)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_zip_rd_open(&x->zr, &z->zip, z->rec.v[i], d);
+    if (rc) {
+        free(x);
+        return rc;
+    }
+    /* past the member's npy header, to the array's first byte */
+    uint8_t skip[4096];
+    for (uint64_t left = z->skip.v[i]; left && !rc;) {
+        size_t got = 0;
+        rc = tc_zip_rd_read(&x->zr, skip, left < sizeof skip ? (size_t)left : sizeof skip, &got, false, d);
+        if (!rc && !got)
+            rc = tc_fail(d, TC_ERR_FORMAT, "%s: ends inside its npy header", z->rec.v[i]->name);
+        left -= got;
+    }
+    if (rc) {
+        tc_zip_rd_close(&x->zr);
+        free(x);
+        return rc;
+    }
+    r->size = s->nbytes;
+    r->read = npz_read;
+    r->close = npz_close;
+    r->state = x;
+    return 0;
+}
+
+const tc_format tc_format_npz = {"npz", probe_npz, open_npz, open_storage_npz, NULL};
