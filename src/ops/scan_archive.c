@@ -4,8 +4,12 @@
  * Zip archives are read by tensorctl's own zip reader, as unzip and Python's
  * zipfile read them (the central directory): a stored member is a window of
  * the file, read in place; a deflated one is inflated as it is read. A zip
- * that reader refuses (other compression methods, encryption, names it will
- * not take) and every other archive (tar, 7z, cpio, ar, ISO 9660, RAR,
+ * that torch.load takes for a checkpoint (it has a <folder>/data.pkl) but no
+ * driver could read is no archive: the driver's failure is its verdict, as
+ * in inspect, since torch may read it otherwise. So is a zip the zip reader
+ * refuses (overlapping or escaping entries, other compression methods,
+ * encryption), when a driver took it for its format. Any other zip (one
+ * that starts with bytes of its own, say) and every other archive (tar, 7z, cpio, ar, ISO 9660, RAR,
  * compressed or not) are read by libarchive: a member of an uncompressed tar
  * is a window too, any other is decompressed as it is read. A file that is a
  * single compressed stream (gzip, bzip2, xz, lzma, lzip, zstd, lz4, compress,
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <zlib.h>
 
 #include "buf.h"
@@ -384,14 +389,32 @@ static void zm_close(void *h)
     free(h);
 }
 
-/* 1: walked; 0: tensorctl's reader does not take it (libarchive then tries); < 0: memory. */
-static int walk_zip(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth)
+/* Whether torch.load would take the zip for a checkpoint: it unpickles
+ * <folder>/data.pkl (found whatever the letter case). */
+static bool torch_record(const tc_zip *z)
+{
+    for (size_t i = 0; i < z->n; i++) {
+        const char *slash = strchr(z->e[i].name, '/');
+        if (slash && slash > z->e[i].name && !strchr(slash + 1, '/') && !strcasecmp(slash + 1, "data.pkl"))
+            return true;
+    }
+    return false;
+}
+
+/* 1: walked; 0: not walked (refused: a driver took the zip for its format and
+ * failed, and this is no other archive: its failure is the verdict); 2:
+ * tensorctl's reader does not take it (libarchive may); < 0: memory. */
+static int walk_zip(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth, bool refused)
 {
     tc_zip z;
     tc_diag d = TC_DIAG_INIT;
     tc_zip_limits zl = {.max_entries = j->o->lim.max_entries};
     if (tc_zip_open(&z, src, &zl, &d))
-        return d.code == TC_ERR_NOMEM ? TC_ERR_NOMEM : 0;
+        return d.code == TC_ERR_NOMEM ? TC_ERR_NOMEM : refused ? 0 : 2;
+    if (refused && torch_record(&z)) { /* a checkpoint torch.load reads, malformed */
+        tc_zip_free(&z);
+        return 0;
+    }
     if (depth >= j->o->max_archive_depth) {
         tc_zip_free(&z);
         return too_deep(j, "zip archive", wrap, src->size);
@@ -581,7 +604,25 @@ static int single(scan_job *j, const scan_seq *seq, const char *name, const char
     return rc < 0 ? rc : 1;
 }
 
-int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth)
+/* The archive or compression whose magic number the bytes start with, or NULL. */
+static const char *magic_kind(const uint8_t *h, size_t n)
+{
+    static const struct {
+        const char *kind;
+        size_t len;
+        const char *magic;
+    } m[] = {
+        {"gzip", 2, "\x1f\x8b"},        {"bzip2", 3, "BZh"},       {"xz", 6, "\xfd" "7zXZ\0"},
+        {"zstd", 4, "\x28\xb5\x2f\xfd"}, {"lz4", 4, "\x04\x22\x4d\x18"}, {"lzip", 4, "LZIP"},
+        {"compress", 2, "\x1f\x9d"},    {"7z archive", 6, "7z\xbc\xaf\x27\x1c"}, {"rar archive", 6, "Rar!\x1a\x07"},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (n >= m[i].len && !memcmp(h, m[i].magic, m[i].len))
+            return m[i].kind;
+    return NULL;
+}
+
+int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth, bool refused)
 {
     uint8_t head[8] = {0};
     size_t hn = src->size < sizeof head ? (size_t)src->size : sizeof head;
@@ -590,7 +631,7 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
         return 0;
     int rc;
     if (hn >= 4 && (!memcmp(head, "PK\x03\x04", 4) || !memcmp(head, "PK\x05\x06", 4)) &&
-        (rc = walk_zip(j, src, name, wrap, depth)))
+        (rc = walk_zip(j, src, name, wrap, depth, refused)) != 2)
         return rc;
     la *l;
     if (!(rc = la_open(&l, src, false, &d))) {
@@ -606,15 +647,23 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
             return rc;
     }
     tc_diag_clear(&d);
-    if ((rc = la_open(&l, src, true, &d)))
-        return rc == TC_ERR_NOMEM ? rc : 0;
+    rc = la_open(&l, src, true, &d);
+    if (rc == TC_ERR_NOMEM)
+        return rc;
     struct archive_entry *e;
-    const char *filter = archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
+    const char *filter = !rc && archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
                              ? filter_kind(archive_filter_code(l->a, 0))
                              : NULL;
     if (!filter) {
+        /* it starts as an archive or a compressed file does, but nothing reads it as one */
+        const char *k = magic_kind(head, hn);
+        if (!rc)
+            la_fail(l, &d);
         la_free(l);
-        return 0;
+        if (!k)
+            return 0;
+        scan_item *it = scan_emit(j, k, wrap, TC_SCAN_UNREADABLE, src->size, d.msg[0] ? d.msg : "cannot be read");
+        return it ? 1 : TC_ERR_NOMEM;
     }
     la_member m = {src, true, 0, l};
     scan_seq seq = {lm_open, lm_read, lm_close, &m};

@@ -58,8 +58,10 @@ scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_ve
 
 /* Read src as an archive or a compressed stream: its members judged (each
  * with scan_judge, its name pushed on j->chain). 1 when it is one (its
- * items emitted, its failures among them), 0 when it is not, TC_ERR_NOMEM. */
-int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth);
+ * items emitted, its failures among them), 0 when it is not, TC_ERR_NOMEM.
+ * refused: a driver of the registry took src for its format and failed (a
+ * zip torch.load reads as a checkpoint is then no archive). */
+int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth, bool refused);
 
 /* ---- member sources -------------------------------------------------------- */
 

@@ -164,6 +164,18 @@ static int emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict
     return scan_emit(j, kind, wrap, v, size, why) ? 0 : TC_ERR_NOMEM;
 }
 
+/* An unsafe item known only by a refusal's message: the message is its hazard. */
+static int emit_refused(scan_job *j, const char *kind, const char *wrap, uint64_t size, const char *why)
+{
+    scan_item *it = scan_emit(j, kind, wrap, TC_SCAN_UNSAFE, size, why);
+    char *h = it ? strdup(why) : NULL;
+    if (!h || tc_vec_push(&it->hazards, h)) {
+        free(h);
+        return TC_ERR_NOMEM;
+    }
+    return 0;
+}
+
 int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth)
 {
     const tc_limits *lim = &j->o->lim;
@@ -179,13 +191,16 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
         return rc;
     bool judged = false;
     tc_diag d2 = TC_DIAG_INIT;
+    const char *k = probed(src, name);
+    if (rc == TC_ERR_UNSAFE && k) /* a driver's format whose pickle names a global before it fails */
+        return emit_refused(j, k, wrap, src->size, d.msg);
     if (rc == TC_ERR_UNSAFE) {
         /* no driver's format, but a pickle read from byte 0 names globals: the pickle reader lists them all */
         if (!(rc = tc_open_pickle(&c, name, src, lim, &d2))) {
             rc = from_ckpt(j, c, "pickle", wrap);
             tc_ckpt_close(c);
         } else {
-            rc = rc == TC_ERR_NOMEM ? rc : emit(j, "pickle", wrap, TC_SCAN_UNSAFE, src->size, d.msg);
+            rc = rc == TC_ERR_NOMEM ? rc : emit_refused(j, "pickle", wrap, src->size, d.msg);
         }
         if (rc)
             return rc;
@@ -200,10 +215,9 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
             tc_buf_free(&r);
             return rc;
         }
-        const char *k = probed(src, name);
         return emit(j, k ? k : "unreadable", wrap, TC_SCAN_UNREADABLE, src->size, d.msg);
     }
-    int ar = scan_archive(j, src, name, wrap, depth);
+    int ar = scan_archive(j, src, name, wrap, depth, k != NULL);
     if (ar || judged)
         return ar < 0 ? ar : 0;
     if (!(rc = tc_open_pickle(&c, name, src, lim, &d2))) {
@@ -215,7 +229,6 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
         return rc;
     if (rc != TC_ERR_FORMAT) /* a pickle too long to judge */
         return emit(j, "pickle", wrap, TC_SCAN_UNREADABLE, src->size, d2.msg);
-    const char *k = probed(src, name);
     if (k) /* a driver's format, malformed */
         return emit(j, k, wrap, TC_SCAN_UNREADABLE, src->size, d.msg);
     if (pickle_name(name))
