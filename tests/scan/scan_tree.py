@@ -15,7 +15,7 @@ what scan must say of each file, checked against what the real loaders do.
                                       marker file), each unsafe file is refused by the loader's safe
                                       mode (torch's weights_only, numpy's allow_pickle=False), each
                                       safe one loads, each unreadable one fails
-    scan_tree.py auto --tensorctl T --dir DIR {check|loaders}
+    scan_tree.py auto [--tensorctl T] --dir DIR --mode check|loaders
                                       gen (with /usr/bin/python3) into a fresh DIR, then the check
 
 A payload is os.system('touch "$TC_SCAN_MARKERS/ID"') (or builtins.exec of the
@@ -607,11 +607,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('what', choices=['gen', 'check', 'loaders', 'auto'])
     ap.add_argument('dir', nargs='?')
-    ap.add_argument('mode', nargs='?')
     ap.add_argument('--tensorctl')
     ap.add_argument('--dir', dest='dir2')
+    ap.add_argument('--mode', choices=['check', 'loaders'])
     a = ap.parse_args()
     d = a.dir2 or a.dir
+    if a.tensorctl:
+        a.tensorctl = os.path.abspath(a.tensorctl)
     if a.what == 'gen':
         return gen(d)
     if a.what == 'auto':
