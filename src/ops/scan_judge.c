@@ -239,11 +239,12 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
 int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
               uint64_t *skipped)
 {
-    /* decompression may take the file's size times --max-inflate-ratio, and at least 1 GiB */
+    /* decompression may take the file's size times --max-inflate-ratio, and at least 64 MiB
+     * (small archives of text inflate far more than archives of weights) */
     uint64_t ratio = o->lim.max_inflate_ratio ? o->lim.max_inflate_ratio : 1;
     uint64_t budget = size > UINT64_MAX / ratio ? UINT64_MAX : size * ratio;
-    if (budget < (1ull << 30))
-        budget = 1ull << 30;
+    if (budget < (64ull << 20))
+        budget = 64ull << 20;
     scan_job j = {o, path, out, {0}, budget, 0, 0, {0}};
     tc_src f, w;
     tc_diag d = TC_DIAG_INIT;

@@ -40,9 +40,8 @@ static int take(scan_stream *s, uint64_t n, tc_diag *d)
 {
     if (n > *s->budget)
         return tc_fail(d, TC_ERR_LIMIT,
-                       "%s: its members inflate to more bytes than --max-inflate-ratio allows for the file (a "
-                       "decompression bomb?)",
-                       s->what);
+                       "decompressing it takes more than --max-inflate-ratio times the file's size (at least "
+                       "64 MiB): a decompression bomb?");
     *s->budget -= n;
     return 0;
 }
@@ -62,8 +61,8 @@ static int from_middle(scan_stream *s, uint64_t off, uint8_t *buf, size_t n, tc_
             s->seq.close(s->cur);
         s->cur = NULL;
         if (++s->passes > MAX_PASSES)
-            return tc_fail(d, TC_ERR_LIMIT, "%s: read through more than %d times (its readers jump about too much)",
-                           s->what, MAX_PASSES);
+            return tc_fail(d, TC_ERR_LIMIT, "decompressed more than %d times over (its readers jump about too much)",
+                           MAX_PASSES);
         if ((rc = s->seq.open(s->seq.arg, &s->cur, d)))
             return rc;
         s->pos = 0;
@@ -73,7 +72,7 @@ static int from_middle(scan_stream *s, uint64_t off, uint8_t *buf, size_t n, tc_
         if ((rc = seq_read(s, s->cur, s->scratch, want, &got, d)))
             return rc;
         if (!got)
-            return tc_fail(d, TC_ERR_FORMAT, "%s: ends early when read again", s->what);
+            return tc_fail(d, TC_ERR_FORMAT, "ends early when decompressed again");
         s->pos += got;
     }
     while (n) {
@@ -81,7 +80,7 @@ static int from_middle(scan_stream *s, uint64_t off, uint8_t *buf, size_t n, tc_
         if ((rc = seq_read(s, s->cur, buf, n, &got, d)))
             return rc;
         if (!got)
-            return tc_fail(d, TC_ERR_FORMAT, "%s: ends early when read again", s->what);
+            return tc_fail(d, TC_ERR_FORMAT, "ends early when decompressed again");
         buf += got;
         n -= got;
         s->pos += got;

@@ -263,6 +263,21 @@ def gen(out):
     save_bytes('archives/deep.zip', deep)
     T.expect(t('archives/deep.zip') + '!' + '!'.join(chain), 'unreadable', 'runs', 'pickle', marker='deep',
              chain=chain + ['payload.pkl'], file=t('archives/deep.zip'))
+    # members too big to keep whole once decompressed (over 16 MiB): read through once, their first
+    # and last MiBs kept, the local headers between read by decompressing again
+    g = torch.Generator().manual_seed(0)  # numbers that do not compress 1000 times, as zeros do
+    big = {'layer%d' % i: torch.randint(0, 256, (600000,), generator=g, dtype=torch.uint8).float() for i in range(8)}
+    big_good = torch_bytes(big)
+    big['x'] = Payload('bigtgz')
+    save_bytes('archives/big.tar.gz', tar_of([('big_good.pt', big_good), ('big_payload.pt', torch_bytes(big))],
+                                             'w:gz'))
+    T.expect(t('archives/big.tar.gz') + '!big_good.pt', 'safe', 'loads', 'torch', kind='torch-zip',
+             chain=['big_good.pt'], file=t('archives/big.tar.gz'))
+    T.expect(t('archives/big.tar.gz') + '!big_payload.pt', 'unsafe', 'runs', 'torch', kind='torch-zip',
+             marker='bigtgz', globals_=['posix.system'], chain=['big_payload.pt'], file=t('archives/big.tar.gz'))
+    save_bytes('archives/big.tar', tar_of([('big_good.pt', big_good)], 'w'))  # read in place
+    T.expect(t('archives/big.tar') + '!big_good.pt', 'safe', 'loads', 'torch', kind='torch-zip',
+             chain=['big_good.pt'], file=t('archives/big.tar'))
     save_bytes('archives/docs.tar', tar_of([('README.md', b'docs only\n')], 'w'))
     T.expect(t('archives/docs.tar'), 'skipped', 'none', kind='tar archive')
     T.expect(t('archives/docs.tar') + '!README.md', 'skipped', 'none', kind='not a model file')
