@@ -46,41 +46,56 @@ typedef struct npy_info {
     const char *why;       /* NPY_PLAIN: why it is no tensor */
 } npy_info;
 
-/* A dtype string as numpy writes dtype.str: [<>|=] then a type code and size. */
-static npy_kind leaf_kind(const char *s, size_t len, tc_dtype *dt, bool *big)
+/* One dtype code: a type character with its size or without ("f4", "f",
+ * "L", "?", "b1"), a type's name ("float32", "object"), bytes, text or raw
+ * bytes of a size ("S3", "U2", "V8"), a datetime ("M8[ns]"). l and L are
+ * read as 8 bytes, as numpy reads them on Linux. */
+static npy_kind code_kind(const char *s, tc_dtype *dt)
 {
     static const struct {
         const char *code;
         tc_dtype dt;
     } nums[] = {
-        {"b1", TC_DT_BOOL}, {"?", TC_DT_BOOL}, {"i1", TC_DT_I8}, {"i2", TC_DT_I16}, {"i4", TC_DT_I32},
-        {"i8", TC_DT_I64}, {"u1", TC_DT_U8}, {"u2", TC_DT_U16}, {"u4", TC_DT_U32}, {"u8", TC_DT_U64},
-        {"f2", TC_DT_F16}, {"f4", TC_DT_F32}, {"f8", TC_DT_F64}, {"c8", TC_DT_C64}, {"c16", TC_DT_C128},
+        {"b1", TC_DT_BOOL},  {"?", TC_DT_BOOL},   {"i1", TC_DT_I8},    {"i2", TC_DT_I16},   {"i4", TC_DT_I32},
+        {"i8", TC_DT_I64},   {"u1", TC_DT_U8},    {"u2", TC_DT_U16},   {"u4", TC_DT_U32},   {"u8", TC_DT_U64},
+        {"f2", TC_DT_F16},   {"f4", TC_DT_F32},   {"f8", TC_DT_F64},   {"c8", TC_DT_C64},   {"c16", TC_DT_C128},
+        {"b", TC_DT_I8},     {"B", TC_DT_U8},     {"h", TC_DT_I16},    {"H", TC_DT_U16},    {"i", TC_DT_I32},
+        {"I", TC_DT_U32},    {"l", TC_DT_I64},    {"L", TC_DT_U64},    {"q", TC_DT_I64},    {"Q", TC_DT_U64},
+        {"p", TC_DT_I64},    {"P", TC_DT_U64},    {"e", TC_DT_F16},    {"f", TC_DT_F32},    {"d", TC_DT_F64},
+        {"F", TC_DT_C64},    {"D", TC_DT_C128},   {"bool", TC_DT_BOOL}, {"bool_", TC_DT_BOOL}, {"int8", TC_DT_I8},
+        {"int16", TC_DT_I16}, {"int32", TC_DT_I32}, {"int64", TC_DT_I64}, {"uint8", TC_DT_U8}, {"uint16", TC_DT_U16},
+        {"uint32", TC_DT_U32}, {"uint64", TC_DT_U64}, {"float16", TC_DT_F16}, {"half", TC_DT_F16},
+        {"float32", TC_DT_F32}, {"single", TC_DT_F32}, {"float64", TC_DT_F64}, {"double", TC_DT_F64},
+        {"float", TC_DT_F64}, {"int", TC_DT_I64}, {"complex64", TC_DT_C64}, {"complex128", TC_DT_C128},
+        {"complex", TC_DT_C128},
+        /* numbers torch has no type for */
         {"f16", TC_DT_INVALID}, {"f12", TC_DT_INVALID}, {"c32", TC_DT_INVALID}, {"c24", TC_DT_INVALID},
+        {"g", TC_DT_INVALID}, {"G", TC_DT_INVALID}, {"longdouble", TC_DT_INVALID}, {"clongdouble", TC_DT_INVALID},
+        {"float128", TC_DT_INVALID}, {"complex256", TC_DT_INVALID},
     };
+    static const char *const plain[] = {"str", "str_", "unicode", "bytes", "bytes_", "void", "datetime64",
+                                        "timedelta64"};
+    static const char *const objects[] = {"O", "O8", "O4", "object", "object_"};
     *dt = TC_DT_INVALID;
-    *big = false;
-    if (strlen(s) != len)
-        return NPY_UNKNOWN;
-    if (*s == '<' || *s == '>' || *s == '|' || *s == '=') {
-        *big = *s == '>';
-        s++;
-    }
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         if (!strcmp(s, nums[i].code)) {
             *dt = nums[i].dt;
             return *dt ? NPY_TENSOR : NPY_PLAIN;
         }
-    if (!strcmp(s, "O") || !strcmp(s, "O8") || !strcmp(s, "O4"))
-        return NPY_OBJECT;
+    for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++)
+        if (!strcmp(s, objects[i]))
+            return NPY_OBJECT;
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (!strcmp(s, plain[i]))
+            return NPY_PLAIN;
     if (*s == 'S' || *s == 'a' || *s == 'U' || *s == 'V') { /* bytes, text, raw bytes of a size */
         const char *p = s + 1;
         while (*p >= '0' && *p <= '9')
             p++;
         return *p ? NPY_UNKNOWN : NPY_PLAIN;
     }
-    if ((*s == 'M' || *s == 'm') && s[1] == '8') { /* datetime64, timedelta64, with an optional [unit] */
-        const char *p = s + 2;
+    if ((*s == 'M' || *s == 'm') && (!s[1] || s[1] == '8' || s[1] == '[')) { /* datetime64, timedelta64 */
+        const char *p = s + 1 + (s[1] == '8');
         if (!*p)
             return NPY_PLAIN;
         if (*p++ != '[')
@@ -90,6 +105,80 @@ static npy_kind leaf_kind(const char *s, size_t len, tc_dtype *dt, bool *big)
         return p[0] == ']' && !p[1] ? NPY_PLAIN : NPY_UNKNOWN;
     }
     return NPY_UNKNOWN;
+}
+
+/* A dtype string, as numpy.dtype reads one: a byte order (<, >, |, =), a
+ * sub-array shape before the code ("(2,3)f4", "3f4": no tensor; "()",
+ * "(1,)", "1f4": one element, so none),
+ * and fields separated by commas ("i4,f8": a record, no tensor). Anything
+ * else is unknown, which the caller takes for a dtype that may hold objects. */
+static npy_kind leaf_kind(const char *s, size_t len, tc_dtype *dt, bool *big)
+{
+    *dt = TC_DT_INVALID;
+    *big = false;
+    if (strlen(s) != len || len > 200)
+        return NPY_UNKNOWN;
+    if (strchr(s, ',') && !strchr(s, '(')) { /* fields: the worst of them, and no tensor */
+        char part[201];
+        npy_kind k = NPY_PLAIN;
+        const char *p = s;
+        for (;;) {
+            const char *e = strchr(p, ',');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            while (n && *p == ' ')
+                p++, n--;
+            while (n && p[n - 1] == ' ')
+                n--;
+            if (!n && e && !e[1])
+                break; /* a trailing comma */
+            memcpy(part, p, n);
+            part[n] = 0;
+            tc_dtype d;
+            bool b;
+            npy_kind pk = n ? leaf_kind(part, n, &d, &b) : NPY_UNKNOWN;
+            k = k > (pk == NPY_TENSOR ? NPY_PLAIN : pk) ? k : (pk == NPY_TENSOR ? NPY_PLAIN : pk);
+            if (!e)
+                break;
+            p = e + 1;
+        }
+        return k;
+    }
+    bool sub = false;
+    for (int pass = 0; pass < 2; pass++) {
+        if (*s == '<' || *s == '>' || *s == '|' || *s == '=') {
+            *big = *s == '>';
+            s++;
+        }
+        if (pass)
+            break;
+        /* a sub-array's shape: numpy.load then reshapes the array to the header's shape, which
+         * works only when the sub-array holds one element: it is then no sub-array at all */
+        if (*s == '(') {
+            const char *p = s + 1;
+            while (*p && *p != ')') {
+                if (!strchr("0123456789, ", *p))
+                    return NPY_UNKNOWN;
+                if (*p >= '1' && *p <= '9' && (*p != '1' || (p[1] >= '0' && p[1] <= '9')))
+                    sub = true;
+                if (*p == '0' && (p == s + 1 || !(p[-1] >= '0' && p[-1] <= '9')))
+                    sub = true;
+                p++;
+            }
+            if (*p != ')')
+                return NPY_UNKNOWN;
+            s = p + 1;
+        } else if (*s >= '0' && *s <= '9') {
+            sub = !(s[0] == '1' && !(s[1] >= '0' && s[1] <= '9'));
+            while (*s >= '0' && *s <= '9')
+                s++;
+        }
+    }
+    npy_kind k = code_kind(s, dt);
+    if (k == NPY_TENSOR && sub) {
+        *dt = TC_DT_INVALID;
+        k = NPY_PLAIN;
+    }
+    return k;
 }
 
 static npy_kind worse(npy_kind a, npy_kind b) { return a > b ? a : b; }
