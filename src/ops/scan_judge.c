@@ -192,6 +192,15 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
     bool judged = false;
     tc_diag d2 = TC_DIAG_INIT;
     const char *k = probed(src, name);
+    size_t pl = strlen(j->path);
+    if (depth && rc == TC_ERR_IO && !strncmp(d.file, j->path, pl) && d.file[pl] == '/') {
+        /* its driver reads files by name (a shard index reads its JSON and shards so): inside an
+         * archive there are none, under the archive's own path. The bytes are judged as what no
+         * driver reads (a pickle torch.load would take from byte 0, say); the files it names are
+         * members judged on their own. */
+        rc = TC_ERR_FORMAT;
+        k = NULL;
+    }
     if (rc == TC_ERR_UNSAFE && k) /* a driver's format whose pickle names a global before it fails */
         return emit_refused(j, k, wrap, src->size, d.msg);
     if (rc == TC_ERR_UNSAFE) {
@@ -206,29 +215,28 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
             return rc;
         judged = true; /* and it may be an archive as well: its members are judged too */
     } else if (rc != TC_ERR_FORMAT) {
-        if (depth && rc == TC_ERR_IO && d.file[0] && strcmp(d.file, name)) {
-            /* a driver went for a file beside it (an index's shards, a distributed checkpoint's data):
-             * inside an archive there is none, and those files are members judged on their own */
-            tc_buf r = TC_BUF_INIT(1200);
-            tc_buf_printf(&r, "it names other files, which are judged as members of their own (%s)", d.msg);
-            rc = tc_buf_oom(&r) ? TC_ERR_NOMEM : emit(j, "index", wrap, TC_SCAN_SKIPPED, src->size, tc_buf_str(&r));
-            tc_buf_free(&r);
-            return rc;
-        }
         return emit(j, k ? k : "unreadable", wrap, TC_SCAN_UNREADABLE, src->size, d.msg);
     }
     int ar = scan_archive(j, src, name, wrap, depth, k != NULL);
     if (ar || judged)
         return ar < 0 ? ar : 0;
     if (!(rc = tc_open_pickle(&c, name, src, lim, &d2))) {
-        rc = from_ckpt(j, c, "pickle", wrap);
+        /* read from byte 0 as a pickle: what torch.load and pickle.load would run. For bytes a
+         * driver took for its format and could not read, that reading can only make them
+         * unsafe: the driver's failure is otherwise the verdict (a legacy file's first pickle
+         * parses whatever follows it) */
+        tc_ckpt_admit(c, j->o->safe_globals, j->o->nsafe);
+        if (!k || !tc_ckpt_is_safe(c)) {
+            rc = from_ckpt(j, c, "pickle", wrap);
+            tc_ckpt_close(c);
+            return rc;
+        }
         tc_ckpt_close(c);
+    } else if (rc == TC_ERR_NOMEM) {
         return rc;
-    }
-    if (rc == TC_ERR_NOMEM)
-        return rc;
-    if (rc != TC_ERR_FORMAT) /* a pickle too long to judge */
+    } else if (rc != TC_ERR_FORMAT && !k) { /* a pickle too long to judge */
         return emit(j, "pickle", wrap, TC_SCAN_UNREADABLE, src->size, d2.msg);
+    }
     if (k) /* a driver's format, malformed */
         return emit(j, k, wrap, TC_SCAN_UNREADABLE, src->size, d.msg);
     if (pickle_name(name))

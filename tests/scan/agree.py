@@ -13,9 +13,12 @@ gadgets.py, polyglots.py, made here). Each folder is scanned once
     globals outside the allowlist;
   - inspect refuses it as unsafe without reading it (exit 4): scan says
     unsafe, with inspect's message among its reasons;
-  - inspect cannot read it (exit 3): scan's item for the file itself is no
-    verdict of a driver (unreadable with inspect's message, or read as what
-    no driver reads: an archive's members, a raw pickle, not a model file).
+  - a driver of inspect's took it for its format and failed (exit 3): scan
+    says unreadable with inspect's message, or unsafe when its bytes read
+    from byte 0 are a pickle that imports something;
+  - no driver takes it (exit 3, "not a checkpoint"): scan's item for it is
+    no verdict of a driver (it is read as what no driver reads: an archive's
+    members, a raw pickle, or not a model file).
 """
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -69,6 +72,12 @@ def judge(tc, path, items, fails):
         fails.append('%s: scan gave %d items for the file itself' % (path, len(mine)))
         return None
     s = mine[0]
+    if s['kind'] == 'link target':  # judged under the name of a symlink that points to it
+        linked = [o for o in items.get(s['reason'].split('the same file as ', 1)[-1], []) if not o['member']]
+        if len(linked) != 1:
+            fails.append('%s: judged as %s, which scan does not report' % (path, s['reason']))
+            return None
+        s = linked[0]
     msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''
     msg = msg.split(': ', 2)[2] if msg.count(': ') >= 2 else msg
     try:
@@ -94,10 +103,15 @@ def judge(tc, path, items, fails):
                                                                                      s['reason']))
         return 'refused unsafe'
     if r.returncode == 3:
-        if s['verdict'] == 'unreadable' and s['reason'] != msg and s['kind'] not in ('pickle',) and \
-                not s['kind'].endswith('archive'):
-            fails.append('%s: inspect says %r, scan %r' % (path, msg, s['reason']))
-        if s['verdict'] in ('safe', 'unsafe') and s['kind'] not in ('pickle',) and ':' not in s['kind']:
+        if not msg.startswith('not a checkpoint'):
+            # a driver took it for its format and failed: scan says the same, or finds it unsafe
+            # when read as a pickle from byte 0 (a verdict inspect leaves to its failure)
+            if s['verdict'] == 'unreadable' and s['reason'] != msg:
+                fails.append('%s: inspect says %r, scan %r' % (path, msg, s['reason']))
+            if s['verdict'] not in ('unreadable', 'unsafe') or (s['verdict'] == 'unsafe' and s['kind'] != 'pickle'):
+                fails.append('%s: inspect cannot read it (%s), scan says %s (%s: %s)' % (
+                    path, msg, s['verdict'], s['kind'], s['reason']))
+        elif s['verdict'] in ('safe', 'unsafe') and s['kind'] not in ('pickle',) and ':' not in s['kind']:
             fails.append('%s: inspect cannot read it (%s), scan judges it %s as %s' % (path, msg, s['verdict'],
                                                                                     s['kind']))
         return 'unreadable'
