@@ -14,7 +14,8 @@
  * Files are judged on a pool of threads; results come back on the caller's
  * thread, in the order of the walk, through a callback. Memory is bounded
  * by the number of threads and links, not by the size of the tree: a window
- * of results in flight, and the links whose targets must be judged once.
+ * of results in flight, the links whose targets must be judged once, and
+ * the sorted names of the folders on the path being walked.
  * No tensor data is read: members of uncompressed archives are read in
  * place, members of compressed ones are decompressed as they are read (held
  * in memory up to a few MiB, past that only their first and last MiBs, the
