@@ -129,8 +129,8 @@ static npy_kind leaf_kind(const char *s, size_t len, tc_dtype *dt, bool *big)
                 p++, n--;
             while (n && p[n - 1] == ' ')
                 n--;
-            if (!n && e && !e[1])
-                break; /* a trailing comma */
+            if (!n && !e)
+                break; /* a trailing comma ("i4, f8,", "i4,f8, "): numpy reads the fields before it */
             memcpy(part, p, n);
             part[n] = 0;
             tc_dtype d;

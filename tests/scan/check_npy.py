@@ -12,6 +12,9 @@
    (fixed seed): whenever numpy.load(allow_pickle=False) returns an array of
    a dtype torch has, tensorctl reads the same shape; when numpy refuses
    the header, tensorctl does not read an array of numbers from it.
+3. dtype strings numpy.dtype reads (type characters and names, sub-arrays,
+   fields separated by commas): the same tensor, or safe and no tensor, or
+   unsafe where the dtype holds objects.
 """
 import hashlib, json, os, random, shutil, struct, subprocess, sys, warnings
 
@@ -175,6 +178,58 @@ def check_headers(np, tc, out, fails):
     return n, agree
 
 
+# dtype strings numpy.dtype reads beyond the dtype.str numpy.save writes: type characters and
+# names, sub-arrays, fields separated by commas (with a trailing comma and spaces), objects.
+DESCRS = ['<f', 'f', 'd', 'e', 'h', 'H', 'i', 'I', 'l', 'L', 'q', 'Q', '?', 'b', 'B', 'F', 'D', 'g', 'int', 'float',
+          'float32', 'single', 'half', 'double', 'complex', 'int16', 'uint64', 'bool', 'longdouble', 'S3', 'U2',
+          'V8', 'M8', 'M8[ns]', 'm8[s]', 'datetime64', 'str', 'bytes', 'void', '(1,)<f4', '()<f4', '1f4', '(2,3)<f4',
+          '3f4', '(2,)i2', 'i4,f8', 'i4, f8,', 'i4 ,f8 , ', 'f4,i4,u1', 'i4,O', 'O,f4', '(2,)O', 'O', 'O8', 'object',
+          'object_', '|O', 'i4,,f8', ',i4', 'i4,xyz']
+
+
+def check_descrs(np, tc, out, fails):
+    """Each DESCRS string as a header's descr: an array numpy reads as numbers of a
+    torch dtype is a tensor of the same shape; one numpy reads otherwise is safe and
+    no tensor; one whose dtype holds objects is unsafe."""
+    from numpy.lib import format as npf
+    d = os.path.join(out, 'descrs')
+    os.makedirs(d, exist_ok=True)
+    cases = []
+    for i, descr in enumerate(DESCRS):
+        p = os.path.join(d, 'd%03d.npy' % i)
+        with open(p, 'wb') as f:
+            f.write(npy_bytes("{'descr': %r, 'fortran_order': False, 'shape': (2,), }" % descr, bytes(range(256))))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # '1f4': numpy says it will read it as '(1,)f4' one day
+                objects = npf.descr_to_dtype(descr).hasobject
+        except Exception:  # noqa: BLE001  (numpy refuses the dtype: no array to judge)
+            continue
+        want = 'unsafe' if objects else None
+        if not objects:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    a = np.load(p, allow_pickle=False)
+                want = (list(a.shape), a.dtype.name) if a.dtype.name in TORCH_NAME else 'safe'
+            except Exception:  # noqa: BLE001  (too little data for the dtype: never a tensor)
+                want = 'no tensor'
+        cases.append((p, descr, want))
+    for p, descr, want in cases:
+        rc, info, err = inspect(tc, p)
+        t = info['tensors'][0] if info and info.get('tensors') else None
+        if want == 'unsafe':
+            ok = rc == 4 and info and info['hazards']
+        elif want in ('safe', 'no tensor'):
+            ok = (rc == 0 or want == 'no tensor') and not t
+        else:
+            ok = rc == 0 and t and t['shape'] == want[0] and t['dtype'] == TORCH_NAME[want[1]]
+        if not ok:
+            fails.append('descr %r: numpy %s, tensorctl exit %d %s %s' % (descr, want, rc, t and (t['shape'], t['dtype']),
+                                                                         err))
+    return len(cases)
+
+
 def main():
     try:
         import numpy as np
@@ -188,8 +243,10 @@ def main():
     fails = []
     n = check_values(np, tc, out, fails)
     h, agree = check_headers(np, tc, out, fails)
+    nd = check_descrs(np, tc, out, fails)
     shutil.rmtree(out, ignore_errors=True)
-    print('numpy %s: %d arrays read as numpy reads them; %d headers, %d judged alike' % (np.__version__, n, h, agree))
+    print('numpy %s: %d arrays read as numpy reads them; %d headers, %d judged alike; %d dtype strings' %
+          (np.__version__, n, h, agree, nd))
     for f in fails[:40]:
         print('FAIL ' + f)
     return 1 if fails else 0
