@@ -61,43 +61,46 @@ def npy_seeds():
         'set-not-dict': npy("{'descr', 'shape'}", f4),
         'nested-deep': npy('{' * 70, b''),
         'truncated-data': npy("{'descr': '<f4', 'fortran_order': False, 'shape': (100,), }", f4),
+        # dtype strings numpy.dtype reads beyond dtype.str: type characters, type names,
+        # sub-arrays (of one element: no sub-array), fields separated by commas
+        'type-char': npy("{'descr': '<f', 'fortran_order': False, 'shape': (6,), }", f4),
+        'type-name': npy("{'descr': 'float32', 'fortran_order': False, 'shape': (6,), }", f4),
+        'object-name': npy("{'descr': 'object_', 'fortran_order': False, 'shape': (1,), }", PAYLOAD),
+        'subarray-one': npy("{'descr': '(1,)<f4', 'fortran_order': False, 'shape': (6,), }", f4),
+        'subarray-many': npy("{'descr': '(2,3)<f4', 'fortran_order': False, 'shape': (1,), }", f4),
+        'subarray-count': npy("{'descr': '3f4', 'fortran_order': False, 'shape': (2,), }", f4),
+        'comma-fields': npy("{'descr': 'i4, f8,', 'fortran_order': False, 'shape': (1,), }", b'\0' * 12),
+        'comma-object': npy("{'descr': 'i4,O', 'fortran_order': False, 'shape': (1,), }", PAYLOAD),
+        'timedelta-bare': npy("{'descr': 'm[s]', 'fortran_order': False, 'shape': (1,), }", b'\0' * 8),
     }
     for k, v in seeds.items():
         put('fuzz_npy', 'npy-' + k, b'\0' + v)
-    b = io.BytesIO()
-    with zipfile.ZipFile(b, 'w') as z:
-        z.writestr('w.npy', seeds['f4-c'])
-        z.writestr('o.npy', seeds['objects-payload'])
-    put('fuzz_npy', 'npz-stored', b'\1' + b.getvalue())
-    b = io.BytesIO()
-    with zipfile.ZipFile(b, 'w', zipfile.ZIP_DEFLATED) as z:
-        z.writestr('w.npy', seeds['f4-fortran'])
-        z.writestr('s.npy', seeds['structured'])
-        z.writestr('raw.npy', b'not an array')
-    put('fuzz_npy', 'npz-deflated', b'\1' + b.getvalue())
-    b = io.BytesIO()
-    with zipfile.ZipFile(b, 'w') as z:
-        z.writestr('w.npy', seeds['f4-c'])
-        z.writestr('notes.txt', b'another member: not an npz')
-    put('fuzz_npy', 'npz-other-member', b'\2' + b.getvalue())
+    put('fuzz_npy', 'npz-stored', b'\1' + zip_of([('w.npy', seeds['f4-c']), ('o.npy', seeds['objects-payload'])]))
+    put('fuzz_npy', 'npz-deflated', b'\1' + zip_of([('w.npy', seeds['f4-fortran']), ('s.npy', seeds['structured']),
+                                                     ('raw.npy', b'not an array')], zipfile.ZIP_DEFLATED))
+    put('fuzz_npy', 'npz-other-member', b'\2' + zip_of([('w.npy', seeds['f4-c']),
+                                                         ('notes.txt', b'another member: not an npz')]))
     return seeds
 
 
+# Every stamp is fixed (gzip's mtime, zip's and 7z's member times) so that running
+# the script again rewrites the corpus byte for byte.
 def tar_of(members, mode='w'):
     b = io.BytesIO()
-    with tarfile.open(fileobj=b, mode=mode) as t:
+    with tarfile.open(fileobj=b, mode='w') as t:
         for name, data in members:
             ti = tarfile.TarInfo(name)
             ti.size = len(data)
             t.addfile(ti, io.BytesIO(data))
-    return b.getvalue()
+    raw = b.getvalue()
+    return {'w': raw, 'w:gz': gzip.compress(raw, mtime=0), 'w:bz2': bz2.compress(raw), 'w:xz': lzma.compress(raw)}[mode]
 
 
 def zip_of(members, method=zipfile.ZIP_STORED):
     b = io.BytesIO()
     with zipfile.ZipFile(b, 'w', method) as z:
         for name, data in members:
-            z.writestr(name, data)
+            z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, compress_type=method)
     return b.getvalue()
 
 
@@ -116,7 +119,7 @@ def scan_seeds(np_seeds):
     for i in range(5):
         deep = zip_of([('z%d' % i, deep)])
     put('fuzz_scan', 'zip-deep', deep)
-    put('fuzz_scan', 'gzip-pickle', gzip.compress(PAYLOAD))
+    put('fuzz_scan', 'gzip-pickle', gzip.compress(PAYLOAD, mtime=0))
     put('fuzz_scan', 'bzip2-pickle', bz2.compress(PAYLOAD))
     put('fuzz_scan', 'xz-pickle', lzma.compress(PAYLOAD))
     put('fuzz_scan', 'zlib-pickle', zlib.compress(PAYLOAD))
@@ -124,11 +127,12 @@ def scan_seeds(np_seeds):
     put('fuzz_scan', 'pickles-back-to-back', b'\x80\x02K\x01.' + PAYLOAD)
     put('fuzz_scan', 'npy-objects', np_seeds['objects-payload'])
     put('fuzz_scan', 'text-protocol0', b"cposix\nsystem\n(S'true'\ntR.")
-    put('fuzz_scan', 'gzip-corrupt', gzip.compress(PAYLOAD * 20)[:40] + b'\xff' * 30)
+    put('fuzz_scan', 'gzip-corrupt', gzip.compress(PAYLOAD * 20, mtime=0)[:40] + b'\xff' * 30)
     if shutil.which('7z'):
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, 'p.pkl'), 'wb') as f:
                 f.write(PAYLOAD)
+            os.utime(os.path.join(tmp, 'p.pkl'), (0, 0))
             subprocess.run(['7z', 'a', '-bd', '-bso0', '-bsp0', 'x.7z', 'p.pkl'], cwd=tmp, check=True)
             with open(os.path.join(tmp, 'x.7z'), 'rb') as f:
                 put('fuzz_scan', '7z', f.read())
