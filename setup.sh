@@ -7,8 +7,8 @@ set -eu
 cd "$(dirname "$0")"
 what=${1:-demo}
 
-packages="build-essential meson ninja-build pkg-config libcjson-dev zlib1g-dev libssl-dev libcriterion-dev"
-test_packages="python3 python3-torch python3-numpy clang libclang-rt-dev valgrind xfsprogs btrfs-progs unzip"
+packages="build-essential meson ninja-build pkg-config libcjson-dev zlib1g-dev libssl-dev libarchive-dev libcriterion-dev"
+test_packages="python3 python3-torch python3-numpy python3-joblib python3-dill p7zip-full clang libclang-rt-dev valgrind xfsprogs btrfs-progs unzip"
 
 install() {
     [ "${TENSORCTL_NO_INSTALL:-0}" = 1 ] && return 0

@@ -147,6 +147,12 @@ extern const tc_format *const tc_formats[];
 /* Open path with the first driver whose probe accepts it. On failure *out
  * is NULL and d (its subject: path) says why. */
 int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d);
+/* The same for bytes that are not a file of their own (a member of an
+ * archive): src (kept alive by the caller until the checkpoint is closed),
+ * named name in messages and to the probes. A driver that reads other files
+ * beside the one it opens (a shard index, a distributed checkpoint) looks for
+ * them beside name, so name should be a path no file can lie under. */
+int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d);
 /* The driver named name ("torch-zip", "safetensors"), or NULL. */
 const tc_format *tc_format_named(const char *name);
 

@@ -10,10 +10,12 @@
 #include <sys/stat.h>
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
-    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_zero;
+    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_zero,
+    tc_format_npy, tc_format_npz;
 
 const tc_format *const tc_formats[] = {
     &tc_format_zero, /* a DeepSpeed rank file by its name; declined (to torch-zip) outside a ZeRO folder */
+    &tc_format_npz,  /* a zip of .npy members only (it declines any other zip) */
     &tc_format_torch_zip,
     &tc_format_torchscript, /* a zip the torch zip driver declines: one with constants.pkl */
     &tc_format_torch_legacy,
@@ -21,6 +23,7 @@ const tc_format *const tc_formats[] = {
     &tc_format_safetensors_index,
     &tc_format_torch_index,
     &tc_format_dcp,
+    &tc_format_npy,
     NULL,
 };
 
@@ -57,14 +60,16 @@ static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc
     return rc;
 }
 
-int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
+/* A new checkpoint reading path, or from (a source the caller keeps) named path. */
+static int new_ckpt(tc_ckpt **c, const char *path, const tc_src *from, const tc_limits *lim, tc_diag *d)
 {
-    *out = NULL;
-    struct stat dst;
-    if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode))
-        return open_folder(out, path, lim, d);
+    return from ? tc_ckpt_new_src(c, path, from, lim, d) : tc_ckpt_new(c, path, lim, d);
+}
+
+static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const tc_limits *lim, tc_diag *d)
+{
     tc_ckpt *c;
-    int rc = tc_ckpt_new(&c, path, lim, d);
+    int rc = new_ckpt(&c, path, from, lim, d);
     if (rc)
         return rc;
     const tc_src *src = tc_ckpt_src(c);
@@ -105,7 +110,7 @@ again:
     if ((rc = fmt->open(c, d)) == TC_FORMAT_DECLINE) {
         /* another driver's file after all: start over with the next one that probes it */
         tc_ckpt_close(c);
-        if ((rc = tc_ckpt_new(&c, path, lim, d)))
+        if ((rc = new_ckpt(&c, path, from, lim, d)))
             return rc;
         src = tc_ckpt_src(c);
         fmt = NULL;
@@ -122,6 +127,21 @@ fail:
     tc_diag_subject(d, path);
     tc_ckpt_close(c);
     return rc;
+}
+
+int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
+{
+    *out = NULL;
+    struct stat dst;
+    if (stat(path, &dst) == 0 && S_ISDIR(dst.st_mode))
+        return open_folder(out, path, lim, d);
+    return open_any(out, path, NULL, lim, d);
+}
+
+int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d)
+{
+    *out = NULL;
+    return open_any(out, name, src, lim, d);
 }
 
 int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)

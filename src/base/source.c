@@ -27,6 +27,8 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
     out->what = path;
     out->base = 0;
     out->window = false;
+    out->read = NULL;
+    out->ctx = NULL;
     return 0;
 }
 
@@ -38,6 +40,17 @@ void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)
     out->what = what;
     out->base = 0;
     out->window = false;
+    out->read = NULL;
+    out->ctx = NULL;
+}
+
+void tc_src_init_fn(tc_src *out, uint64_t size, int (*read)(void *ctx, uint64_t off, void *buf, size_t n, tc_diag *d),
+                    void *ctx, const char *what)
+{
+    tc_src_init_mem(out, NULL, 0, what);
+    out->size = size;
+    out->read = read;
+    out->ctx = ctx;
 }
 
 int tc_src_window(tc_src *out, const tc_src *parent, uint64_t off, uint64_t size, tc_diag *d)
@@ -50,7 +63,7 @@ int tc_src_window(tc_src *out, const tc_src *parent, uint64_t off, uint64_t size
     *out = *parent;
     out->size = size;
     out->window = true;
-    if (parent->mem)
+    if (parent->mem && !parent->read)
         out->mem = parent->mem + off;
     else
         out->base = parent->base + off;
@@ -65,6 +78,8 @@ int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *
                        (unsigned long long)(s->base + off + n), s->window ? "item" : "file",
                        (unsigned long long)(s->base + s->size));
     off += s->base;
+    if (s->read)
+        return s->read(s->ctx, off, buf, n, d);
     if (s->mem) {
         memcpy(buf, s->mem + off, n);
         return 0;

@@ -1,4 +1,5 @@
-/* Byte sources: a file read with pread, or a memory buffer (tests, fuzzers).
+/* Byte sources: a file read with pread, a memory buffer (tests, fuzzers), or
+ * a function (a member of a compressed archive, decompressed as it is read).
  *
  * A tc_src owns its file descriptor, except a window (tc_src_window), which
  * reads a range of another source through that source's descriptor; offsets
@@ -21,10 +22,19 @@ typedef struct tc_src {
     const char *what;    /* name used in messages; not owned */
     uint64_t base;       /* a window: where its byte 0 lies in the file */
     bool window;         /* borrows the descriptor of the source it was made from */
+    /* function sources only: read n bytes at off (off counts from the
+     * function's byte 0, windows included); not safe to call from two
+     * threads at once unless the function is */
+    int (*read)(void *ctx, uint64_t off, void *buf, size_t n, tc_diag *d);
+    void *ctx;
 } tc_src;
 
 int tc_src_open_file(tc_src *out, const char *path, tc_diag *d);
 void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what);
+/* A source of size bytes that read(ctx, ...) returns; ctx is the caller's and
+ * must outlive the source and its windows. */
+void tc_src_init_fn(tc_src *out, uint64_t size, int (*read)(void *ctx, uint64_t off, void *buf, size_t n, tc_diag *d),
+                    void *ctx, const char *what);
 /* The range [off, off + size) of parent as a source of its own (parent must
  * outlive it); the range must lie inside parent. */
 int tc_src_window(tc_src *out, const tc_src *parent, uint64_t off, uint64_t size, tc_diag *d);

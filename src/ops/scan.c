@@ -1,0 +1,409 @@
+/* scan: the walk, the threads and the order of the results (scan.h).
+ *
+ * The caller's thread walks the roots and hands each regular file to the
+ * workers as a numbered slot of a ring; the workers judge files in any order
+ * (scan_judge.c); the caller's thread hands the results on in slot order as
+ * they complete, and waits for the oldest when the ring is full. So the
+ * output does not depend on the number of threads, and what is held at any
+ * time is one ring of results.
+ *
+ * Links: a first walk of the roots notes every file a symlink points to;
+ * the second judges such a file under the first link's name, and when the
+ * walk meets the file itself first (a Hugging Face cache lists blobs/ before
+ * snapshots/), it defers it to the end, where it is judged only if no link
+ * reached it. Files with several names (hard links, several symlinks) are
+ * judged once; every folder is walked once, whichever way it is reached. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "map.h"
+#include "scan_int.h"
+
+typedef struct slot {
+    bool task;             /* a file for a worker; else an item the walk made */
+    bool done;
+    char *path, *target;
+    uint64_t size;
+    scan_items items;
+    uint64_t archives, skipped;
+} slot;
+
+typedef struct scan {
+    const tc_scan_opts *o;
+    tc_scan_totals *t;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    slot *ring;
+    uint64_t *queue;       /* slot numbers waiting for a worker, a ring of nring */
+    size_t nring;
+    uint64_t produced, emitted, qhead, qtail;
+    bool closing;
+    int fatal;
+    bool collect;          /* the first walk: only links are noted */
+    tc_map dirs;           /* (dev, ino) of folders walked in this walk */
+    tc_map pointed;        /* (dev, ino) of files a symlink points to -> 0 */
+    tc_map named;          /* (dev, ino) of files judged that have other names -> index into names */
+    TC_VEC(char *) names;
+    TC_VEC(char *) deferred;
+} scan;
+
+static void *worker(void *arg)
+{
+    scan *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->qhead == s->qtail && !s->closing)
+            pthread_cond_wait(&s->work, &s->mu);
+        if (s->qhead == s->qtail)
+            break;
+        slot *sl = &s->ring[s->queue[s->qhead++ % s->nring] % s->nring];
+        pthread_mutex_unlock(&s->mu);
+        int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &sl->archives, &sl->skipped);
+        pthread_mutex_lock(&s->mu);
+        if (rc && !s->fatal)
+            s->fatal = rc;
+        sl->done = true;
+        pthread_cond_broadcast(&s->done);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Hand on the oldest slot's results (it is done) and free it. */
+static void deliver(scan *s, slot *sl)
+{
+    tc_scan_totals *t = s->t;
+    if (sl->task) {
+        t->files++;
+        t->bytes += sl->size;
+    }
+    t->archives += sl->archives;
+    t->skipped += sl->skipped;
+    for (size_t i = 0; i < sl->items.n; i++) {
+        const scan_item *x = &sl->items.v[i];
+        uint64_t *count[] = {&t->safe, &t->unsafe, &t->unreadable, &t->skipped};
+        (*count[x->verdict])++;
+        t->members += x->member.n && x->verdict != TC_SCAN_SKIPPED;
+        if (x->verdict == TC_SCAN_SKIPPED && !s->o->report_skipped)
+            continue;
+        tc_scan_item it = {sl->path, (const char *const *)x->member.v, x->member.n, sl->target, x->kind, x->verdict,
+                           x->size, x->reason, x->globals.v, x->globals.n, (const char *const *)x->hazards.v,
+                           x->hazards.n};
+        if (s->o->on_item)
+            s->o->on_item(s->o->ctx, &it);
+    }
+    scan_items_free(&sl->items);
+    free(sl->path);
+    free(sl->target);
+    memset(sl, 0, sizeof *sl);
+}
+
+/* Deliver the slots that are done, in order; with `wait`, at least the oldest. */
+static void drain(scan *s, bool wait)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->emitted < s->produced) {
+        slot *sl = &s->ring[s->emitted % s->nring];
+        if (!sl->done) {
+            if (!wait)
+                break;
+            pthread_cond_wait(&s->done, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        deliver(s, sl);
+        pthread_mutex_lock(&s->mu);
+        s->emitted++;
+        wait = false;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The next slot, once the ring has room (its results so far handed on). */
+static slot *next_slot(scan *s)
+{
+    while (s->produced - s->emitted >= s->nring)
+        drain(s, true);
+    return &s->ring[s->produced % s->nring];
+}
+
+/* A file for the workers (path and target are taken over). */
+static int submit(scan *s, char *path, char *target, uint64_t size)
+{
+    slot *sl = next_slot(s);
+    sl->task = true;
+    sl->path = path;
+    sl->target = target;
+    sl->size = size;
+    pthread_mutex_lock(&s->mu);
+    s->queue[s->qtail++ % s->nring] = s->produced++;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    drain(s, false);
+    return 0;
+}
+
+/* An item the walk makes itself (a file it cannot reach, a duplicate). */
+static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdict v, const char *why, uint64_t size)
+{
+    if (v == TC_SCAN_SKIPPED && !s->o->report_skipped) {
+        s->t->skipped++;
+        return 0;
+    }
+    slot *sl = next_slot(s);
+    scan_job j = {s->o, path, &sl->items, {0}, 0, 0, 0, {0}};
+    if (!(sl->path = strdup(path)) || !scan_emit(&j, kind, NULL, v, size, why)) {
+        free(sl->path);
+        sl->path = NULL;
+        return TC_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&s->mu);
+    sl->done = true;
+    s->produced++;
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+static int walk(scan *s, const char *path);
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int walk_dir(scan *s, const char *path, const struct stat *st)
+{
+    int p = tc_map_put2(&s->dirs, (uint64_t)st->st_dev, (uint64_t)st->st_ino, 0, NULL);
+    if (p <= 0)
+        return p < 0 ? TC_ERR_NOMEM : 0; /* walked already: a link to a folder of the tree, or a loop */
+    DIR *dir = opendir(path);
+    if (!dir) {
+        if (s->collect)
+            return 0;
+        tc_buf r = TC_BUF_INIT(300);
+        tc_buf_printf(&r, "cannot read the folder: %s", strerror(errno));
+        int rc = walk_item(s, path, "folder", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        tc_buf_free(&r);
+        return rc;
+    }
+    TC_VEC(char *) names = {0};
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(dir))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char *n = strdup(e->d_name);
+        if (!n || tc_vec_push(&names, n)) {
+            free(n);
+            rc = TC_ERR_NOMEM;
+        }
+    }
+    closedir(dir);
+    if (!rc)
+        qsort(names.v, names.n, sizeof *names.v, cmp_name);
+    size_t l = strlen(path);
+    bool slash = l && path[l - 1] == '/';
+    for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
+        tc_buf child = TC_BUF_INIT(0);
+        tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i]);
+        rc = tc_buf_oom(&child) ? TC_ERR_NOMEM : walk(s, tc_buf_str(&child));
+        tc_buf_free(&child);
+    }
+    for (size_t i = 0; i < names.n; i++)
+        free(names.v[i]);
+    tc_vec_free(&names);
+    return rc;
+}
+
+/* A regular file the walk reached at path (through a symlink when link;
+ * late: deferred to the end, when no link reached it). */
+static int walk_file(scan *s, const char *path, const struct stat *st, bool link, bool late)
+{
+    uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+    if (s->collect) {
+        if (link && tc_map_put2(&s->pointed, dev, ino, 0, NULL) < 0)
+            return TC_ERR_NOMEM;
+        return 0;
+    }
+    bool pointed = tc_map_find2(&s->pointed, dev, ino) != NULL;
+    if (link || pointed || st->st_nlink > 1) {
+        uint64_t *first = tc_map_find2(&s->named, dev, ino);
+        if (first) {
+            tc_buf r = TC_BUF_INIT(2000);
+            tc_buf_puts(&r, "the same file as ");
+            tc_buf_esc(&r, s->names.v[*first], strlen(s->names.v[*first]));
+            int rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st->st_size);
+            tc_buf_free(&r);
+            return rc;
+        }
+        char *p = strdup(path);
+        bool defer = !link && pointed && !late; /* a symlink names it: judged under that name, or at the end */
+        if (!p || (defer ? tc_vec_push(&s->deferred, p) : tc_vec_push(&s->names, p))) {
+            free(p);
+            return TC_ERR_NOMEM;
+        }
+        if (defer)
+            return 0;
+        if (tc_map_put2(&s->named, dev, ino, s->names.n - 1, NULL) < 0)
+            return TC_ERR_NOMEM;
+    }
+    char *path2 = strdup(path), *target = link ? realpath(path, NULL) : NULL;
+    if (!path2) {
+        free(target);
+        return TC_ERR_NOMEM;
+    }
+    return submit(s, path2, target, (uint64_t)st->st_size);
+}
+
+static int walk(scan *s, const char *path)
+{
+    struct stat lst, st;
+    if (lstat(path, &lst) < 0) {
+        if (s->collect)
+            return 0;
+        tc_buf r = TC_BUF_INIT(300);
+        tc_buf_printf(&r, "cannot open: %s", strerror(errno));
+        int rc = walk_item(s, path, "unreadable", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        tc_buf_free(&r);
+        return rc;
+    }
+    bool link = S_ISLNK(lst.st_mode);
+    st = lst;
+    if (link && stat(path, &st) < 0) {
+        if (s->collect)
+            return 0;
+        int e = errno;
+        char to[PATH_MAX];
+        ssize_t n = readlink(path, to, sizeof to - 1);
+        to[n < 0 ? 0 : n] = 0;
+        tc_buf r = TC_BUF_INIT(PATH_MAX + 200);
+        tc_buf_puts(&r, "a symlink to ");
+        tc_buf_esc(&r, to, strlen(to));
+        tc_buf_printf(&r, ", which cannot be reached: %s", strerror(e));
+        int rc = walk_item(s, path, "symlink", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        tc_buf_free(&r);
+        return rc;
+    }
+    if (S_ISDIR(st.st_mode))
+        return walk_dir(s, path, &st);
+    if (S_ISREG(st.st_mode))
+        return walk_file(s, path, &st, link, false);
+    if (s->collect)
+        return 0;
+    const char *what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+    tc_buf r = TC_BUF_INIT(100);
+    tc_buf_printf(&r, "not a regular file (%s): never opened", what);
+    int rc = walk_item(s, path, "special file", TC_SCAN_SKIPPED, tc_buf_str(&r), 0);
+    tc_buf_free(&r);
+    return rc;
+}
+
+/* The files deferred for a link that never came: judged under their own names. */
+static int walk_deferred(scan *s)
+{
+    int rc = 0;
+    for (size_t i = 0; i < s->deferred.n && !rc && !s->fatal; i++) {
+        struct stat st;
+        const char *p = s->deferred.v[i];
+        if (stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+            rc = walk(s, p);
+            continue;
+        }
+        uint64_t *first = tc_map_find2(&s->named, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+        if (first) { /* judged through a link: with --all it says so */
+            tc_buf r = TC_BUF_INIT(2000);
+            tc_buf_puts(&r, "the same file as ");
+            tc_buf_esc(&r, s->names.v[*first], strlen(s->names.v[*first]));
+            rc = walk_item(s, p, "link target", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st.st_size);
+            tc_buf_free(&r);
+            continue;
+        }
+        rc = walk_file(s, p, &st, false, true); /* no link reached it after all */
+    }
+    return rc;
+}
+
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 1024 ? 1024 : (unsigned)n;
+}
+
+int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, tc_scan_totals *t, tc_diag *d)
+{
+    memset(t, 0, sizeof *t);
+    scan s = {0};
+    s.o = o;
+    s.t = t;
+    unsigned nth = o->jobs ? o->jobs : online_cpus();
+    s.nring = nth * 8 < 64 ? 64 : (size_t)nth * 8;
+    s.ring = calloc(s.nring, sizeof *s.ring);
+    s.queue = calloc(s.nring, sizeof *s.queue);
+    pthread_t *th = calloc(nth, sizeof *th);
+    if (!s.ring || !s.queue || !th) {
+        free(s.ring);
+        free(s.queue);
+        free(th);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.work, NULL);
+    pthread_cond_init(&s.done, NULL);
+    unsigned started = 0;
+    int rc = 0;
+    for (; started < nth; started++)
+        if (pthread_create(&th[started], NULL, worker, &s))
+            break;
+    if (!started)
+        rc = tc_fail(d, TC_ERR_NOMEM, "cannot start a thread to judge files on");
+    /* the first walk notes what links point to */
+    s.collect = true;
+    for (size_t i = 0; !rc && i < nroots; i++)
+        rc = walk(&s, roots[i]);
+    tc_map_free(&s.dirs);
+    s.collect = false;
+    for (size_t i = 0; !rc && i < nroots && !s.fatal; i++)
+        rc = walk(&s, roots[i]);
+    if (!rc)
+        rc = walk_deferred(&s);
+    /* let the workers finish what is queued, then hand on the rest */
+    while (s.emitted < s.produced)
+        drain(&s, true);
+    pthread_mutex_lock(&s.mu);
+    s.closing = true;
+    pthread_cond_broadcast(&s.work);
+    pthread_mutex_unlock(&s.mu);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (!rc && s.fatal)
+        rc = s.fatal;
+    if (rc == TC_ERR_NOMEM && !d->code)
+        tc_fail(d, rc, "out of memory");
+    for (size_t i = 0; i < s.nring; i++)
+        if (s.ring[i].path || s.ring[i].items.n) {
+            scan_items_free(&s.ring[i].items);
+            free(s.ring[i].path);
+            free(s.ring[i].target);
+        }
+    for (size_t i = 0; i < s.names.n; i++)
+        free(s.names.v[i]);
+    tc_vec_free(&s.names);
+    for (size_t i = 0; i < s.deferred.n; i++)
+        free(s.deferred.v[i]);
+    tc_vec_free(&s.deferred);
+    tc_map_free(&s.dirs);
+    tc_map_free(&s.pointed);
+    tc_map_free(&s.named);
+    pthread_cond_destroy(&s.work);
+    pthread_cond_destroy(&s.done);
+    pthread_mutex_destroy(&s.mu);
+    free(s.ring);
+    free(s.queue);
+    free(th);
+    return rc;
+}

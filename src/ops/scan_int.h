@@ -1,0 +1,88 @@
+/* The parts of scan (scan.h): one file judged (scan_judge.c), the archives
+ * and compressed streams it reads members from (scan_archive.c), and the
+ * sources those members are read through (scan_src.c). */
+#ifndef TC_SCAN_INT_H
+#define TC_SCAN_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "scan.h"
+#include "source.h"
+#include "vec.h"
+
+/* A result as a worker makes it: every string its own. */
+typedef struct scan_item {
+    char *kind, *reason;
+    TC_VEC(char *) member;
+    tc_scan_verdict verdict;
+    uint64_t size;
+    TC_VEC(tc_scan_global) globals; /* name and why owned */
+    TC_VEC(char *) hazards;
+} scan_item;
+
+typedef TC_VEC(scan_item) scan_items;
+
+void scan_items_free(scan_items *v);
+
+/* One file being judged: where its items go, the member names down to the
+ * bytes being judged now, and what decompression may still cost. */
+typedef struct scan_job {
+    const tc_scan_opts *o;
+    const char *path;
+    scan_items *out;
+    TC_VEC(char *) chain;  /* member names, outermost first (not owned) */
+    uint64_t budget;       /* bytes the file's compressed members may still inflate to */
+    uint64_t archives;     /* archives and compressed streams read */
+    uint64_t skipped;      /* skipped items not kept (unless the options ask for them) */
+    scan_item sink;        /* what scan_emit hands back for those */
+} scan_job;
+
+/* Judge path (a regular file) into out; *archives and *skipped count what
+ * it read as archives and the skipped items it did not keep. 0, or
+ * TC_ERR_NOMEM. */
+int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
+              uint64_t *skipped);
+
+/* Judge the bytes of src, the member j->chain of the file (internal name:
+ * a path no file can lie under, for the drivers; wrap: the compression it
+ * came out of, for its kind; depth: the archives around it). */
+int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth);
+
+/* An item for the bytes being judged now (j->chain), with kind, verdict and
+ * reason (copied; reason may be NULL). NULL when out of memory. A skipped
+ * item the options do not ask for is only counted (the item returned is
+ * then a scratch one). */
+scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
+                     const char *reason);
+
+/* Read src as an archive or a compressed stream: its members judged (each
+ * with scan_judge, its name pushed on j->chain). 1 when it is one (its
+ * items emitted, its failures among them), 0 when it is not, TC_ERR_NOMEM.
+ * refused: a driver of the registry took src for its format and failed (a
+ * zip torch.load reads as a checkpoint is then no archive). */
+int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth, bool refused);
+
+/* ---- member sources -------------------------------------------------------- */
+
+/* A reader of one member's bytes from its first, in order. */
+typedef struct scan_seq {
+    int (*open)(void *arg, void **h, tc_diag *d);
+    int (*read)(void *h, void *buf, size_t n, size_t *got, tc_diag *d); /* *got 0: the end */
+    void (*close)(void *h);
+    void *arg;
+} scan_seq;
+
+/* A member's bytes as a source with random access, made from a sequential
+ * reader: read once through (its size learnt, its bytes kept when they are
+ * few, else its first and last MiBs), then read again from the start when a
+ * reader asks for bytes in between before the last place read. */
+typedef struct scan_stream scan_stream;
+
+/* Read seq through once. *out owns the stream; its source is scan_stream_src.
+ * Every byte decompressed is taken from *budget. */
+int scan_stream_open(scan_stream **out, const scan_seq *seq, const char *what, uint64_t *budget, tc_diag *d);
+const tc_src *scan_stream_src(const scan_stream *s);
+void scan_stream_close(scan_stream *s);
+
+#endif

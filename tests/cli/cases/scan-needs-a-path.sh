@@ -1,0 +1,2 @@
+# scan without a PATH: a usage error naming the command
+"$T" scan
