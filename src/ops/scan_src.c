@@ -138,9 +138,12 @@ static int first_pass(scan_stream *s, tc_diag *d)
             memcpy(s->tail, s->head + s->nhead - TAIL, TAIL);
             rpos = 0;
             s->nhead = HEAD;
-            uint8_t *shrunk = realloc(s->head, HEAD);
-            if (shrunk)
-                s->head = shrunk;
+            uint8_t *kept = malloc(HEAD); /* give back what was held while the whole might have fit */
+            if (kept) {
+                memcpy(kept, s->head, HEAD);
+                free(s->head);
+                s->head = kept;
+            }
             whole = false;
             continue;
         }
