@@ -6,7 +6,8 @@
 #                     run, a closing line counts them ("tests: N passed, N failed, N skipped") and
 #                     the exit status is non-zero when anything failed
 # Both also install the tools the README's walkthrough uses: man (man-db), jq and GNU parallel.
-# Set TENSORCTL_NO_INSTALL=1 to skip the package installation.
+# Set TENSORCTL_NO_INSTALL=1 to skip the package installation; TENSORCTL_TEST_ARGS adds options to
+# both runs of meson test (e.g. "--timeout-multiplier 4" on a loaded machine).
 set -eu
 cd "$(dirname "$0")"
 what=${1:-demo}
@@ -43,18 +44,20 @@ configure() {
     rm -f "$dir.setup.log"
 }
 
-# half DIR [ENV=VALUE...]: build DIR and run its whole suite; never stops the script
+# half DIR MESON-TEST-OPTIONS [ENV=VALUE...]: build DIR and run its whole suite; never stops the script
 failed_halves=""
 half() {
     dir=$1
-    shift
+    margs=$2
+    shift 2
     rm -f "$dir/meson-logs/testlog.json"
     if ! ninja -C "$dir"; then
         echo "setup.sh: the build in $dir failed; its tests did not run" >&2
         failed_halves="$failed_halves $dir(build)"
         return 0
     fi
-    if ! env "$@" meson test -C "$dir" --print-errorlogs; then
+    # shellcheck disable=SC2086
+    if ! env "$@" meson test -C "$dir" --print-errorlogs $margs ${TENSORCTL_TEST_ARGS:-}; then
         failed_halves="$failed_halves $dir"
     fi
 }
@@ -73,10 +76,11 @@ demo)
 test)
     install $packages $walkthrough_packages $test_packages
     configure build
-    half build
+    half build ""
     # the same suite with AddressSanitizer and UndefinedBehaviorSanitizer
     configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
-    half build-asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    # (instrumented code runs 2-3 times slower: so may each test)
+    half build-asan "--timeout-multiplier 3" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     # one closing line for both runs (a half whose build failed counts as one failure)
     command -v python3 >/dev/null || { echo "tests: python3 is needed to count them; failed:${failed_halves:- none}"; exit 1; }
     python3 - "$failed_halves" build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
