@@ -61,7 +61,7 @@ import types
 import torch
 import torch.nn as nn
 
-from sample_common import HERE, tagged, torch_verify, write_expect
+from sample_common import HERE, same_tensors, tagged, torch_verify, write_expect
 
 VERSION = ".".join(torch.__version__.split("+")[0].split(".")[:2])
 MAJOR = int(VERSION.split(".")[0])
@@ -281,13 +281,6 @@ TORCH_FILES = [
 ]
 if HAS_V3:
     TORCH_FILES.append(("new_dtypes_cuda0.pt", new_dtypes_cuda0, {}))
-
-
-def same_tensors(a, b):
-    try:
-        return torch_verify.expect_entries(a) == torch_verify.expect_entries(b)
-    except Exception:
-        return False
 
 
 def save(obj, path, tag, save_kwargs):

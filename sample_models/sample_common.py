@@ -3,6 +3,7 @@
 
     tagged(tag)                     torch.save tags storages with tag (a str: every storage; else
                                     tag(storage)), as a save on that device would; nothing else changes
+    same_tensors(a, b)              whether files a and b hold the same tensors (False when a cannot be read)
     throwaway_module(src, name)     src imported as module name from a temporary folder; on leaving,
                                     the module is gone, so a file pickling its classes cannot be loaded
     write_expect(path, note, tag, like=None)
@@ -36,6 +37,14 @@ def tagged(tag):
         yield
     finally:
         torch.serialization.location_tag = orig
+
+
+def same_tensors(a, b):
+    try:
+        ea = torch_verify.expect_entries(a)
+    except Exception:
+        return False
+    return ea == torch_verify.expect_entries(b)
 
 
 @contextlib.contextmanager
