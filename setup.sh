@@ -44,13 +44,21 @@ configure() {
     rm -f "$dir.setup.log"
 }
 
-# half DIR MESON-TEST-OPTIONS [ENV=VALUE...]: build DIR and run its whole suite; never stops the script
+# half DIR "MESON-SETUP-OPTIONS" "MESON-TEST-OPTIONS" [ENV=VALUE...]: configure and build DIR and
+# run its whole suite; never stops the script (a half that cannot be set up or built counts as failed)
 failed_halves=""
 half() {
     dir=$1
-    margs=$2
-    shift 2
+    sargs=$2
+    margs=$3
+    shift 3
     rm -f "$dir/meson-logs/testlog.json"
+    # shellcheck disable=SC2086
+    if ! configure "$dir" $sargs; then
+        echo "setup.sh: meson setup of $dir failed; its tests did not run" >&2
+        failed_halves="$failed_halves $dir(setup)"
+        return 0
+    fi
     if ! ninja -C "$dir"; then
         echo "setup.sh: the build in $dir failed; its tests did not run" >&2
         failed_halves="$failed_halves $dir(build)"
@@ -75,12 +83,10 @@ demo)
     ;;
 test)
     install $packages $walkthrough_packages $test_packages
-    configure build
-    half build ""
+    half build "" ""
     # the same suite with AddressSanitizer and UndefinedBehaviorSanitizer
-    configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
     # (instrumented code runs 2-3 times slower: so may each test)
-    half build-asan "--timeout-multiplier 3" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    half build-asan "-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled" "--timeout-multiplier 3" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     # one closing line for both runs (a half whose build failed counts as one failure)
     command -v python3 >/dev/null || { echo "tests: python3 is needed to count them; failed:${failed_halves:- none}"; exit 1; }
     python3 - "$failed_halves" build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
