@@ -21,7 +21,7 @@ import os
 import torch
 import torch.nn as nn
 
-from sample_common import HERE, tagged, torch_verify, write_expect
+from sample_common import HERE, same_tensors, tagged, torch_verify, write_expect
 
 
 class TinyMLP(nn.Module):
@@ -152,14 +152,6 @@ SAMPLES = [
     ("fp32_for_cast.pt", fp32_for_cast, {}),
     ("bigger_than_a_chunk.pt", bigger_than_a_chunk, {}),
 ]
-
-
-def same_tensors(a, b):
-    try:
-        ea = torch_verify.expect_entries(a)
-    except Exception:
-        return False
-    return ea == torch_verify.expect_entries(b)
 
 
 def check_roundtrip(obj, entries):

@@ -3,10 +3,14 @@
 
     tagged(tag)                     torch.save tags storages with tag (a str: every storage; else
                                     tag(storage)), as a save on that device would; nothing else changes
+    same_tensors(a, b)              whether files a and b hold the same tensors (False when a cannot be read)
     throwaway_module(src, name)     src imported as module name from a temporary folder; on leaving,
                                     the module is gone, so a file pickling its classes cannot be loaded
-    write_expect(path, note, tag)   PATH.expect.json: the entries of tests/torch_verify.py for the file
-                                    as its safe loader reads it back, every one saved as tag
+    write_expect(path, note, tag, like=None)
+                                    PATH.expect.json: the entries of tests/torch_verify.py for the file
+                                    as its safe loader reads it back, every one saved as tag (a str;
+                                    or a dict: the device of each dotted name); like: a file with the
+                                    same tensors to read them from, for a PATH that must not be loaded
 """
 
 import collections
@@ -35,6 +39,14 @@ def tagged(tag):
         torch.serialization.location_tag = orig
 
 
+def same_tensors(a, b):
+    try:
+        ea = torch_verify.expect_entries(a)
+    except Exception:
+        return False
+    return ea == torch_verify.expect_entries(b)
+
+
 @contextlib.contextmanager
 def throwaway_module(src, name):
     d = tempfile.mkdtemp()
@@ -49,14 +61,15 @@ def throwaway_module(src, name):
         shutil.rmtree(d)
 
 
-def write_expect(path, note, tag):
+def write_expect(path, note, tag, like=None):
     """The entries written."""
-    loaded = torch_verify.load_checkpoint(path)
-    entries = torch_verify.expect_entries(path, loaded)
+    loaded = torch_verify.load_checkpoint(like or path)
+    entries = torch_verify.expect_entries(like or path, loaded)
     for e in entries:
-        if e["device"] != tag:
+        want = tag if isinstance(tag, str) else tag[".".join(e["path"])]
+        if e["device"] != want:
             raise SystemExit("%s: %s loaded with device %s, saved as %s"
-                             % (path, "/".join(e["path"]), e["device"], tag))
+                             % (path, "/".join(e["path"]), e["device"], want))
     doc = collections.OrderedDict([("file", os.path.basename(path)), ("note", note),
                                    ("torch", torch.__version__), ("tensors", entries)])
     with open(path + ".expect.json", "w") as f:

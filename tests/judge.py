@@ -1,6 +1,6 @@
 """What the judge scripts of tests/ share: one line a check, the count, and the exit status.
 
-    from judge import Report, compare_names, run, torch_or_skip
+    from judge import Report, compare_names, corpus_file, run, torch_or_skip
     torch = torch_or_skip()                      # a judge that needs torch: exit 77 (skip) without
     out = out_dir(base, torch)                   # a fresh folder for this torch's outputs
     open_in(pid, folder)                         # the files a process holds open in folder
@@ -8,6 +8,7 @@
     rc, out, err = run(tool, "inspect", path)    # tool: a program, or an argument list
     rep.check("inspect exits 0", ["exit %d: %s" % (rc, err.strip())] if rc else [])
     problems, both = compare_names(got, want)    # names in one map and not the other
+    path = corpus_file(corpus, "torch-2/lm_cpu.pt")  # in the one torch-2.* folder of a corpus
     sys.exit(rep.finish())
 
 A check passes when its list of problems is empty: `PASS what`; otherwise `FAIL what` and its
@@ -16,6 +17,7 @@ a check failed or none passed (a run that checked nothing is a failure, never a 
 Nothing here needs torch: the judges that run without it use this too.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -103,3 +105,13 @@ def compare_names(got, want):
     problems = ["unexpected tensor %s" % n for n in sorted(set(got) - set(want))]
     problems += ["missing tensor %s" % n for n in sorted(set(want) - set(got))]
     return problems, sorted(set(want) & set(got))
+
+
+def corpus_file(corpus, rel):
+    """rel ('torch-2/NAME', 'torch-1/NAME') in corpus (sample_models/corpus or the reference corpus,
+    laid out alike): NAME in its one folder of files that torch 2.x (1.x) wrote, torch-2.15/ in
+    sample_models/corpus and torch-2.14/ in the reference corpus. The path as if that folder were
+    torch-2.x/ when there is none, so that the caller's missing-file message names what it wanted."""
+    series, _, name = rel.partition("/")
+    found = sorted(glob.glob(os.path.join(corpus, series + ".*")))
+    return os.path.join(found[-1] if found else os.path.join(corpus, series + ".x"), name)

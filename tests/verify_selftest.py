@@ -4,6 +4,8 @@ stand-in for tensorctl that torch_verify.py carries (`reference-tool`, run in th
 
     verify_selftest.py SAMPLES_DIR CORPUS_DIR OUTDIR      (run_with_torch.sh runs it under each torch)
 
+CORPUS_DIR: sample_models/corpus (or the reference corpus, laid out alike).
+
 1. Right outputs are accepted: the reference tool's to-cpu, to-cuda --device cuda:1, --map and
    --dtype bfloat16 outputs of each input pass torch_verify.verify_output.
 2. Wrong outputs are rejected: each defect the reference tool injects (TORCH_VERIFY_REFERENCE_BUG=
@@ -33,6 +35,7 @@ if torch_verify.torch is None:
     print("SKIP: torch is not importable by %s" % sys.executable)
     sys.exit(77)
 import check_convert  # noqa: E402
+from judge import corpus_file  # noqa: E402
 
 warnings.filterwarnings("ignore")
 BUG = "TORCH_VERIFY_REFERENCE_BUG"
@@ -47,8 +50,8 @@ INPUTS = [
     ("tiny_mlp_cuda0.pt", "S", [TO_CPU, TO_CUDA1, BF16]),
     ("tied_views_cpu.pt", "S", [TO_CPU, TO_CUDA1, BF16]),        # views, offsets, strides, tied storages
     ("fp32_for_cast.pt", "S", [TO_CPU, BF16]),                   # every float dtype, specials
-    ("torch-1.13/dataparallel_cuda1.pt", "C", [TO_CPU, MAP, BF16]),  # cuda:1, an nn.Parameter
-    ("torch-1.13/legacy_cuda0.pt", "C", [TO_CPU, TO_CUDA1]),    # the pre-1.6 format
+    ("torch-1/dataparallel_cuda1.pt", "C", [TO_CPU, MAP, BF16]),  # cuda:1, an nn.Parameter
+    ("torch-1/legacy_cuda0.pt", "C", [TO_CPU, TO_CUDA1]),    # the pre-1.6 format
 ]
 
 # (defect, input, command, what the judge's report must say): each must be caught
@@ -56,14 +59,14 @@ DEFECTS = [
     ("flip-bit", "tiny_mlp_cuda0.pt", TO_CPU, ": elements differ"),
     ("flip-bit", "fp32_for_cast.pt", BF16, ": elements differ from input.to(bfloat16)"),
     ("untie", "tied_views_cpu.pt", TO_CPU, "share a storage in the input but do not in the output"),
-    ("untie", "torch-1.13/legacy_cuda0.pt", TO_CUDA1, "share a storage in the input but do not in the output"),
+    ("untie", "torch-1/legacy_cuda0.pt", TO_CUDA1, "share a storage in the input but do not in the output"),
     ("contiguous", "tied_views_cpu.pt", TO_CPU, ": stride "),
-    ("unparam", "torch-1.13/dataparallel_cuda1.pt", TO_CPU, ": parameter False, expected True"),
+    ("unparam", "torch-1/dataparallel_cuda1.pt", TO_CPU, ": parameter False, expected True"),
     ("drop", "tiny_mlp_cuda0.pt", TO_CUDA1, "missing in output"),
     ("truncate-cast", "fp32_for_cast.pt", BF16, ": elements differ from input.to(bfloat16)"),
     ("truncate-cast", "tied_views_cpu.pt", BF16, ": elements differ from input.to(bfloat16)"),
     ("keep-cuda", "tiny_mlp_cuda0.pt", TO_CPU, "saved device cuda:0, expected cpu"),
-    ("keep-cuda", "torch-1.13/dataparallel_cuda1.pt", MAP, "saved device cuda:1, expected cuda:0"),
+    ("keep-cuda", "torch-1/dataparallel_cuda1.pt", MAP, "saved device cuda:1, expected cuda:0"),
     ("keep-cuda", "tied_views_cpu.pt", TO_CUDA1, "storage locations in output pickle"),
 ]
 
@@ -136,11 +139,10 @@ def main():
     t = Tally()
     tv = "torch " + torch_verify.torch.__version__
     print("# judges self-test with %s (%s)" % (tv, sys.executable))
-    where = {"S": samples, "C": corpus}
-    paths = {name: os.path.join(where[w], name) for name, w, _ in INPUTS}
+    paths = {name: corpus_file(corpus, name) if w == "C" else os.path.join(samples, name) for name, w, _ in INPUTS}
     missing = [p for p in paths.values() if not os.path.isfile(p)]
     if missing:
-        print("FAIL: inputs missing (the corpus tests need ../shared/corpus): %s" % ", ".join(missing))
+        print("FAIL: inputs missing: %s" % ", ".join(missing))
         return 1
     out = os.path.join(outdir, "out.pt")
 
@@ -178,7 +180,7 @@ def main():
     # (defect, input, the FAIL line a failing run must show; None: the run must pass)
     cases = [(None, paths["tiny_mlp_cuda0.pt"], None),
              ("flip-bit", paths["tiny_mlp_cuda0.pt"], ": elements differ"),
-             (None, os.path.join(corpus, "torch-2.14", "malicious.pt"), None)]
+             (None, corpus_file(corpus, "torch-2/malicious.pt"), None)]
     for bug, path, must_show in cases:
         rep = check_convert.Report()
         with contextlib.redirect_stdout(io.StringIO()) as log, defect(bug):

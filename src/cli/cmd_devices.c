@@ -41,5 +41,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
 const tc_cmd tc_cmd_devices = {
     "devices", "devices [options]",
     "Say whether CUDA is usable here and, if not, why (built without CUDA, no driver, driver too old, no\n"
-    "device); list each GPU with its index, name, memory and compute capability. Exit 0 when usable.",
+    "device); list each GPU with its index, name, memory and compute capability. Exit 0 when usable, 1 when\n"
+    "not (a machine without a GPU).",
     opts, run};

@@ -11,14 +11,19 @@
 #include "format.h"
 #include "hash.h"
 #include "move.h"
+#include "rekey.h"
+#include "rewrite.h"
 #include "safety.h"
 #include "set.h"
 #include "shard_index.h"
 
 static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN before its extension)", 0, NULL,
+    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN, or .mapped, before its extension)",
+    0, NULL,
     "Write to \\fIOUT\\fR. Without it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
     "for to-cuda) before its extension:\n.B model.pt\nbecomes\n.BR model.cpu.pt .\n"
+    "With \\fB\\-\\-map\\fR, which moves only some storages, it is\n.B .mapped\ninstead:\n"
+    ".BR model.mapped.pt .\n"
     "For a sharded set, \\fIOUT\\fR is the folder of the new set (or its index's path)."};
 static const tc_opt o_in_place = {OPT_IN_PLACE, 0, "in-place", NULL, "replace FILE itself (atomically, when complete)",
                                   0, NULL,
@@ -153,11 +158,13 @@ void tc_move_req_free(tc_move_req *r)
     r->safe_buf = NULL;
 }
 
-static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const tc_move_req *r, uint64_t file_bytes)
+static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, const tc_move_req *r,
+                    uint64_t file_bytes)
 {
+    /* what was written: the tensors and storages key surgery left */
     size_t moved = 0, ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
     for (size_t i = 0; i < ns; i++)
-        moved += strcmp(p->out[i].location, tc_ckpt_storage(c, i)->location) != 0;
+        moved += (!p->gone || !p->gone[i]) && strcmp(p->out[i].location, tc_ckpt_storage(c, i)->location) != 0;
     /* the first few storages that lost values, by their tensors' names, then the rest counted */
     enum { SHOWN = 8 };
     long *first = calloc(ns + 1, sizeof *first), *more = calloc(ns + 1, sizeof *more);
@@ -194,7 +201,10 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
     free(more);
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors, %zu of %zu storages moved", TC_ESC(out), nt, moved, ns);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(out), nt - rk->ndropped);
+    if (rk->ndropped)
+        fprintf(stderr, " (%zu left out by --drop/--only-keys)", rk->ndropped);
+    fprintf(stderr, ", %zu of %zu storages moved", moved, ns - p->ngone);
     if (r->o.dtype != TC_DT_INVALID) {
         fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", p->ncast,
                 tc_dtype_name(r->o.dtype), p->nkept);
@@ -216,6 +226,7 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     tc_ckpt *c = NULL;
     tc_diag d = TC_DIAG_INIT;
     tc_plan p = {0};
+    tc_rekey rk = {0};
     tc_dst dst = TC_DST_INIT;
     tc_progress prog;
     int rc = tc_open(&c, in, &r->lim, &d);
@@ -237,7 +248,9 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
             tc_warn(in, "tensor '%s' is a tensor subclass without storage; its device is left as saved",
                     tc_ckpt_tensor(c, i)->name);
     r->o.progress = NULL;
-    if ((rc = tc_plan_make(&p, c, &r->o, &d)))
+    if (r->o.keys && (rc = tc_rekey_make(c, r->o.keys, &rk, &d)))
+        goto fail;
+    if ((rc = tc_plan_make_less(&p, c, &r->o, r->o.keys ? rk.names : NULL, &d)))
         goto fail;
     if (r->check_cuda)
         r->check_cuda(r, c, &p);
@@ -246,7 +259,7 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     tc_progress_init(&prog, "writing", true);
     r->o.progress = tc_progress_cb;
     r->o.progress_ctx = &prog;
-    rc = tc_rewrite(c, &p, &dst, &d);
+    rc = tc_rewrite_keyed(c, &p, &rk, &dst, &d);
     tc_progress_end(&prog);
     uint64_t file_bytes = dst.pos;
     char *old_blob = tc_dst_blob(&dst) ? strdup(tc_dst_blob(&dst)) : NULL, blob[65];
@@ -254,7 +267,7 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
         free(old_blob);
         goto fail;
     }
-    summary(out, c, &p, r, file_bytes);
+    summary(out, c, &p, &rk, r, file_bytes);
     if (blob[0] && tc_verbosity > 0) {
         const char *old_name = old_blob ? strrchr(old_blob, '/') + 1 : "";
         if (strcmp(old_name, blob))
@@ -268,12 +281,14 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     }
     free(old_blob);
     tc_plan_free(&p);
+    tc_rekey_free(&rk);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
 fail:
     tc_dst_abort(&dst);
     tc_diag_subject(&d, in);
     tc_plan_free(&p);
+    tc_rekey_free(&rk);
     tc_ckpt_close(c);
     return tc_err_diag(&d);
 }
@@ -337,6 +352,8 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
         tc_human_bytes(rep.sum.data_bytes, b, sizeof b);
         fprintf(stderr, "tensorctl: wrote %s and %zu shard(s): %zu tensors", TC_ESC(rep.index_path), rep.nshards,
                 rep.sum.ntensors);
+        if (rep.sum.nleft_out)
+            fprintf(stderr, " (%zu left out by --drop/--only-keys)", rep.sum.nleft_out);
         if (r->o.dtype != TC_DT_INVALID)
             fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", rep.ncast,
                     tc_dtype_name(r->o.dtype), rep.nkept);
@@ -409,8 +426,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     else if (a.set[OPT_OUTPUT])
         out = strdup(a.val[OPT_OUTPUT]);
     else {
+        /* named after where the storages go; --map moves only some (the others keep their device) */
         char tag[40];
-        snprintf(tag, sizeof tag, "%s", dev);
+        snprintf(tag, sizeof tag, "%s", r.nmaps ? "mapped" : dev);
         char *colon = strchr(tag, ':');
         if (colon)
             memmove(colon, colon + 1, strlen(colon));

@@ -53,7 +53,7 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((rc = tc_convert_key_check(c, co->key, d)) || (rc = tc_plan_make(&p, c, &ro, d)))
+    if ((rc = tc_convert_key_check(c, co, d)) || (rc = tc_plan_make(&p, c, &ro, d)))
         goto done;
     sum->ncast = p.ncast;
     sum->nkept = p.nkept;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "rekey.h"
 #include "rewrite.h"
 #include "stream.h"
 #include "vec.h"
@@ -71,8 +72,9 @@ static int report_entries(const tc_ckpt *c, const char *key, tc_convert_report *
     return 0;
 }
 
-int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
+int tc_convert_key_check(const tc_ckpt *c, const tc_convert_opts *o, tc_diag *d)
 {
+    const char *key = o->key;
     if (!key || count_under(c, key))
         return 0;
     char ents[512];
@@ -84,8 +86,8 @@ int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d)
             tc_buf_puts(&b, e->name);
         }
     }
-    return tc_fail(d, TC_ERR_USAGE, "--key '%s': no tensors under that entry (top-level entries: %s)", key,
-                   tc_buf_len(&b) ? ents : "none");
+    return tc_fail(d, TC_ERR_USAGE, "%s '%s': no tensors under that entry (top-level entries: %s)",
+                   o->key_opt ? o->key_opt : "--key", key, tc_buf_len(&b) ? ents : "none");
 }
 
 static const char *const kinds[] = {"dense", "quantized tensor", "meta tensor without data", "tensor subclass"};
@@ -384,7 +386,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
     tc_kv *meta = NULL;
     tc_aliases *aliases = NULL;
     tc_keymap km = {0};
-    int rc = tc_convert_key_check(c, o->key, d);
+    int rc = tc_convert_key_check(c, o, d);
     if (rc || (rc = tc_plan_make(&p, c, &o->ro, d)))
         return rc;
     rep->ncast = p.ncast;
@@ -619,14 +621,23 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
     ro.maps = NULL;
     ro.nmaps = 0;
     tc_plan p;
-    int rc = tc_plan_make(&p, c, &ro, d);
-    if (rc)
+    tc_rekey rk = {0};
+    int rc = 0;
+    if (ro.keys && (rc = tc_rekey_make(c, ro.keys, &rk, d))) {
+        tc_diag_subject(d, tc_ckpt_path(c));
         return rc;
+    }
+    if ((rc = tc_plan_make_less(&p, c, &ro, ro.keys ? rk.names : NULL, d))) {
+        tc_rekey_free(&rk);
+        return rc;
+    }
     rep->ncast = p.ncast;
     rep->nkept = p.nkept;
     if (tc_ckpt_has_objects(c)) {
-        rep->ntensors = tc_ckpt_ntensors(c);
-        rc = tc_rewrite(c, &p, dst, d);
+        /* the tensors written: those key surgery keeps */
+        rep->ntensors = tc_ckpt_ntensors(c) - rk.ndropped;
+        rep->nleft_out += rk.ndropped;
+        rc = tc_rewrite_keyed(c, &p, &rk, dst, d);
     } else {
         tc_sd_items items = {0};
         size_t ns = tc_ckpt_nstorages(c);
@@ -660,5 +671,6 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
         tc_plan_totals(&p, &rep->overflow, &rep->underflow);
     }
     tc_plan_free(&p);
+    tc_rekey_free(&rk);
     return rc;
 }

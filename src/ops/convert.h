@@ -38,6 +38,7 @@
 typedef struct tc_convert_opts {
     tc_rewrite_opts ro;   /* dtype, keep, only, progress, max_depth; locations are set here */
     const char *key;      /* only tensors under this entry, named relative to it (torch input) */
+    const char *key_opt;  /* the option that gave key, for messages (NULL: --key; consolidate's is --from) */
     const char *device;   /* location tag of .pt output storages (NULL: "cpu") */
     tc_keyops keys;       /* key surgery: --drop and --only-keys choose, the rest renames */
     uint64_t max_expand;  /* a view written out may take this many times its storage's bytes (0: default) */
@@ -92,8 +93,8 @@ enum { TC_SEL_SKIP, TC_SEL_WRITE, TC_SEL_ALIAS, TC_SEL_COPY };
  * dropped, and rep->ncopies counts the copies. */
 int tc_safetensors_select(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *p, tc_sel *sl,
                  tc_convert_report *rep, tc_diag *d);
-/* --key names an entry with tensors, or d says which entries there are. */
-int tc_convert_key_check(const tc_ckpt *c, const char *key, tc_diag *d);
+/* o->key names an entry with tensors, or d says which entries there are. */
+int tc_convert_key_check(const tc_ckpt *c, const tc_convert_opts *o, tc_diag *d);
 
 /* c as the items of a flat state_dict over blocks = c's storages as p plans
  * them: its dense tensors (Parameters and sharing kept; only those under

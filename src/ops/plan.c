@@ -86,18 +86,54 @@ void tc_engines_free(tc_engines *e)
 
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d)
 {
+    return tc_plan_make_less(p, c, o, NULL, d);
+}
+
+/* Storages that only removed tensors view are not written: p->gone, and their bytes are not counted. */
+static int mark_gone(tc_plan *p, const tc_ckpt *c, char *const *names, tc_diag *d)
+{
+    size_t ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
+    bool *kept = calloc(ns + 1, sizeof *kept);
+    if (!kept || !(p->gone = calloc(ns + 1, sizeof *p->gone))) {
+        free(kept);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < nt; k++) {
+        const tc_tensor *t = tc_ckpt_tensor(c, k);
+        if (t->storage < 0)
+            continue;
+        if (names[k])
+            kept[t->storage] = true;
+        else
+            p->gone[t->storage] = true;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p->gone[i] = p->gone[i] && !kept[i];
+        p->ngone += p->gone[i];
+    }
+    free(kept);
+    return 0;
+}
+
+int tc_plan_make_less(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, char *const *names, tc_diag *d)
+{
     memset(p, 0, sizeof *p);
     size_t ns = tc_ckpt_nstorages(c), nt = tc_ckpt_ntensors(c);
     p->o = o;
     p->n = ns;
     p->out = calloc(ns + 1, sizeof *p->out);
     p->stat = calloc(ns + 1, sizeof *p->stat);
+    int rc = names && p->out && p->stat ? mark_gone(p, c, names, d) : 0;
+    if (rc) {
+        tc_plan_free(p);
+        return rc;
+    }
+#define REMOVED(k) (names && !names[k])
     /* first tensor on each storage, to name it in messages and find mixed selections */
     long *first = malloc((ns + 1) * sizeof *first);
     signed char *sel = malloc(ns + 1);
     bool *castable = malloc(ns + 1);
     tc_dtype *edt = malloc((ns + 1) * sizeof *edt);
-    int rc = 0;
     if (!p->out || !p->stat || !first || !sel || !castable || !edt) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
@@ -121,7 +157,8 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
         castable[i] = o->dtype != TC_DT_INVALID && ps->dtype != TC_DT_INVALID &&
                       tc_dtype_get(ps->dtype)->kind == TC_KIND_FLOAT && ps->dtype != o->dtype &&
                       tc_cast_supported(o->dtype, ps->dtype) && s->ntensors > 0;
-        p->in_bytes += s->nbytes;
+        if (!p->gone || !p->gone[i])
+            p->in_bytes += s->nbytes;
     }
     /* only plain tensors rebuilt by torch._utils are cast; quantizer scales and subclasses are not */
     for (size_t k = 0; k < nt; k++) {
@@ -131,7 +168,7 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
     }
     for (size_t k = 0; k < nt; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
-        if (t->storage < 0 || !castable[t->storage])
+        if (t->storage < 0 || !castable[t->storage] || REMOVED(k))
             continue;
         size_t i = (size_t)t->storage;
         bool want = (o->nonly == 0 || tc_glob_any(o->only, o->nonly, t->name)) &&
@@ -149,7 +186,7 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
     }
     for (size_t k = 0; k < nt; k++) {
         const tc_tensor *t = tc_ckpt_tensor(c, k);
-        if (t->storage < 0 || !castable[t->storage] || t->alias_of >= 0)
+        if (t->storage < 0 || !castable[t->storage] || t->alias_of >= 0 || REMOVED(k))
             continue;
         if (sel[t->storage] == 1)
             p->ncast++;
@@ -165,8 +202,10 @@ int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag
             ps->nbytes = ps->nbytes / tc_dtype_size(ps->dtype) * tc_dtype_size(o->dtype);
             ps->dtype = o->dtype;
         }
-        p->out_bytes += ps->nbytes;
+        if (!p->gone || !p->gone[i])
+            p->out_bytes += ps->nbytes;
     }
+#undef REMOVED
 done:
     free(first);
     free(sel);
@@ -183,6 +222,7 @@ void tc_plan_free(tc_plan *p)
         return;
     free(p->out);
     free(p->stat);
+    free(p->gone);
     tc_engines_free(&p->own);
     memset(p, 0, sizeof *p);
 }

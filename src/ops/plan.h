@@ -59,7 +59,10 @@ typedef struct tc_plan {
     tc_plan_stat *stat;          /* the same */
     size_t n;
     size_t ncast, nkept;         /* tensors cast, float tensors kept by --keep/--only */
-    uint64_t in_bytes, out_bytes;/* storage bytes before and after */
+    uint64_t in_bytes, out_bytes;/* storage bytes before and after (of the storages written) */
+    bool *gone;                  /* per storage: viewed only by tensors key surgery removes, so not
+                                    written (tc_plan_make_less; NULL: none) */
+    size_t ngone;
     char engine[64];             /* what does the casts: "cpu (avx2+f16c)", "cuda:0"; "": no cast */
     bool cuda;                   /* casts run on the GPU */
     const tc_rewrite_opts *o;    /* as made with */
@@ -74,6 +77,9 @@ struct tc_pool *tc_plan_pool(tc_plan *p);
 
 /* o must outlive the plan. */
 int tc_plan_make(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, tc_diag *d);
+/* The same for a rewrite that leaves out the tensors whose names[k] is NULL (tc_rekey's names, NULL:
+ * none): they are neither cast nor counted, nor are the storages only they view. */
+int tc_plan_make_less(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, char *const *names, tc_diag *d);
 void tc_plan_free(tc_plan *p);
 /* The overflow and underflow of every storage, summed. */
 void tc_plan_totals(const tc_plan *p, uint64_t *overflow, uint64_t *underflow);

@@ -375,10 +375,10 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
                             tc_ckpt_format(c));
         if (!rc)
             rc = gate(c, o, d);
-        if (!rc)
-            rc = tc_plan_make(&p, c, &ro, d);
         if (!rc && keyed && (rc = tc_rekey_make(c, &o->co.keys, &rk, d)))
             tc_diag_subject(d, tc_ckpt_path(c));
+        if (!rc)
+            rc = tc_plan_make_less(&p, c, &ro, keyed ? rk.names : NULL, d);
         if (!rc && keyed)
             rc = keyed_names(c, &p, &rk, ix->sh[i].file, &names, &files, &owned, &nnames, &capnames, &seen, &total,
                              d);
@@ -399,7 +399,8 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
             rep->sum.underflow += un;
             rep->ncast += p.ncast;
             rep->nkept += p.nkept;
-            rep->sum.ntensors += tc_ckpt_ntensors(c);
+            rep->sum.ntensors += tc_ckpt_ntensors(c) - rk.ndropped; /* those key surgery keeps */
+            rep->sum.nleft_out += rk.ndropped;
             rep->sum.data_bytes += p.out_bytes;
             rep->nshards++;
         }
@@ -743,9 +744,9 @@ static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, cons
     if (!rc && o->co.key) { /* --key: some shard must have tensors under it */
         bool any = false;
         for (size_t i = 0; i < ix->nsh && !any; i++)
-            any = !tc_convert_key_check(S.in[i].c, o->co.key, &(tc_diag)TC_DIAG_INIT);
+            any = !tc_convert_key_check(S.in[i].c, &o->co, &(tc_diag)TC_DIAG_INIT);
         if (!any && ix->nsh)
-            rc = tc_convert_key_check(S.in[0].c, o->co.key, d);
+            rc = tc_convert_key_check(S.in[0].c, &o->co, d);
     }
     /* key surgery over the whole set at once (one shared prefix) */
     if (!rc && tc_keyops_any(&o->co.keys)) {

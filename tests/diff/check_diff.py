@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tensorctl diff against files made by real torch, its report checked line for line.
 
-usage: check_diff.py TENSORCTL OUTDIR CORPUS_DIR   (run under a python with torch)
+usage: check_diff.py TENSORCTL OUTDIR CORPUS_DIR   (run under a python with torch; CORPUS_DIR:
+       sample_models/corpus, whose torch-1.13/malicious.pt is compared as an unsafe file)
 
 Every input is written here with torch.save (zip and legacy), the safetensors library when this
 Python has it (else tensorctl convert), torch.save'd shards with a transformers-style index, and
@@ -679,7 +680,7 @@ def case_new_dtypes(d):
 def case_unsafe(d, corpus):
     src = os.path.join(corpus, "torch-1.13", "malicious.pt")
     if not os.path.exists(src):
-        print("note: no corpus malicious.pt; unsafe case skipped")
+        check(False, "an unsafe file is compared: %s is missing" % src)
         return
     b = os.path.join(d, "malicious_copy.pt")
     shutil.copy(src, b)

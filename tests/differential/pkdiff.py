@@ -2,7 +2,8 @@
 """Differential test: pk_read (through pkdump) against CPython's C unpickler
 (through pkmodel) on the same pickles.
 
-    pkdiff.py --pkdump PATH corpus --corpus DIR [--inputs DIR...]
+    pkdiff.py --pkdump PATH corpus --corpus DIR [--inputs DIR...]   (DIR: sample_models/corpus or the
+                                                                    reference corpus)
     pkdiff.py --pkdump PATH generated --count N --seed S
     pkdiff.py --pkdump PATH files FILE...          (one pickle per file, for triage)
 
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import warnings
 import zipfile
 
@@ -331,7 +333,19 @@ def main():
                                                            time.time() - t1))
         result.append(report(stats, fails, label))
 
-    t = threading.Thread(target=work)
+    def guarded():
+        # on this thread a SystemExit would end it without a word: say why, and fail
+        try:
+            work()
+        except SystemExit as e:
+            print(e.code if isinstance(e.code, str) else 'FAIL: exit %s' % e.code)
+            result.append(1)
+        except Exception as e:  # noqa: BLE001
+            print('FAIL: %s: %s' % (type(e).__name__, e))
+            traceback.print_exc(file=sys.stdout)
+            result.append(1)
+
+    t = threading.Thread(target=guarded)
     t.start()
     t.join()
     return result[0] if result else 1

@@ -12,7 +12,9 @@ non-zero exit with exactly one `tensorctl: ...` line on stderr, no OUT and no
 rename, close or first fsync must never be reported as success. The input
 never changes.
 
-rofs: OUT in a read-only folder (as an unprivileged user when run as root).
+rofs: OUT in a read-only folder (as an unprivileged user when run as root: nobody, running a copy of
+tensorctl made in the test's folder, since nobody may not reach the checkout; skipped, saying why,
+where nobody cannot run even that).
 
 sync: the shim counts the fsync calls of to-cpu, convert and extract: each
 output is made durable (fsync of the file and its folder) unless --no-sync
@@ -41,7 +43,7 @@ system, a clean run of a big record must make no copy_file_range call at all
 A part that checked nothing fails: a clean run that logged no call to fail
 (the shim not loaded?), or no conversion caught midway.
 """
-import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, zipfile
+import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, traceback, zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from judge import open_in  # noqa: E402
@@ -150,6 +152,36 @@ def part_calls(a, tmp, fails):
                          % ' '.join(variant))
 
 
+class Skip(Exception):
+    """The part cannot run here; the message says why (exit 77)."""
+
+
+def as_nobody(a, tmp):
+    """(the tensorctl to run, the preexec_fn that drops to nobody): root writes anywhere, so a
+    read-only folder means something only to another user. nobody cannot reach a checkout under a
+    private folder (/root, mode 0700), so the binary is copied into tmp, made reachable, and
+    checked to start as nobody there."""
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        raise Skip('running as root, and there is no user nobody to try a read-only folder as')
+    tc = os.path.join(tmp, 'bin', 'tensorctl')
+    os.makedirs(os.path.dirname(tc))
+    shutil.copy(a.tensorctl, tc)
+    os.chmod(os.path.dirname(tc), 0o755)
+    os.chmod(tc, 0o755)
+    pre = lambda: (os.setgroups([]), os.setgid(nobody.pw_gid), os.setuid(nobody.pw_uid))
+    try:
+        p = subprocess.run([tc, '--version'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=pre)
+        why = 'exit %d: %s' % (p.returncode, p.stderr.decode(errors='replace').strip()) if p.returncode else None
+    except OSError as e:
+        why = str(e)
+    if why:
+        raise Skip('nobody cannot run a copy of tensorctl in %s (%s); set TMPDIR to a folder every user can '
+                   'reach' % (tmp, why))
+    return tc, pre
+
+
 def part_rofs(a, tmp, fails):
     ro = os.path.join(tmp, 'ro')
     os.makedirs(ro)
@@ -158,12 +190,9 @@ def part_rofs(a, tmp, fails):
     os.chmod(tmp, 0o755)
     os.chmod(src, 0o644)
     os.chmod(ro, 0o555)
-    pre = None
-    if os.geteuid() == 0:  # root writes anywhere: run as nobody
-        nobody = pwd.getpwnam('nobody')
-        pre = lambda: (os.setgid(nobody.pw_gid), os.setuid(nobody.pw_uid))
+    tc, pre = as_nobody(a, tmp) if os.geteuid() == 0 else (a.tensorctl, None)
     for variant in (['to-cpu'], ['to-cpu', '--dtype', 'bfloat16']):
-        p = subprocess.run([a.tensorctl] + variant + ['-q', src, '-o', os.path.join(ro, 'out.pt')],
+        p = subprocess.run([tc] + variant + ['-q', src, '-o', os.path.join(ro, 'out.pt')],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=pre)
         errl = p.stderr.decode().splitlines()
         if p.returncode in (0,) or p.returncode < 0:
@@ -322,6 +351,12 @@ def main():
     fails = []
     try:
         {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill, 'sync': part_sync}[a.part](a, tmp, fails)
+    except Skip as e:
+        print('SKIP: %s' % e)
+        return 77
+    except Exception as e:  # noqa: BLE001 -- said as a failure with its reason, then where it happened
+        fails.append('%s part stopped: %s: %s' % (a.part, type(e).__name__, e))
+        traceback.print_exc(file=sys.stdout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if digest(a.input) != before:

@@ -8,7 +8,7 @@ malformed one), and what --allow-unsafe writes is still reported dangerous.
 A missing corpus, a torch-* folder of it without malicious.pt, or a run of
 no command at all fails.
 
-    nothing_runs.py --tensorctl T --corpus DIR
+    nothing_runs.py --tensorctl T --corpus DIR   (sample_models/corpus, or the reference corpus)
 """
 import argparse, glob, os, pickletools, shutil, struct, subprocess, sys, tempfile, zipfile
 
@@ -113,13 +113,13 @@ def main():
             files.append((p, refusal))
         versions = sorted(glob.glob(os.path.join(a.corpus, 'torch-*')))
         if not versions:
-            fails.append('no torch-* folder in the reference corpus %s (missing? CI always has it)' % a.corpus)
+            fails.append('no torch-* folder in the corpus %s (missing?)' % a.corpus)
         for v in versions:
             m = os.path.join(v, 'malicious.pt')
             if os.path.exists(m):
                 files.append((m, 4))
             else:
-                fails.append('the reference corpus has no %s' % m)
+                fails.append('the corpus has no %s' % m)
         for path, refusal in files:
             before = open(path, 'rb').read()
             out = os.path.join(tmp, 'out.pt')

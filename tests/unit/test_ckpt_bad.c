@@ -471,12 +471,12 @@ Test(ckpt, shared_dag_without_tensors_is_walked_once)
 /* ---- corpus files --------------------------------------------------------------------------- */
 
 static const char *const corpus_files[] = {
-    "torch-2.14/lm_cuda0.pt",        "torch-2.14/lm_cpu.pt",         "torch-2.14/train_ckpt_cuda.pt",
-    "torch-2.14/mixed_devices.pt",   "torch-2.14/dtypes_views.pt",   "torch-2.14/dataparallel_cuda1.pt",
-    "torch-2.14/legacy_cuda0.pt",    "torch-2.14/whole_module_cuda0.pt",
-    "torch-2.14/lightning_style_cuda0.ckpt", "torch-2.14/new_dtypes_cuda0.pt", "torch-2.14/malicious.pt",
-    "torch-1.13/lm_cuda0.pt",        "torch-1.13/legacy_cuda0.pt",   "torch-1.13/train_ckpt_cuda.pt",
-    "torch-1.13/whole_module_cuda0.pt", "torch-1.13/dtypes_views.pt", "torch-1.13/malicious.pt",
+    "torch-2/lm_cuda0.pt",        "torch-2/lm_cpu.pt",         "torch-2/train_ckpt_cuda.pt",
+    "torch-2/mixed_devices.pt",   "torch-2/dtypes_views.pt",   "torch-2/dataparallel_cuda1.pt",
+    "torch-2/legacy_cuda0.pt",    "torch-2/whole_module_cuda0.pt",
+    "torch-2/lightning_style_cuda0.ckpt", "torch-2/new_dtypes_cuda0.pt", "torch-2/malicious.pt",
+    "torch-1/lm_cuda0.pt",        "torch-1/legacy_cuda0.pt",   "torch-1/train_ckpt_cuda.pt",
+    "torch-1/whole_module_cuda0.pt", "torch-1/dtypes_views.pt", "torch-1/malicious.pt",
 };
 
 Test(ckpt, corpus_opens)
@@ -494,7 +494,7 @@ Test(ckpt, malicious_is_reported_and_never_runs)
     struct stat before;
     bool existed = stat(victim, &before) == 0;
     for (int v = 0; v < 2; v++) {
-        tc_ckpt *c = ck_opens(corpus_path(v ? "torch-1.13/malicious.pt" : "torch-2.14/malicious.pt"));
+        tc_ckpt *c = ck_opens(corpus_path(v ? "torch-1/malicious.pt" : "torch-2/malicious.pt"));
         cr_assert(tc_ckpt_has_dangerous(c));
         bool found = false;
         for (size_t i = 0; i < tc_ckpt_nglobals(c); i++)
@@ -590,15 +590,15 @@ static void truncations(const char *rel, bool every_byte, size_t cli_every)
 
 Test(ckpt, zip_truncated_at_every_boundary)
 {
-    truncations("torch-2.14/lm_cuda0.pt", false, 25);
-    truncations("torch-1.13/lm_cuda0.pt", false, 0);
-    truncations("torch-2.14/new_dtypes_cuda0.pt", false, 0);
+    truncations("torch-2/lm_cuda0.pt", false, 25);
+    truncations("torch-1/lm_cuda0.pt", false, 0);
+    truncations("torch-2/new_dtypes_cuda0.pt", false, 0);
 }
 
 Test(ckpt, legacy_truncated_everywhere)
 {
     /* boundaries: the five pickles and every storage's count and bytes */
-    static const char *const files[] = {"torch-2.14/legacy_cuda0.pt", "torch-1.13/legacy_cuda0.pt"};
+    static const char *const files[] = {"torch-2/legacy_cuda0.pt", "torch-1/legacy_cuda0.pt"};
     for (int fi = 0; fi < 2; fi++) {
         tc_ckpt *c = ck_opens(corpus_path(files[fi]));
         size_t n;
@@ -779,8 +779,8 @@ static void storage_not_persid(pk_obj *a) { a->items[0] = a->items[1]; }
 
 Test(ckpt, corpus_edits)
 {
-    static const char *const files[] = {"torch-2.14/lm_cuda0.pt", "torch-1.13/lm_cuda0.pt",
-                                        "torch-2.14/dtypes_views.pt"};
+    static const char *const files[] = {"torch-2/lm_cuda0.pt", "torch-1/lm_cuda0.pt",
+                                        "torch-2/dtypes_views.pt"};
     char dst[4096];
     snprintf(dst, sizeof dst, "%s/edited.pt", T);
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
@@ -812,16 +812,16 @@ Test(ckpt, limits_from_the_caller)
 {
     tc_limits lim = TC_LIMITS_DEFAULT;
     lim.max_objects = 50;
-    ck_fails_lim(corpus_path("torch-2.14/lm_cuda0.pt"), &lim, "--max-objects", "max objects");
+    ck_fails_lim(corpus_path("torch-2/lm_cuda0.pt"), &lim, "--max-objects", "max objects");
     lim = (tc_limits)TC_LIMITS_DEFAULT;
     lim.max_depth = 3;
-    ck_fails_lim(corpus_path("torch-2.14/train_ckpt_cuda.pt"), &lim, "--max-depth", "max depth");
+    ck_fails_lim(corpus_path("torch-2/train_ckpt_cuda.pt"), &lim, "--max-depth", "max depth");
     lim = (tc_limits)TC_LIMITS_DEFAULT;
     lim.max_pickle_bytes = 100;
-    ck_fails_lim(corpus_path("torch-2.14/lm_cuda0.pt"), &lim, "--max-pickle-size", "max pickle bytes");
+    ck_fails_lim(corpus_path("torch-2/lm_cuda0.pt"), &lim, "--max-pickle-size", "max pickle bytes");
     lim = (tc_limits)TC_LIMITS_DEFAULT;
     lim.max_entries = 3;
-    ck_fails_lim(corpus_path("torch-2.14/lm_cuda0.pt"), &lim, "limit of 3", "max entries");
+    ck_fails_lim(corpus_path("torch-2/lm_cuda0.pt"), &lim, "limit of 3", "max entries");
 }
 
 /* BUG (reported, disabled until fixed): --max-pickle-size is ignored for a
@@ -836,7 +836,7 @@ Test(ckpt, legacy_honours_max_pickle_size)
 {
     tc_limits lim = TC_LIMITS_DEFAULT;
     lim.max_pickle_bytes = 100;
-    ck_fails_lim(corpus_path("torch-2.14/legacy_cuda0.pt"), &lim, "--max-pickle-size", "legacy max pickle bytes");
+    ck_fails_lim(corpus_path("torch-2/legacy_cuda0.pt"), &lim, "--max-pickle-size", "legacy max pickle bytes");
 }
 
 /* BUG (reported, disabled until fixed): `tensorctl inspect` prints tensor

@@ -1284,8 +1284,8 @@ Test(pickle_read, truncated_at_every_byte)
 
 Test(pickle_read, truncated_torch_data_pkl)
 {
-    static const char *const files[] = {"torch-2.14/lm_cuda0.pt", "torch-2.14/train_ckpt_cuda.pt",
-                                        "torch-1.13/whole_module_cuda0.pt"};
+    static const char *const files[] = {"torch-2/lm_cuda0.pt", "torch-2/train_ckpt_cuda.pt",
+                                        "torch-1/whole_module_cuda0.pt"};
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         size_t n;
         uint8_t *file = slurp(corpus_path(files[f]), &n);

@@ -156,11 +156,11 @@ Test(pickle_write, cpython_fixtures_roundtrip)
 Test(pickle_write, torch_data_pkl_roundtrip)
 {
     static const char *const files[] = {
-        "torch-2.14/lm_cuda0.pt", "torch-2.14/train_ckpt_cuda.pt", "torch-2.14/dtypes_views.pt",
-        "torch-2.14/mixed_devices.pt", "torch-2.14/dataparallel_cuda1.pt", "torch-2.14/whole_module_cuda0.pt",
-        "torch-2.14/lightning_style_cuda0.ckpt", "torch-2.14/new_dtypes_cuda0.pt", "torch-2.14/malicious.pt",
-        "torch-1.13/lm_cuda0.pt", "torch-1.13/train_ckpt_cuda.pt", "torch-1.13/whole_module_cuda0.pt",
-        "torch-1.13/lightning_style_cuda0.ckpt", "torch-1.13/dtypes_views.pt"};
+        "torch-2/lm_cuda0.pt", "torch-2/train_ckpt_cuda.pt", "torch-2/dtypes_views.pt",
+        "torch-2/mixed_devices.pt", "torch-2/dataparallel_cuda1.pt", "torch-2/whole_module_cuda0.pt",
+        "torch-2/lightning_style_cuda0.ckpt", "torch-2/new_dtypes_cuda0.pt", "torch-2/malicious.pt",
+        "torch-1/lm_cuda0.pt", "torch-1/train_ckpt_cuda.pt", "torch-1/whole_module_cuda0.pt",
+        "torch-1/lightning_style_cuda0.ckpt", "torch-1/dtypes_views.pt"};
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         size_t n;
         uint8_t *pkl = zip_record(corpus_path(files[f]), "/data.pkl", &n);
@@ -213,9 +213,9 @@ Test(pickle_write, torch_state_dict_shape)
 /* torch.save's own data.pkl comes back byte for byte: same opcodes, same memo numbering. */
 Test(pickle_write, torch_data_pkl_byte_identical)
 {
-    static const char *const files[] = {"torch-2.14/lm_cuda0.pt", "torch-2.14/train_ckpt_cuda.pt",
-                                        "torch-2.14/dtypes_views.pt", "torch-2.14/mixed_devices.pt",
-                                        "torch-1.13/lm_cuda0.pt"};
+    static const char *const files[] = {"torch-2/lm_cuda0.pt", "torch-2/train_ckpt_cuda.pt",
+                                        "torch-2/dtypes_views.pt", "torch-2/mixed_devices.pt",
+                                        "torch-1/lm_cuda0.pt"};
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         size_t n;
         uint8_t *pkl = zip_record(corpus_path(files[f]), "/data.pkl", &n);

@@ -93,7 +93,15 @@ static const char *joined(const char *env, const char *fallback, const char *nam
 }
 
 const char *data_path(const char *name) { return joined("UNIT_DATA", "tests/unit/data", name); }
-const char *corpus_path(const char *name) { return joined("CORPUS_DIR", "../shared/corpus", name); }
+const char *corpus_path(const char *name)
+{
+    /* "torch-1/" and "torch-2/" name the corpus's folder of files torch 1.x and 2.x wrote */
+    if (!strncmp(name, "torch-1/", 8))
+        return joined("CORPUS_TORCH1", "sample_models/corpus/torch-1.13", name + 8);
+    if (!strncmp(name, "torch-2/", 8))
+        return joined("CORPUS_TORCH2", "sample_models/corpus/torch-2.15", name + 8);
+    return joined("CORPUS_DIR", "sample_models/corpus", name);
+}
 
 char *tmpdir_new(void)
 {

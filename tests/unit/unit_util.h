@@ -29,7 +29,10 @@ void bb_free(bbuf *b);
 uint8_t *slurp(const char *path, size_t *n);
 void spit(const char *path, const void *p, size_t n);
 
-/* $UNIT_DATA/name, $CORPUS_DIR/name (static buffers, rotated 8 deep). */
+/* $UNIT_DATA/name; $CORPUS_DIR/name, where name "torch-1/X" ("torch-2/X") is X in $CORPUS_TORCH1
+ * ($CORPUS_TORCH2), the corpus's folder of files torch 1.x (2.x) wrote: sample_models/corpus's
+ * torch-1.13 and torch-2.15, or the reference corpus's torch-1.13 and torch-2.14 (static buffers,
+ * rotated 8 deep). */
 const char *data_path(const char *name);
 const char *corpus_path(const char *name);
 

@@ -1,2 +1,2 @@
 # a training checkpoint's non-tensor entries are listed under "contents"
-"$T" inspect "$C/torch-2.14/train_ckpt_cuda.pt"
+"$T" inspect "$S/corpus/torch-2.15/train_ckpt_cuda.pt"

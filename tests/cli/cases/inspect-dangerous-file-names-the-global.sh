@@ -1,2 +1,2 @@
 # a pickle calling os.system exits 4 and names the global
-"$T" inspect "$C/torch-2.14/malicious.pt"
+"$T" inspect "$S/corpus/torch-2.15/malicious.pt"
