@@ -330,7 +330,7 @@ static int open_script(tc_ckpt *c, tc_diag *d)
     int rc = tc_tzip_open(c, &tc_format_torchscript, &z, d);
     if (rc)
         return rc;
-    if (!tc_tzip_record(z, "constants.pkl"))
+    if (!tc_tzip_listed(z, "constants.pkl"))
         return TC_FORMAT_DECLINE;
     tc_script *s = tc_script_new();
     if (!s)

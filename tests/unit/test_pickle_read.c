@@ -1303,7 +1303,7 @@ Test(pickle_read, truncated_torch_data_pkl)
         cr_assert_not_null(e);
         uint8_t *pkl;
         size_t plen;
-        cr_assert_eq(tc_zip_read_all(&z, e, 1 << 24, &pkl, &plen, &d), 0, "%s", d.msg);
+        cr_assert_eq(tc_zip_read_all(&z, e, 1 << 24, true, &pkl, &plen, &d), 0, "%s", d.msg);
         pk_graph *g = pk_graph_new();
         pk_obj *r;
         cr_assert_eq(read_pk(g, pkl, plen, NULL, &r, &d), 0, "%s", d.msg);
