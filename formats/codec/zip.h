@@ -57,10 +57,16 @@ typedef struct tc_zip {
     uint32_t *sorted; /* indices into e, heap-sorted by lowercased name as miniz sorts them */
     uint64_t cd_off, cd_size;
     bool zip64;
+    unsigned readers;  /* TC_ZIP_TORCH1/2: whose reader opens the archive */
 } tc_zip;
+
+/* torch 1.13's miniz and torch 2.x's: their checks of the central directory
+ * differ (zip_read.c, cd_check); past them they read an archive alike. */
+enum { TC_ZIP_TORCH1 = 1, TC_ZIP_TORCH2 = 2, TC_ZIP_ANY_TORCH = 3 };
 
 typedef struct tc_zip_limits {
     uint64_t max_entries;
+    unsigned readers; /* open as these readers do: the archive opens when one of them opens it (0: both) */
 } tc_zip_limits;
 
 int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag *d);
@@ -89,7 +95,6 @@ typedef struct tc_zip_rd {
     void *zs;           /* inflate state */
     uint8_t *cbuf;
     uint32_t crc;
-    bool ended;         /* the deflate stream's end was seen */
 } tc_zip_rd;
 
 int tc_zip_rd_open(tc_zip_rd *r, const tc_zip *z, const tc_zip_entry *e, tc_diag *d);
@@ -108,12 +113,14 @@ typedef struct tc_zip_torch {
     char *archive;      /* the archive folder: the first entry's name up to its first '/' */
     size_t alen;
     uint64_t version;   /* of the version record (.data/version when there is one) */
+    unsigned readers;   /* TC_ZIP_TORCH1/2: whose reader opens the archive */
 } tc_zip_torch;
 
 /* PyTorchStreamReader's constructor after the zip is open: not the preview
  * format ("PYTORCH1"), at least one entry, the first inside a folder, a
  * version record (read whole, at most max bytes) that std::stoull reads as a
- * number from 1 to 10. */
+ * number from 1 to 10, and in torch 2.x a .data/serialization_id record it
+ * can read, if there is one. Fails when no reader of z->readers opens it. */
 int tc_zip_torch_init(tc_zip_torch *t, const tc_zip *z, uint64_t max, tc_diag *d);
 void tc_zip_torch_free(tc_zip_torch *t);
 /* The entry torch finds for record name (archive folder, '/', name). */

@@ -217,59 +217,92 @@ static const char *stat_zip64(tc_zip_entry *e, const uint8_t *x, size_t xl)
     return NULL;
 }
 
-static int cd_fail(tc_diag *d, uint64_t i, uint64_t at, const char *why)
+/* One central directory entry h (left bytes of the directory from it on)
+ * as one of torch's readers checks it in mz_zip_reader_read_central_dir:
+ * NULL, or why it refuses the archive. torch 1.13's miniz 2.1.0 looks for a
+ * ZIP64 extra field only until it has seen one (*ext) and checks sizes and
+ * offsets with the 32-bit fields; torch 2.x's miniz 3.0.2, as torch patched
+ * it, looks in every entry with a field at 0xFFFFFFFF and checks with the
+ * values it reads there: 8 bytes each for the fields at 0xFFFFFFFF, taken in
+ * order from after the 0x0001 field's header for as long as the extra area
+ * (not that field) has 8 bytes left. */
+static const char *cd_check(const uint8_t *h, uint64_t left, uint64_t size, unsigned this_disk, bool patched,
+                            bool *ext)
 {
-    return tc_fail(d, TC_ERR_FORMAT, "zip: central directory entry %llu at offset %llu %s (torch's reader refuses the "
-                   "archive)", (unsigned long long)i, (unsigned long long)at, why);
+    uint64_t c = tc_le32(h + 20), u = tc_le32(h + 24), lfh = tc_le32(h + 42);
+    size_t nl = tc_le16(h + 28), xl = tc_le16(h + 30), cl = tc_le16(h + 32);
+    uint64_t top = c > u ? c : u;
+    if ((patched || !*ext) && xl && (top > lfh ? top : lfh) == U32MAX) {
+        if (46 + nl + xl > left)
+            return "runs past the directory's end";
+        const uint8_t *x = h + 46 + nl;
+        size_t xr = xl;
+        while (xr) {
+            if (xr < 4 || (size_t)tc_le16(x + 2) + 4 > xr)
+                return "has a malformed extra field";
+            if (tc_le16(x) == 1) {
+                *ext = true;
+                break;
+            }
+            xr -= 4 + tc_le16(x + 2);
+            x += 4 + tc_le16(x + 2);
+        }
+        if (patched && xr >= 4) {
+            xr -= 4;
+            x += 4;
+            uint64_t *field[3] = {&u, &c, &lfh};
+            for (int k = 0; k < 3; k++)
+                if (*field[k] == U32MAX && xr >= 8) {
+                    *field[k] = tc_le64(x);
+                    xr -= 8;
+                    x += 8;
+                }
+        }
+    }
+    /* miniz reads 32 bits at the method field: method and time both 0 make "stored" */
+    if (c != U32MAX && u != U32MAX && ((!tc_le32(h + 10) && u != c) || (u && !c)))
+        return "has sizes that contradict its method";
+    unsigned disk = tc_le16(h + 34);
+    if (disk == 0xFFFF || (disk != this_disk && disk != 1))
+        return "lies on another disk of a split archive";
+    if (c != U32MAX && lfh + 30 + c > size) /* 64-bit arithmetic that may wrap, as miniz's */
+        return "has data that runs past the end of the file (truncated or corrupt)";
+    if (tc_le16(h + 8) & 0x2000)
+        return "is encrypted";
+    if (46 + nl + xl + cl > left)
+        return "runs past the directory's end";
+    return NULL;
 }
 
-/* mz_zip_reader_read_central_dir's loop over the entries: its checks, then
- * each entry as mz_zip_reader_file_stat describes it. */
+/* mz_zip_reader_read_central_dir's loop over the entries, as each reader
+ * asked for checks it (z->readers keeps those that accept), then each entry
+ * as mz_zip_reader_file_stat describes it. */
 static int read_entries(tc_zip *z, const uint8_t *cd, uint64_t n, unsigned this_disk, tc_diag *d)
 {
     uint64_t size = z->src->size, left = z->cd_size, p = 0;
-    bool ext = false; /* miniz's m_zip64_has_extended_info_fields */
+    bool ext[2] = {false, false}; /* each reader's m_zip64_has_extended_info_fields */
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *h = cd + p;
         uint64_t at = z->cd_off + p;
         if (left < 46 || tc_le32(h) != SIG_CDH)
             return tc_fail(d, TC_ERR_FORMAT, "zip: central directory entry %llu at offset %llu is corrupt",
                            (unsigned long long)i, (unsigned long long)at);
-        uint32_t csize = tc_le32(h + 20), usize = tc_le32(h + 24), lfh = tc_le32(h + 42);
-        size_t nl = tc_le16(h + 28), xl = tc_le16(h + 30), cl = tc_le16(h + 32);
-        uint32_t top = csize > usize ? csize : usize;
-        if (!ext && xl && (top > lfh ? top : lfh) == U32MAX) {
-            if (46 + nl + xl > left)
-                return cd_fail(d, i, at, "runs past the directory's end");
-            const uint8_t *x = h + 46 + nl;
-            for (size_t xr = xl; xr;) {
-                if (xr < 4 || (size_t)tc_le16(x + 2) + 4 > xr)
-                    return cd_fail(d, i, at, "has a malformed extra field");
-                if (tc_le16(x) == 1) {
-                    z->zip64 = ext = true;
-                    break;
-                }
-                xr -= 4 + tc_le16(x + 2);
-                x += 4 + tc_le16(x + 2);
+        const char *why = NULL;
+        for (int v = 0; v < 2; v++) {
+            if (!(z->readers & (1u << v)))
+                continue;
+            const char *w = cd_check(h, left, size, this_disk, v == 1, &ext[v]);
+            if (w) {
+                z->readers &= ~(1u << v);
+                why = why ? why : w;
             }
         }
-        /* miniz reads 32 bits at the method field: method and time both 0 make "stored" */
-        if (csize != U32MAX && usize != U32MAX && ((!tc_le32(h + 10) && usize != csize) || (usize && !csize)))
-            return cd_fail(d, i, at, "has sizes that contradict its method");
-        unsigned disk = tc_le16(h + 34);
-        if (disk == 0xFFFF || (disk != this_disk && disk != 1))
-            return cd_fail(d, i, at, "lies on another disk of a split archive");
-        if (csize != U32MAX && (uint64_t)lfh + 30 + csize > size)
-            return tc_fail(d, TC_ERR_FORMAT,
-                           "zip: central directory entry %llu: its data (%lu bytes after its local header at offset "
-                           "%lu) runs past the end of the file (truncated or corrupt; torch's reader refuses it)",
-                           (unsigned long long)i, (unsigned long)csize, (unsigned long)lfh);
-        if (tc_le16(h + 8) & 0x2000)
-            return tc_fail(d, TC_ERR_UNSUPPORTED, "zip: central directory entry %llu is encrypted",
-                           (unsigned long long)i);
-        if (46 + nl + xl + cl > left)
-            return tc_fail(d, TC_ERR_FORMAT, "zip: central directory entry %llu runs past its end",
-                           (unsigned long long)i);
+        if (!z->readers)
+            return tc_fail(d, strstr(why, "encrypted") || strstr(why, "disk") ? TC_ERR_UNSUPPORTED : TC_ERR_FORMAT,
+                           "zip: central directory entry %llu at offset %llu %s (torch's reader refuses the archive)",
+                           (unsigned long long)i, (unsigned long long)at, why);
+        z->zip64 |= ext[0] || ext[1];
+        size_t nl = tc_le16(h + 28), xl = tc_le16(h + 30), cl = tc_le16(h + 32);
         tc_zip_entry *e = &z->e[z->n];
         if (!(e->name = malloc(nl + 1)))
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
@@ -280,11 +313,17 @@ static int read_entries(tc_zip *z, const uint8_t *cd, uint64_t n, unsigned this_
         e->flags = tc_le16(h + 8);
         e->method = tc_le16(h + 10);
         e->crc = tc_le32(h + 16);
-        e->csize = csize;
-        e->usize = usize;
-        e->lfh_off = lfh;
+        e->csize = tc_le32(h + 20);
+        e->usize = tc_le32(h + 24);
+        e->lfh_off = tc_le32(h + 42);
         e->dir = (nl && e->name[nl - 1] == '/') || (tc_le32(h + 38) & 0x10);
         e->bad = stat_zip64(e, h + 46 + nl, xl);
+        /* mz_zip_reader_file_stat records these as errors (is_file_supported), which torch's reader checks
+         * after every stat: the record cannot be read, not even as empty */
+        if (!e->bad && e->method != 0 && e->method != 8)
+            e->bad = "its compression method is neither stored nor deflate (torch's reader fails on it)";
+        if (!e->bad && (e->flags & 0x61))
+            e->bad = "it is encrypted or a patch (torch's reader fails on it)";
         p += 46 + nl + xl + cl;
         left -= 46 + nl + xl + cl;
     }
@@ -299,14 +338,6 @@ static int locate_data(tc_zip *z, tc_zip_entry *e, tc_diag *d)
     uint64_t size = z->src->size;
     if (e->bad || (e->dir || !e->csize))
         return 0; /* unreadable, or nothing is read from the file */
-    if (e->flags & 0x61) {
-        e->bad = "it is encrypted or a patch (torch's reader fails on it)";
-        return 0;
-    }
-    if (e->method != 0 && e->method != 8) {
-        e->bad = "its compression method is neither stored nor deflate (torch's reader fails on it)";
-        return 0;
-    }
     if (e->lfh_off > size || size - e->lfh_off < 30) {
         e->bad = "its local header lies past the end of the file (torch's reader fails on it)";
         return 0;
@@ -361,6 +392,7 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
 {
     memset(z, 0, sizeof *z);
     z->src = src;
+    z->readers = lim->readers ? lim->readers & TC_ZIP_ANY_TORCH : TC_ZIP_ANY_TORCH;
     uint64_t eocd_off = 0, size = src->size;
     uint8_t eocd[22], loc[20], r[56];
     int rc = find_eocd(src, &eocd_off, d);
@@ -510,32 +542,6 @@ static int refill(tc_zip_rd *r, tc_diag *d)
     return 0;
 }
 
-/* Once the directory's uncompressed size is out: the stream must end there
- * with no byte more, as miniz inflates into a buffer of exactly that size. */
-static int stream_end(tc_zip_rd *r, tc_diag *d)
-{
-    z_stream *zs = r->zs;
-    uint8_t one;
-    int zr = Z_OK, rc;
-    r->ended = true;
-    while (zr == Z_OK) {
-        if ((rc = refill(r, d)) < 0)
-            return rc;
-        if (rc)
-            break;
-        zs->next_out = &one;
-        zs->avail_out = 1;
-        zr = inflate(zs, Z_NO_FLUSH);
-        if (zs->avail_out == 0)
-            return tc_fail(d, TC_ERR_FORMAT, "zip: %s: inflates to more bytes than the %llu the directory says",
-                           r->e->name, (unsigned long long)r->e->usize);
-    }
-    if (zr == Z_STREAM_END)
-        return 0;
-    return tc_fail(d, TC_ERR_FORMAT, "zip: %s: corrupt deflate data (%s)", r->e->name,
-                   zr == Z_OK ? "the stream does not end" : zs->msg ? zs->msg : "inflate failed");
-}
-
 int tc_zip_rd_read(tc_zip_rd *r, void *buf, size_t n, size_t *got, bool check_crc, tc_diag *d)
 {
     const tc_zip_entry *e = r->e;
@@ -545,8 +551,8 @@ int tc_zip_rd_read(tc_zip_rd *r, void *buf, size_t n, size_t *got, bool check_cr
     *got = 0;
     int rc;
     if (n == 0) {
-        if (r->zs && !r->ended && (rc = stream_end(r, d)))
-            return rc;
+        /* what follows the directory's uncompressed size in the stream is never looked at: miniz inflates into
+         * a buffer of exactly that size and takes it once it is full, whatever tinfl says next */
         if (check_crc && r->crc != e->crc && !(e->crc == 0 && e->usize == 0))
             return tc_fail(d, TC_ERR_FORMAT,
                            "zip: %s: CRC-32 is %08x but the central directory says %08x (data corrupted; torch does "
@@ -566,17 +572,20 @@ int tc_zip_rd_read(tc_zip_rd *r, void *buf, size_t n, size_t *got, bool check_cr
             if ((rc = refill(r, d)) < 0)
                 return rc;
             if (rc)
-                return tc_fail(d, TC_ERR_FORMAT, "zip: %s: deflated data ends early (corrupt)", e->name);
+                return tc_fail(d, TC_ERR_FORMAT,
+                               "zip: %s: deflated data ends early (corrupt): torch would hand out bytes it never wrote",
+                               e->name);
             int zr = inflate(zs, Z_NO_FLUSH);
             if (zr == Z_STREAM_END && zs->avail_out)
                 return tc_fail(d, TC_ERR_FORMAT,
                                "zip: %s: inflates to fewer bytes than the %llu the directory says", e->name,
                                (unsigned long long)e->usize);
+            /* torch's reader ignores tinfl's failures (miniz records no error for them), and hands out its
+             * buffer as far as it was written and whatever memory held after that: refused here */
             if (zr != Z_OK && zr != Z_STREAM_END)
-                return tc_fail(d, TC_ERR_FORMAT, "zip: %s: corrupt deflate data (%s)", e->name,
-                               zs->msg ? zs->msg : "inflate failed");
-            if (zr == Z_STREAM_END)
-                r->ended = true;
+                return tc_fail(d, TC_ERR_FORMAT,
+                               "zip: %s: corrupt deflate data (%s): torch would hand out bytes it never wrote",
+                               e->name, zs->msg ? zs->msg : "inflate failed");
         }
     }
     r->crc = (uint32_t)crc32(r->crc, buf, (uInt)n);

@@ -124,6 +124,21 @@ int tc_zip_torch_init(tc_zip_torch *t, const tc_zip *z, uint64_t max, tc_diag *d
                      (unsigned long long)t->version);
     free(s);
     tc_buf_free(&b);
+    /* torch 2.x's constructor reads .data/serialization_id too, when there is one */
+    t->readers = z->readers;
+    const tc_zip_entry *sid = rc ? NULL : tc_zip_torch_find(t, z, ".data/serialization_id");
+    if (sid && (t->readers & TC_ZIP_TORCH2)) {
+        tc_diag tmp = TC_DIAG_INIT;
+        uint8_t *id = NULL;
+        size_t idl;
+        if (tc_zip_unreadable(sid) || tc_zip_read_all(z, sid, max, false, &id, &idl, &tmp)) {
+            if (t->readers == TC_ZIP_TORCH2)
+                rc = tc_fail(d, TC_ERR_FORMAT, "%s/.data/serialization_id record: %s (torch 2.x refuses the file)",
+                             t->archive, tc_zip_unreadable(sid) ? tc_zip_unreadable(sid) : tmp.msg);
+            t->readers &= ~(unsigned)TC_ZIP_TORCH2;
+        }
+        free(id);
+    }
     if (rc)
         tc_zip_torch_free(t);
     return rc;
