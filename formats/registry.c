@@ -8,11 +8,12 @@
 #include <sys/stat.h>
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
-    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript;
+    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_torch_tar;
 
 const tc_format *const tc_formats[] = {
     &tc_format_torch_zip,
     &tc_format_torchscript, /* a zip the torch zip driver declines: one with constants.pkl */
+    &tc_format_torch_tar,   /* torch.load tries a tar first: it declines a file whose first block is no tar header */
     &tc_format_torch_legacy,
     &tc_format_safetensors,
     &tc_format_safetensors_index,
@@ -72,6 +73,14 @@ int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
         if ((*next)->probe(&p))
             fmt = *next;
 again:
+    if (!fmt) {
+        /* the legacy magic number pickled another way (protocol 0 text): torch.load compares its value */
+        bool legacy = false;
+        if ((rc = tc_legacy_at_zero(src, lim, &legacy, d)))
+            goto fail;
+        if (legacy)
+            fmt = &tc_format_torch_legacy;
+    }
     if (!fmt) {
         /* torch.load would still unpickle it from byte 0: say so when that imports something */
         char unsafe[1100];

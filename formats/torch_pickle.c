@@ -75,7 +75,7 @@ static int add_pid(tc_torch_graph *tg, size_t si, pk_obj *pid, tc_diag *d)
 
 /* ---- persistent ids ------------------------------------------------------------- */
 
-static int on_persid(void *ctx, pk_obj *persid, tc_diag *d)
+int tc_torch_persid(void *ctx, pk_obj *persid, tc_diag *d)
 {
     tc_torch_graph *tg = ctx;
     tc_ckpt *c = tg->c;
@@ -151,7 +151,7 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
     const tc_limits *lim = tc_ckpt_limits(tg->c);
     pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
                       .what = what,
-                      .on_persid = on_persid,
+                      .on_persid = tc_torch_persid,
                       .ctx = tg};
     return o;
 }

@@ -61,8 +61,11 @@ tc_torch_graph *tc_torch_graph_of(const tc_ckpt *c);
 int tc_torch_graph_init(tc_torch_graph *tg, tc_ckpt *c, tc_diag *d);
 void tc_torch_graph_free(tc_torch_graph *tg);
 
+/* A ('storage', type, key, location, numel) persistent id met in a pickle of
+ * tg (ctx), registered as a storage of its checkpoint. */
+int tc_torch_persid(void *ctx, pk_obj *persid, tc_diag *d);
 /* Read options for a torch pickle: the checkpoint's limits, persistent ids
- * registered as storages of tg. */
+ * registered as storages of tg (tc_torch_persid). */
 pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what);
 /* A pickle that failed to read (rc, d) may have named globals before the
  * point it failed at, which CPython's unpickler would have imported and
