@@ -168,9 +168,10 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
                            tc_ckpt_storage(c, i)->key);
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", keys->n);
-    if ((rc = tc_ckpt_add_fact(c, "protocol_version", "1001", d)) || (rc = tc_ckpt_add_fact(c, "storages", sz, d)))
+    if ((rc = tc_ckpt_add_fact(c, "protocol_version", "1001", d)) || (rc = tc_ckpt_add_fact(c, "storages", sz, d)) ||
+        (rc = tc_torch_index(tg, d)))
         return rc;
-    return tc_torch_index(tg, d);
+    return tc_weights_only(tg, NULL, d);
 }
 
 static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)

@@ -152,7 +152,8 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
     pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
                       .what = what,
                       .on_persid = tc_torch_persid,
-                      .ctx = tg};
+                      .ctx = tg,
+                      .ops_seen = tg->ops};
     return o;
 }
 

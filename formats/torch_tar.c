@@ -834,9 +834,12 @@ static int open_tar(tc_ckpt *c, tc_diag *d)
     }
     if (rc ||
         (rc = tc_ckpt_add_fact(c, "legacy_format",
-                               "tar (torch < 0.4): members storages, tensors and pickle, each unpickled", d)))
+                               "tar (torch < 0.4): members storages, tensors and pickle, each unpickled", d)) ||
+        (rc = tc_torch_index(&T->tg, d)))
         return rc;
-    return tc_torch_index(&T->tg, d);
+    static const char *const refused[TC_NTORCH] = {
+        NULL, "the old tar format (\"Cannot use weights_only=True with files saved in the legacy .tar format\")"};
+    return tc_weights_only(&T->tg, refused, d);
 }
 
 static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)

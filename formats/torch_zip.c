@@ -207,9 +207,14 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
         return rc;
     if (tc_tzip_listed(z, "constants.pkl"))
         return TC_FORMAT_DECLINE; /* a TorchScript archive (torchscript.c) */
-    if ((rc = tc_tzip_facts(c, z, d)) || (rc = tc_tzip_data(c, z, d)))
+    if ((rc = tc_tzip_facts(c, z, d)) || (rc = tc_tzip_data(c, z, d)) || (rc = tc_torch_index(&z->tg, d)))
         return rc;
-    return tc_torch_index(&z->tg, d);
+    const char *refused[TC_NTORCH] = {NULL, NULL};
+    if (!(z->tz.readers & TC_ZIP_TORCH1))
+        refused[TC_TORCH_1_13] = "its zip archive, which torch 1.13's zip reader refuses";
+    if (!(z->tz.readers & TC_ZIP_TORCH2))
+        refused[TC_TORCH_2] = "its zip archive, which torch 2.x's zip reader refuses";
+    return tc_weights_only(&z->tg, refused, d);
 }
 
 /* ---- reading a storage -------------------------------------------------------- */

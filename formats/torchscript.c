@@ -368,7 +368,9 @@ static int open_script(tc_ckpt *c, tc_diag *d)
             rc = tc_torch_read_failed(&z->tg, rc, "constants.pkl", d);
     }
     free(buf);
-    if (rc || (rc = tc_torch_index(&z->tg, d)))
+    static const char *const refused[TC_NTORCH] = {"a TorchScript archive, which weights_only=True refuses",
+                                                   "a TorchScript archive, which weights_only=True refuses"};
+    if (rc || (rc = tc_torch_index(&z->tg, d)) || (rc = tc_weights_only(&z->tg, refused, d)))
         return rc;
     return tc_ckpt_add_fact(c, "torchscript", qual, d);
 }

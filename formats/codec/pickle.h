@@ -111,6 +111,9 @@ typedef struct pk_read_opts {
     /* true: names are imported as written even below protocol 3 (CPython's
      * fix_imports=False); torch.load keeps fix_imports on */
     bool no_fix_imports;
+    /* if set, 32 bytes: the bit of each opcode read is set (which loaders
+     * with a fixed opcode set, torch's weights_only ones, accept the pickle) */
+    uint8_t *ops_seen;
 } pk_read_opts;
 
 enum pk_py2str {

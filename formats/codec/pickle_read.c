@@ -1188,6 +1188,8 @@ static int step(rd *r, bool *stop)
     }
     r->op = r->buf[r->pos++];
     const uint8_t *p = r->buf + r->pos;
+    if (r->o->ops_seen)
+        r->o->ops_seen[r->op >> 3] |= (uint8_t)(1u << (r->op & 7));
 
     switch (r->op) {
     case PROTO:

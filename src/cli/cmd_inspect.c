@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "format.h"
 #include "hash.h"
@@ -155,6 +156,31 @@ static void put_padded(const char *s, size_t w)
     printf("%*s", (int)(n < w ? w - n : 0), "");
 }
 
+/* The one sentence on weights_only=True of each torch, " (...)", or nothing
+ * when the format is not torch.load's: which torch loads the file so, and
+ * what the other refuses. admitted: it loads only once add_safe_globals
+ * admits the --safe-globals (torch 2.x has it, 1.13 does not). */
+static void weights_only_text(const tc_ckpt *c, bool admitted, tc_buf *b)
+{
+    bool loads[TC_NTORCH], known = false;
+    const char *why[TC_NTORCH] = {NULL, NULL};
+    for (int t = 0; t < TC_NTORCH; t++)
+        known |= tc_ckpt_weights_only(c, t, &loads[t], &why[t]);
+    if (!known)
+        return;
+    const char *cond = admitted ? " once add_safe_globals admits the --safe-globals" : "";
+    if (loads[TC_TORCH_1_13] && loads[TC_TORCH_2])
+        tc_buf_printf(b, " (loads with weights_only=True in torch 1.13 and 2.x%s)", cond);
+    else if (loads[TC_TORCH_1_13] || loads[TC_TORCH_2]) {
+        int y = loads[TC_TORCH_1_13] ? TC_TORCH_1_13 : TC_TORCH_2, n = 1 - y;
+        tc_buf_printf(b, " (loads with weights_only=True in torch %s%s; torch %s's weights_only loader refuses it: %s)",
+                      tc_torch_names[y], y == TC_TORCH_2 ? cond : "", tc_torch_names[n], why[n]);
+    } else if (!strcmp(why[0], why[1]))
+        tc_buf_printf(b, " (weights_only=True refuses it in torch 1.13 and 2.x: %s)", why[0]);
+    else
+        tc_buf_printf(b, " (weights_only=True refuses it: torch 1.13: %s; torch 2.x: %s)", why[0], why[1]);
+}
+
 static void print_text(const tc_ckpt *c)
 {
     char e1[1024], e2[1024];
@@ -288,9 +314,13 @@ static void print_text(const tc_ckpt *c)
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
         printf("  %-10s %s\n", "HAZARD", tc_term_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
-    if (tc_ckpt_is_safe(c))
+    if (tc_ckpt_is_safe(c)) {
+        tc_buf wo = TC_BUF_INIT(0);
+        weights_only_text(c, nunsafe > 0, &wo);
         printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
-               nunsafe ? "" : " (loads with weights_only=True)");
+               tc_term_esc(tc_buf_str(&wo), e1, sizeof e1));
+        tc_buf_free(&wo);
+    }
     else
         printf("verdict: UNSAFE: torch.load needs weights_only=False, which imports and calls what is listed above; "
                "tensorctl never runs it\n");
@@ -429,6 +459,25 @@ static void print_json(const tc_ckpt *c)
 
     jnext(&first, "verdict", "  ");
     jput(cJSON_CreateString(tc_ckpt_is_safe(c) ? "safe" : "unsafe"));
+    cJSON *wo = cJSON_CreateObject();
+    bool known = false;
+    for (int t = 0; t < TC_NTORCH; t++) {
+        bool loads;
+        const char *why;
+        if (!tc_ckpt_weights_only(c, t, &loads, &why))
+            continue;
+        known = true;
+        cJSON *v = cJSON_AddObjectToObject(wo, tc_torch_names[t]);
+        cJSON_AddBoolToObject(v, "loads", loads);
+        if (!loads)
+            cJSON_AddStringToObject(v, "refuses", why);
+    }
+    if (known) {
+        jnext(&first, "weights_only", "  ");
+        jput(wo);
+    } else {
+        cJSON_Delete(wo);
+    }
     cJSON *gl = cJSON_CreateArray(), *ug = cJSON_CreateArray(), *dg = cJSON_CreateArray(),
           *ag = cJSON_CreateArray(), *hz = cJSON_CreateArray(), *gv = cJSON_CreateArray();
     for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {
