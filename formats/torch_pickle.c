@@ -153,7 +153,8 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
                       .what = what,
                       .on_persid = tc_torch_persid,
                       .ctx = tg,
-                      .ops_seen = tg->ops};
+                      .ops_seen = tg->ops,
+                      .long_digits = &tg->long_digits};
     return o;
 }
 
@@ -448,6 +449,17 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
 {
     tc_ckpt *c = tg->c;
     tc_ckpt_set_objects(c, true);
+    if (tg->long_digits) {
+        /* two readings of one pickle: the verdict is the longer one's, which the reader took */
+        char text[400];
+        snprintf(text, sizeof text,
+                 "an integer of %" PRIu64 " decimal digits: Python 3.11 and later (3.10.7, 3.9.14, 3.8.14, 3.7.14) "
+                 "stop loading there (int_max_str_digits), older Pythons read on; judged as they read it",
+                 tg->long_digits);
+        int rc = tc_ckpt_add_fact(c, "python_int_digits", text, d);
+        if (rc)
+            return rc;
+    }
     gctx g = {c, d};
     pk_graph_foreach(tg->g, count_global, &g);
     if (d->code)

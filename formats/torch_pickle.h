@@ -51,6 +51,7 @@ typedef struct tc_torch_graph {
     size_t nkeyed, keyedcap;
     const tc_script *script; /* TorchScript: modules are named by their declarations, not by _parameters */
     uint8_t ops[32];    /* every opcode the pickles read hold (a bit each) */
+    uint64_t long_digits; /* the longest INT/LONG text past Python 3.11's int_max_str_digits, in digits */
 } tc_torch_graph;
 
 /* The object graph of a checkpoint a torch pickle driver opened (zip,
