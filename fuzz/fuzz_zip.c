@@ -69,6 +69,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_CHECK(!rc2 && total == len, "streaming fails where a whole read succeeded: %s", d2.msg);
         free(all);
     }
+    /* torch's layer: its archive folder and version, its record list, each record found again */
+    tc_zip_torch t;
+    tc_diag d3 = {0};
+    if (!tc_zip_torch_init(&t, &z, 1u << 20, &d3)) {
+        FZ_CHECK(t.version >= 1 && t.version <= 10 && t.readers, "version %llu read", (unsigned long long)t.version);
+        if (!tc_zip_torch_records(&t, &z, &d3))
+            for (size_t i = 0; i < z.n; i++) {
+                char name[512];
+                tc_zip_listed_name(&z.e[i], name);
+                FZ_CHECK(strlen(name) > t.alen && name[t.alen] == '/', "a listed record is inside the folder");
+                const tc_zip_entry *f = tc_zip_torch_find(&t, &z, name + t.alen + 1);
+                if (strlen(z.e[i].name) == z.e[i].nlen && z.e[i].nlen < 512)
+                    FZ_CHECK(f && same_name(f->name, f->nlen, z.e[i].name, z.e[i].nlen), "record %zu found", i);
+            }
+        else
+            FZ_CHECK(d3.msg[0], "a refused record list says why");
+        tc_zip_torch_free(&t);
+    } else {
+        FZ_CHECK(d3.code && d3.msg[0], "a refused archive says why");
+    }
     tc_zip_free(&z);
     tc_zip_free(&z);
     return 0;
