@@ -16,8 +16,9 @@ static const tc_opt o_json = {
     OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", 0, NULL,
     "Print one JSON document: format, records, tensors (name, dtype, shape, stride,\n"
     "storage_offset, device, storage, nbytes, parameter, requires_grad, kind,\n"
-    "same_as, shard, sha256), storages, globals, unsafe_globals, dangerous_globals,\n"
-    "metadata and contents."};
+    "same_as, shard, sha256), storages, verdict, weights_only (per torch, 1.13\n"
+    "and 2.x: loads, or what it refuses), globals, unsafe_globals,\n"
+    "dangerous_globals, metadata and contents."};
 static const tc_opt o_hash = {
     OPT_HASH, 0, "hash", NULL,
     "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", 0, NULL,
