@@ -27,7 +27,12 @@
  * taken. Extended headers (GNU long names, PAX, sparse files) and members
  * that are not plain files are beyond what tensorctl reads exactly: such an
  * archive is never safe. Read only: a rewrite of it is refused (no object
- * graph of its own to write). */
+ * graph of its own to write).
+ *
+ * Longer than ~800 lines on purpose: a format is one file behind the driver
+ * vtable (docs/architecture.md), and this one is three steps sharing its
+ * private state: Python's tarfile, the members' pickles in torch's order,
+ * and the tensors torch builds from them (one section each). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
