@@ -469,27 +469,41 @@ static tc_dtype storage_dtype(const pk_obj *type)
     return strcmp(type->s, "torch") && strcmp(type->s, "torch.cuda") ? TC_DT_INVALID : tc_dtype_from_storage(type->name);
 }
 
-/* A tuple or list of three (what `a, b, c = args` unpacks), or NULL. */
-static pk_obj *const *three(const pk_obj *o)
+/* storages and tensors both start as torch's loops over them do: a pickled
+ * count, then per entry a pickle that `a, b, c = ...` unpacks. */
+static int open_counted(mreader *r, tar *T, const member *m, const char *what, const char *bad_count,
+                        int64_t *n, tc_diag *d)
 {
-    return (o->kind == PK_TUPLE || o->kind == PK_LIST) && o->n == 3 ? o->items : NULL;
+    pk_obj *o;
+    int rc = mreader_open(r, T, m, what, d);
+    if (rc || (rc = next_pickle(r, &o, d)))
+        return rc;
+    return int_of(o, n) ? 0 : stop(r->what, bad_count, d);
+}
+
+static int next_three(mreader *r, pk_obj *const **out, const char *not_three, tc_diag *d)
+{
+    pk_obj *o;
+    int rc = next_pickle(r, &o, d);
+    if (rc)
+        return rc;
+    if ((o->kind != PK_TUPLE && o->kind != PK_LIST) || o->n != 3)
+        return stop(r->what, not_three, d);
+    *out = o->items;
+    return 0;
 }
 
 static int read_storages(tar *T, const member *m, tc_diag *d)
 {
     mreader r;
     pk_obj *o, *const *a;
-    int rc = mreader_open(&r, T, m, "tar member storages", d);
-    if (rc || (rc = next_pickle(&r, &o, d)))
-        return rc;
     int64_t n;
-    if (!int_of(o, &n))
-        return stop(r.what, "the storage count is not an int", d);
+    int rc = open_counted(&r, T, m, "tar member storages", "the storage count is not an int", &n, d);
+    if (rc)
+        return rc;
     for (int64_t i = 0; i < n; i++) {
-        if ((rc = next_pickle(&r, &o, d)))
+        if ((rc = next_three(&r, &a, "a storage's (key, location, type) are not three", d)))
             return rc;
-        if (!(a = three(o)))
-            return stop(r.what, "a storage's (key, location, type) are not three", d);
         tc_dtype dt = storage_dtype(a[2]);
         if (dt == TC_DT_INVALID)
             return stop(r.what, "a storage's type is not one of torch's storage or tensor type classes", d);
@@ -543,18 +557,14 @@ static int read_storages(tar *T, const member *m, tc_diag *d)
 static int read_tensors(tar *T, const member *m, tc_diag *d)
 {
     mreader r;
-    pk_obj *o, *const *a;
-    int rc = mreader_open(&r, T, m, "tar member tensors", d);
-    if (rc || (rc = next_pickle(&r, &o, d)))
-        return rc;
+    pk_obj *const *a;
     int64_t n;
-    if (!int_of(o, &n))
-        return stop(r.what, "the tensor count is not an int", d);
+    int rc = open_counted(&r, T, m, "tar member tensors", "the tensor count is not an int", &n, d);
+    if (rc)
+        return rc;
     for (int64_t i = 0; i < n; i++) {
-        if ((rc = next_pickle(&r, &o, d)))
+        if ((rc = next_three(&r, &a, "a tensor's (key, storage key, type) are not three", d)))
             return rc;
-        if (!(a = three(o)))
-            return stop(r.what, "a tensor's (key, storage key, type) are not three", d);
         tkey k = key_of(a[0]), sk = key_of(a[1]);
         uint64_t at = sk.kind ? obj_get(&T->obj, sk) : 0;
         if (!T->partial && (!at || (at & TENSOR_BIT)))
