@@ -24,6 +24,7 @@ typedef TC_VEC(char *) names;
 typedef struct cls {
     names params, buffers; /* as declared, then (once the class ends) the annotated ones in annotation order */
     names attrs;           /* annotated attributes, in order */
+    tc_strmap attr_ix;     /* attrs by name: a class may declare very many */
     bool seen_p, seen_b;
 } cls;
 
@@ -51,6 +52,7 @@ void tc_script_free(tc_script *s)
         free_names(&s->cls.v[i].params);
         free_names(&s->cls.v[i].buffers);
         free_names(&s->cls.v[i].attrs);
+        tc_strmap_free(&s->cls.v[i].attr_ix);
     }
     for (size_t i = 0; i < s->quals.n; i++)
         free(s->quals.v[i]);
@@ -340,12 +342,13 @@ static int string_list(stmt *S, names *out, tc_diag *d)
     return t.kind == T_END ? 0 : bad_at(S->L, S->lineno, "text after the list of parameters or buffers");
 }
 
-static bool has_name(const names *v, const char *name)
+/* v's names by name (the keys are v's own strings). */
+static int index_names(const names *v, tc_strmap *m)
 {
     for (size_t i = 0; i < v->n; i++)
-        if (!strcmp(v->v[i], name))
-            return true;
-    return false;
+        if (tc_strmap_put(m, v->v[i], i, NULL) < 0)
+            return -1;
+    return 0;
 }
 
 /* One statement of a module class's body, as importClass reads it: the
@@ -398,11 +401,12 @@ static int class_statement(stmt *S, cls *k, tc_diag *d)
     }
     if (!name)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (has_name(&k->attrs, name)) {
+    int put = tc_strmap_put(&k->attr_ix, name, k->attrs.n, NULL);
+    if (put == 0) {
         free(name);
         return bad_at(S->L, S->lineno, "an attribute declared twice in one class (torch refuses the class)");
     }
-    if (tc_vec_push(&k->attrs, name)) {
+    if (put < 0 || tc_vec_push(&k->attrs, name)) {
         free(name);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
@@ -415,15 +419,19 @@ static int finish_class(tc_script *s, size_t ci, tc_diag *d)
 {
     cls *k = &s->cls.v[ci];
     names p = {0}, b = {0};
-    int rc = 0;
+    tc_strmap pm = {0}, bm = {0};
+    int rc = index_names(&k->params, &pm) || index_names(&k->buffers, &bm)
+                 ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : 0;
     for (size_t i = 0; i < k->attrs.n && !rc; i++) {
-        names *to = has_name(&k->params, k->attrs.v[i]) ? &p : has_name(&k->buffers, k->attrs.v[i]) ? &b : NULL;
+        names *to = tc_strmap_get(&pm, k->attrs.v[i], NULL) ? &p : tc_strmap_get(&bm, k->attrs.v[i], NULL) ? &b : NULL;
         char *v = to ? strdup(k->attrs.v[i]) : NULL;
         if (to && (!v || tc_vec_push(to, v))) {
             free(v);
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         }
     }
+    tc_strmap_free(&pm);
+    tc_strmap_free(&bm);
     free_names(&k->params);
     free_names(&k->buffers);
     k->params = p;
