@@ -523,6 +523,17 @@ static int open_item(rd *R, const sitem *s, const char *what, tc_ckpt **out, tc_
         return tc_fail_at(d, rc, f->path, s->off, "%s at bytes [%" PRIu64 ", %" PRIu64 "): %s", what, s->off,
                           s->off + s->len, in.msg);
     }
+    /* what makes the archive unsafe to torch.load makes the checkpoint so (DCP loads it with torch.load) */
+    for (size_t i = 0; i < tc_ckpt_nhazards(b) && !rc; i++) {
+        tc_buf t = TC_BUF_INIT(2000);
+        tc_buf_printf(&t, "%s in %s: %s", what, f->name, tc_ckpt_hazard(b, i));
+        rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_hazard(R->c, tc_buf_str(&t), d);
+        tc_buf_free(&t);
+    }
+    if (rc) {
+        tc_ckpt_close(b);
+        return rc;
+    }
     *out = b;
     return 0;
 }

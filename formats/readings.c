@@ -14,54 +14,7 @@
 #include "pickle.h"
 #include "readings.h"
 #include "verdict.h"
-
-/* Python's tarfile: the first 512 bytes parse as a header block when its
- * checksum field (octal, or base-256) matches the unsigned or the signed sum
- * of the block with that field read as spaces. All-zero blocks are the end
- * of an archive, not a member. */
-static bool tar_header(const uint8_t *b, size_t n)
-{
-    if (n < 512)
-        return false;
-    bool zero = true;
-    for (size_t i = 0; i < 512 && zero; i++)
-        zero = b[i] == 0;
-    if (zero)
-        return false;
-    long long want = 0;
-    if (b[148] == 0x80 || b[148] == 0xff) { /* base-256 */
-        for (int i = 149; i < 156; i++)
-            want = want * 256 + b[i];
-        if (b[148] == 0xff)
-            want -= 1LL << 56;
-    } else {
-        char f[9];
-        size_t k = 0;
-        for (int i = 148; i < 156 && b[i]; i++)
-            f[k++] = (char)b[i];
-        f[k] = 0;
-        char *p = f, *end;
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
-            p++;
-        if (!*p) {
-            want = 0;
-        } else {
-            want = strtoll(p, &end, 8);
-            while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r' || *end == '\v' || *end == '\f')
-                end++;
-            if (*end || *p == '+' || *p == '-')
-                return false; /* int(x, 8) would raise: no header */
-        }
-    }
-    long long us = 256, ss = 256;
-    for (size_t i = 0; i < 512; i++) {
-        if (i >= 148 && i < 156)
-            continue;
-        us += b[i];
-        ss += (signed char)b[i];
-    }
-    return want == us || want == ss;
-}
+#include "zip.h"
 
 typedef struct scan {
     char *out;
@@ -86,10 +39,11 @@ void tc_first_unsafe_global(pk_graph *g, char *out, size_t n)
     pk_graph_foreach(g, note_global, &sc);
 }
 
-int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, size_t n, tc_diag *d)
+int tc_first_pickle(const tc_src *src, const tc_limits *lim, pk_graph **out, pk_obj **root, tc_diag *d)
 {
     uint64_t cap = 1u << 16;
-    unsafe[0] = 0;
+    *out = NULL;
+    *root = NULL;
     for (;;) {
         uint64_t len = src->size < cap ? src->size : cap;
         uint8_t *buf = malloc(len ? len : 1);
@@ -101,12 +55,13 @@ int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, siz
         }
         int rc = tc_src_read(src, 0, buf, len, "a pickle read from byte 0", d);
         bool hit_end = false;
+        pk_obj *r = NULL;
         if (!rc) {
             pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
                               .what = "a pickle read from byte 0", .hit_end = &hit_end};
-            pk_obj *root;
             tc_diag scratch = TC_DIAG_INIT; /* where it stops is not the point: what it named before */
-            (void)pk_read(g, buf, (size_t)len, &o, &root, NULL, &scratch);
+            if (pk_read(g, buf, (size_t)len, &o, &r, NULL, &scratch))
+                r = NULL;
         }
         free(buf);
         if (!rc && hit_end && len < src->size && cap < lim->max_pickle_bytes) {
@@ -114,11 +69,42 @@ int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, siz
             cap = cap * 8 < lim->max_pickle_bytes ? cap * 8 : lim->max_pickle_bytes;
             continue;
         }
-        if (!rc)
-            tc_first_unsafe_global(g, unsafe, n);
-        pk_graph_free(g);
-        return rc;
+        if (rc) {
+            pk_graph_free(g);
+            return rc;
+        }
+        *out = g;
+        *root = r;
+        return 0;
     }
+}
+
+int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, size_t n, tc_diag *d)
+{
+    pk_graph *g;
+    pk_obj *root;
+    unsafe[0] = 0;
+    int rc = tc_first_pickle(src, lim, &g, &root, d);
+    if (!rc)
+        tc_first_unsafe_global(g, unsafe, n);
+    pk_graph_free(g);
+    return rc;
+}
+
+/* Whether src's bytes open as an archive torch's own zip reader reads
+ * (torch.jit.load, torch._C.PyTorchFileReader), wherever it lies in them. */
+static bool zip_reading(const tc_src *src, const tc_limits *lim)
+{
+    tc_zip z;
+    tc_zip_torch t;
+    tc_diag scratch = TC_DIAG_INIT;
+    tc_zip_limits zl = {.max_entries = lim->max_entries};
+    if (tc_zip_open(&z, src, &zl, &scratch))
+        return false;
+    bool ok = !tc_zip_torch_init(&t, &z, lim->max_pickle_bytes, &scratch);
+    tc_zip_torch_free(&t);
+    tc_zip_free(&z);
+    return ok;
 }
 
 int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
@@ -128,21 +114,29 @@ int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
         return 0; /* a JSON index: torch.load is not what reads it */
     if (!strcmp(fmt, "dcp"))
         return 0; /* .metadata is read by pickle.load from byte 0: the reading its driver judged */
-    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4);
+    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4), tar = !strcmp(fmt, "torch-tar");
+    const tc_src *src = tc_ckpt_src(c);
     int rc = 0;
-    if (!zip) {
+    if (!zip && !tar) {
         uint8_t block[512];
-        const tc_src *src = tc_ckpt_src(c);
-        if (src->size >= 512 && !(rc = tc_src_read(src, 0, block, 512, "a tar header", d)) && tar_header(block, 512))
+        if (src->size >= 512 && !(rc = tc_src_read(src, 0, block, 512, "a tar header", d)) && tc_tar_header(block, 512))
             rc = tc_ckpt_add_hazard(c,
                                     "its first 512 bytes are also a tar header: torch.load tries the legacy .tar "
                                     "reading first, which unpickles the archive's members",
                                     d);
     }
+    /* a tar archive is read as a legacy stream from byte 0 by torch.load of a stream that is no file (and of the
+     * file itself after a tar error) */
+    bool stream = false;
+    if (!rc && tar && !(rc = tc_legacy_at_zero(src, tc_ckpt_limits(c), &stream, d)) && stream)
+        rc = tc_ckpt_add_hazard(c,
+                                "its bytes are also a legacy torch stream from byte 0, which torch.load reads when "
+                                "given them as a stream (a BytesIO, not a file)",
+                                d);
     /* a file that is not a zip and not torch's legacy stream is still unpickled from byte 0 */
-    if (!rc && !zip && strcmp(fmt, "torch-legacy")) {
+    if (!rc && !zip && !stream && strcmp(fmt, "torch-legacy")) {
         char unsafe[1100];
-        if (!(rc = tc_pickle_at_zero(tc_ckpt_src(c), tc_ckpt_limits(c), unsafe, sizeof unsafe, d)) && unsafe[0]) {
+        if (!(rc = tc_pickle_at_zero(src, tc_ckpt_limits(c), unsafe, sizeof unsafe, d)) && unsafe[0]) {
             char text[1400];
             snprintf(text, sizeof text,
                      "read from byte 0, as torch.load reads a file that is not a zip (whatever its name, "
@@ -151,5 +145,11 @@ int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
             rc = tc_ckpt_add_hazard(c, text, d);
         }
     }
+    /* torch's zip reader finds its archive by the end record, wherever the archive starts */
+    if (!rc && !zip && zip_reading(src, tc_ckpt_limits(c)))
+        rc = tc_ckpt_add_hazard(c,
+                                "its bytes also hold a zip archive that torch's own zip reader opens (torch.jit.load "
+                                "and torch._C.PyTorchFileReader read it; torch.load reads the file as it starts)",
+                                d);
     return rc;
 }

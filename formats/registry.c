@@ -11,13 +11,14 @@
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
     tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_zero,
-    tc_format_npy, tc_format_npz;
+    tc_format_npy, tc_format_npz, tc_format_torch_tar;
 
 const tc_format *const tc_formats[] = {
     &tc_format_zero, /* a DeepSpeed rank file by its name; declined (to torch-zip) outside a ZeRO folder */
     &tc_format_npz,  /* a zip of .npy members only (it declines any other zip) */
     &tc_format_torch_zip,
     &tc_format_torchscript, /* a zip the torch zip driver declines: one with constants.pkl */
+    &tc_format_torch_tar,   /* torch.load tries a tar first: it declines a file whose first block is no tar header */
     &tc_format_torch_legacy,
     &tc_format_safetensors,
     &tc_format_safetensors_index,
@@ -84,6 +85,14 @@ static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const t
         if ((*next)->probe(&p))
             fmt = *next;
 again:
+    if (!fmt) {
+        /* the legacy magic number pickled another way (protocol 0 text): torch.load compares its value */
+        bool legacy = false;
+        if ((rc = tc_legacy_at_zero(src, lim, &legacy, d)))
+            goto fail;
+        if (legacy)
+            fmt = &tc_format_torch_legacy;
+    }
     if (!fmt) {
         /* torch.load would still unpickle it from byte 0: say so when that imports something */
         char unsafe[1100];

@@ -1,13 +1,18 @@
 /* torch.save's legacy stream (torch < 1.6, or _use_new_zipfile_serialization
  * =False): five pickles back to back (magic number, protocol version,
  * sys_info, the object, the storage keys), then each storage as an int64
- * element count and its raw bytes, in key-list order. */
+ * element count and its raw bytes, in key-list order. torch.load compares
+ * the first pickle's value with the magic number, however it is pickled
+ * (torch.save writes it as LONG1; Python 2's protocol 0 as LONG text): the
+ * probe takes the usual bytes, and the registry gives any other file whose
+ * first pickle is the number (tc_legacy_at_zero) to this driver. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
+#include "readings.h"
 #include "torch_pickle.h"
 
 extern const tc_format tc_format_torch_legacy;
@@ -26,9 +31,25 @@ static void lpriv_free(void *p)
     free(p);
 }
 
-/* Parse the five pickles from buf; *end is where the storages start. Storages
- * are only registered by the object pickle, which comes once per attempt:
- * a retry with a longer buffer starts from a fresh checkpoint (see open_legacy). */
+static bool is_magic(const pk_obj *o) { return o && o->kind == PK_BIGINT && o->len == 10 && !memcmp(o->s, magic, 10); }
+
+int tc_legacy_at_zero(const tc_src *src, const tc_limits *lim, bool *is, tc_diag *d)
+{
+    pk_graph *g;
+    pk_obj *root;
+    int rc = tc_first_pickle(src, lim, &g, &root, d);
+    if (!rc)
+        *is = is_magic(root);
+    pk_graph_free(g);
+    return rc;
+}
+
+/* Parse the five pickles from buf; *end is where the storages start. Each
+ * value torch checks is checked right after its pickle, as torch does, so
+ * that a failure leaves in the graph only what torch read before it raised.
+ * Storages are only registered by the object pickle, which comes once per
+ * attempt: a retry with a longer buffer starts from a fresh checkpoint (see
+ * open_legacy). */
 static int parse(tc_torch_graph *tg, const uint8_t *buf, size_t n, bool *hit_end, pk_obj **keys, size_t *end,
                  tc_diag *d)
 {
@@ -46,12 +67,12 @@ static int parse(tc_torch_graph *tg, const uint8_t *buf, size_t n, bool *hit_end
         if (rc)
             return rc;
         pos += used;
+        if (i == 0 && !is_magic(obj[0]))
+            return tc_fail(d, TC_ERR_FORMAT, "invalid legacy magic number (corrupt file?)");
+        if (i == 1 && (obj[1]->kind != PK_INT || obj[1]->i != 1001))
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "legacy protocol version %" PRId64 " (expected 1001)",
+                           obj[1]->kind == PK_INT ? obj[1]->i : -1);
     }
-    if (obj[0]->kind != PK_BIGINT || obj[0]->len != 10 || memcmp(obj[0]->s, magic, 10))
-        return tc_fail(d, TC_ERR_FORMAT, "invalid legacy magic number (corrupt file?)");
-    if (obj[1]->kind != PK_INT || obj[1]->i != 1001)
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "legacy protocol version %" PRId64 " (expected 1001)",
-                       obj[1]->kind == PK_INT ? obj[1]->i : -1);
     pk_obj *si = obj[2];
     for (size_t i = 0; si->kind == PK_DICT && i + 1 < si->n; i += 2)
         if (pk_is_str(si->items[i], "little_endian") && si->items[i + 1]->kind == PK_BOOL &&
@@ -146,9 +167,10 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
                            tc_ckpt_storage(c, i)->key);
     char sz[32];
     snprintf(sz, sizeof sz, "%zu", keys->n);
-    if ((rc = tc_ckpt_add_fact(c, "protocol_version", "1001", d)) || (rc = tc_ckpt_add_fact(c, "storages", sz, d)))
+    if ((rc = tc_ckpt_add_fact(c, "protocol_version", "1001", d)) || (rc = tc_ckpt_add_fact(c, "storages", sz, d)) ||
+        (rc = tc_torch_index(tg, d)))
         return rc;
-    return tc_torch_index(tg, d);
+    return tc_weights_only(tg, NULL, d);
 }
 
 static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)

@@ -66,7 +66,7 @@ static int add_pid(tc_torch_graph *tg, size_t si, pk_obj *pid, tc_diag *d)
 
 /* ---- persistent ids ------------------------------------------------------------- */
 
-static int on_persid(void *ctx, pk_obj *persid, tc_diag *d)
+int tc_torch_persid(void *ctx, pk_obj *persid, tc_diag *d)
 {
     tc_torch_graph *tg = ctx;
     tc_ckpt *c = tg->c;
@@ -142,8 +142,10 @@ pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what)
     const tc_limits *lim = tc_ckpt_limits(tg->c);
     pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
                       .what = what,
-                      .on_persid = on_persid,
-                      .ctx = tg};
+                      .on_persid = tc_torch_persid,
+                      .ctx = tg,
+                      .ops_seen = tg->ops,
+                      .long_digits = &tg->long_digits};
     return o;
 }
 
@@ -437,6 +439,17 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
 {
     tc_ckpt *c = tg->c;
     tc_ckpt_set_objects(c, true);
+    if (tg->long_digits) {
+        /* two readings of one pickle: the verdict is the longer one's, which the reader took */
+        char text[400];
+        snprintf(text, sizeof text,
+                 "an integer of %" PRIu64 " decimal digits: Python 3.11 and later (3.10.7, 3.9.14, 3.8.14, 3.7.14) "
+                 "stop loading there (int_max_str_digits), older Pythons read on; judged as they read it",
+                 tg->long_digits);
+        int rc = tc_ckpt_add_fact(c, "python_int_digits", text, d);
+        if (rc)
+            return rc;
+    }
     gctx g = {c, d};
     pk_graph_foreach(tg->g, count_global, &g);
     if (d->code)

@@ -51,6 +51,8 @@ typedef struct tc_torch_graph {
     pk_obj **keyed;     /* per keyed container of the checkpoint (tc_ckpt_keyed): the node holding its items */
     size_t nkeyed, keyedcap;
     const tc_script *script; /* TorchScript: modules are named by their declarations, not by _parameters */
+    uint8_t ops[32];    /* every opcode the pickles read hold (a bit each) */
+    uint64_t long_digits; /* the longest INT/LONG text past Python 3.11's int_max_str_digits, in digits */
 } tc_torch_graph;
 
 /* The object graph of a checkpoint a torch pickle driver opened (zip,
@@ -62,8 +64,11 @@ tc_torch_graph *tc_torch_graph_of(const tc_ckpt *c);
 int tc_torch_graph_init(tc_torch_graph *tg, tc_ckpt *c, tc_diag *d);
 void tc_torch_graph_free(tc_torch_graph *tg);
 
+/* A ('storage', type, key, location, numel) persistent id met in a pickle of
+ * tg (ctx), registered as a storage of its checkpoint. */
+int tc_torch_persid(void *ctx, pk_obj *persid, tc_diag *d);
 /* Read options for a torch pickle: the checkpoint's limits, persistent ids
- * registered as storages of tg. */
+ * registered as storages of tg (tc_torch_persid). */
 pk_read_opts tc_torch_read_opts(tc_torch_graph *tg, const char *what);
 /* A pickle that failed to read (rc, d) may have named globals before the
  * point it failed at, which CPython's unpickler would have imported and
@@ -74,6 +79,12 @@ int tc_torch_read_failed(tc_torch_graph *tg, int rc, const char *what, tc_diag *
 /* A short description of o as inspect shows contents ("7", "[0.1, 'a']")
  * into text, and its kind ("int", "list") into *kind. */
 void tc_torch_describe(const tc_torch_graph *tg, const pk_obj *o, char *text, size_t n, const char **kind);
+
+/* What torch.load(weights_only=True) of each torch does with the file whose
+ * pickles tg holds (weights_only.c), into its checkpoint; refused[t], when
+ * refused and refused[t] are not NULL, is why torch t refuses its container
+ * whatever it holds. */
+int tc_weights_only(tc_torch_graph *tg, const char *const refused[TC_NTORCH], tc_diag *d);
 
 /* After the pickle is read: tensors, globals and contents of c from tg->root. */
 int tc_torch_index(tc_torch_graph *tg, tc_diag *d);

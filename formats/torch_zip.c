@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "torch_zip.h"
 
 extern const tc_format tc_format_torch_zip;
@@ -15,7 +16,7 @@ static void tzip_free(void *p)
         return;
     tc_torch_graph_free(&z->tg);
     tc_zip_free(&z->zip);
-    free(z->archive);
+    tc_zip_torch_free(&z->tz);
     free(z->rec);
     if (z->free_extra)
         z->free_extra(z->extra);
@@ -26,11 +27,22 @@ static bool probe(const tc_probe *p) { return p->n >= 4 && !memcmp(p->head, "PK\
 
 const tc_zip_entry *tc_tzip_record(const tc_tzip *z, const char *name)
 {
-    char full[512];
-    snprintf(full, sizeof full, "%s/%s", z->archive, name);
-    return tc_zip_find(&z->zip, full);
+    return tc_zip_torch_find(&z->tz, &z->zip, name);
 }
 
+bool tc_tzip_listed(const tc_tzip *z, const char *name)
+{
+    size_t al = strlen(z->archive);
+    for (size_t i = 0; i < z->zip.n; i++) {
+        char l[512];
+        tc_zip_listed_name(&z->zip.e[i], l);
+        if (!strcmp(l + al + 1, name))
+            return true;
+    }
+    return false;
+}
+
+/* A small record as a fact: its first 64 printable bytes (torch reads it whole). */
 static int small_record(tc_ckpt *c, tc_tzip *z, const char *name, tc_diag *d)
 {
     const tc_zip_entry *e = tc_tzip_record(z, name);
@@ -38,17 +50,42 @@ static int small_record(tc_ckpt *c, tc_tzip *z, const char *name, tc_diag *d)
         return 0;
     uint8_t *buf;
     size_t len;
-    int rc = tc_zip_read_all(&z->zip, e, 64, &buf, &len, d);
+    int rc = tc_zip_read_all(&z->zip, e, 1u << 20, true, &buf, &len, d);
     if (rc)
         return rc;
     char v[65];
     size_t k = 0;
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len && k < 64; i++)
         if (buf[i] >= 0x20 && buf[i] < 0x7f)
             v[k++] = (char)buf[i];
     v[k] = 0;
+    bool exact = k == len;
     free(buf);
+    if (!strcmp(name, "byteorder") && !exact) /* torch compares the whole record */
+        return tc_fail(d, TC_ERR_FORMAT, "byteorder record is %zu bytes, neither 'little' nor 'big'", len);
     return tc_ckpt_add_fact(c, name, v, d);
+}
+
+/* Entries torch could take one for another: the file is never safe, and what
+ * tensorctl reads of it is what torch's lookup finds. */
+static int confusable(tc_ckpt *c, const tc_zip *zip, tc_diag *d)
+{
+    size_t a, b;
+    int rc = tc_zip_confusable(zip, &a, &b);
+    if (rc < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (!rc)
+        return 0;
+    char ea[600], eb[600];
+    tc_buf t = TC_BUF_INIT(2000);
+    tc_buf_printf(&t,
+                  "zip entries %zu '%s' and %zu '%s' are one name to torch's reader, which looks names up ignoring "
+                  "letter case (and lists them cut at a NUL byte or at 511 bytes): which one a reader takes is not "
+                  "the same everywhere; tensorctl read what torch's lookup finds",
+                  a, tc_esc(zip->e[a].name, ea, sizeof ea), b, tc_esc(zip->e[b].name, eb, sizeof eb));
+    rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_hazard(c, tc_buf_str(&t), d);
+    tc_buf_free(&t);
+    return rc;
 }
 
 int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
@@ -61,22 +98,13 @@ int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
     const tc_limits *lim = tc_ckpt_limits(c);
     tc_zip_limits zl = {.max_entries = lim->max_entries};
     int rc = tc_torch_graph_init(&z->tg, c, d);
-    if (rc || (rc = tc_zip_open(&z->zip, tc_ckpt_src(c), &zl, d)))
+    if (rc || (rc = tc_zip_open(&z->zip, tc_ckpt_src(c), &zl, d)) ||
+        (rc = tc_zip_torch_init(&z->tz, &z->zip, lim->max_pickle_bytes, d)))
         return rc;
-    if (z->zip.n == 0)
-        return tc_fail(d, TC_ERR_FORMAT, "zip archive has no entries");
-    const char *first = z->zip.e[0].name, *slash = strchr(first, '/');
-    if (!slash || slash == first)
-        return tc_fail(d, TC_ERR_FORMAT, "zip entry '%s' is not inside a top folder (not a torch checkpoint)",
-                       first);
-    if (!(z->archive = strndup(first, (size_t)(slash - first))))
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    size_t al = strlen(z->archive);
-    for (size_t i = 0; i < z->zip.n; i++)
-        if (strncmp(z->zip.e[i].name, z->archive, al) || z->zip.e[i].name[al] != '/')
-            return tc_fail(d, TC_ERR_FORMAT, "zip entry '%s' is outside the top folder '%s/' (torch refuses this)",
-                           z->zip.e[i].name, z->archive);
-    return 0;
+    z->archive = z->tz.archive;
+    if ((rc = tc_zip_torch_records(&z->tz, &z->zip, d)))
+        return rc;
+    return confusable(c, &z->zip, d);
 }
 
 int tc_tzip_facts(tc_ckpt *c, tc_tzip *z, tc_diag *d)
@@ -95,8 +123,6 @@ int tc_tzip_facts(tc_ckpt *c, tc_tzip *z, tc_diag *d)
         else if (strcmp(f->value, "little")) /* torch: "Unknown endianness type" */
             return tc_fail(d, TC_ERR_FORMAT, "byteorder record says '%s', neither 'little' nor 'big'", f->value);
     }
-    if (!tc_tzip_record(z, "version") && !tc_tzip_record(z, ".data/version"))
-        return tc_fail(d, TC_ERR_FORMAT, "no %s/version record (torch refuses such files)", z->archive);
     return 0;
 }
 
@@ -116,7 +142,7 @@ int tc_tzip_read(const tc_tzip *z, const tc_ckpt *c, const tc_zip_entry *e, uint
                        "(raise with --max-inflate-ratio)",
                        e->name, (unsigned long long)e->csize, (unsigned long long)e->usize,
                        (unsigned long long)lim->max_inflate_ratio);
-    return tc_zip_read_all(&z->zip, e, lim->max_pickle_bytes, buf, len, d);
+    return tc_zip_read_all(&z->zip, e, lim->max_pickle_bytes, true, buf, len, d);
 }
 
 /* The bytes of one number of dtype t, as torch swaps them when it loads a
@@ -154,6 +180,9 @@ int tc_tzip_data(tc_ckpt *c, tc_tzip *z, tc_diag *d)
         if (!e)
             return tc_fail(d, TC_ERR_FORMAT, "storage '%s': no record %s/%s (file incomplete?)", s->key,
                            z->archive, name);
+        const char *why = tc_zip_unreadable(e);
+        if (why)
+            return tc_fail(d, TC_ERR_FORMAT, "storage '%s': record %s: %s", s->key, e->name, why);
         if (e->usize != s->nbytes)
             return tc_fail(d, TC_ERR_FORMAT,
                            "record %s is %llu bytes but storage '%s' needs %llu (%llu x %s)", e->name,
@@ -176,11 +205,16 @@ static int open_zip(tc_ckpt *c, tc_diag *d)
     int rc = tc_tzip_open(c, &tc_format_torch_zip, &z, d);
     if (rc)
         return rc;
-    if (tc_tzip_record(z, "constants.pkl"))
+    if (tc_tzip_listed(z, "constants.pkl"))
         return TC_FORMAT_DECLINE; /* a TorchScript archive (torchscript.c) */
-    if ((rc = tc_tzip_facts(c, z, d)) || (rc = tc_tzip_data(c, z, d)))
+    if ((rc = tc_tzip_facts(c, z, d)) || (rc = tc_tzip_data(c, z, d)) || (rc = tc_torch_index(&z->tg, d)))
         return rc;
-    return tc_torch_index(&z->tg, d);
+    const char *refused[TC_NTORCH] = {NULL, NULL};
+    if (!(z->tz.readers & TC_ZIP_TORCH1))
+        refused[TC_TORCH_1_13] = "its zip archive, which torch 1.13's zip reader refuses";
+    if (!(z->tz.readers & TC_ZIP_TORCH2))
+        refused[TC_TORCH_2] = "its zip archive, which torch 2.x's zip reader refuses";
+    return tc_weights_only(&z->tg, refused, d);
 }
 
 /* ---- reading a storage -------------------------------------------------------- */

@@ -16,18 +16,23 @@
 typedef struct tc_tzip {
     tc_torch_graph tg;        /* first: see tc_torch_graph_of */
     tc_zip zip;
-    char *archive;            /* top folder, without "/" */
+    tc_zip_torch tz;          /* the archive folder and version, as torch's reader takes them */
+    const char *archive;      /* tz.archive: the top folder, without "/" */
     const tc_zip_entry **rec; /* per storage: its data record */
     bool big;                 /* the byteorder record says big-endian: data is swapped as it is read */
     void *extra;              /* the driver's own, freed with free_extra */
     void (*free_extra)(void *);
 } tc_tzip;
 
-/* Read c's zip directory as driver's state: every entry inside one top
- * folder, as torch requires. */
+/* Read c's zip directory as driver's state, as torch's reader does (zip.h):
+ * a version record torch reads, every entry inside one top folder; entries
+ * torch's lookup could take one for another are a hazard of c. */
 int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d);
 /* The record <archive>/name, or NULL. */
 const tc_zip_entry *tc_tzip_record(const tc_tzip *z, const char *name);
+/* Whether torch.load's list of the records holds name exactly (letter case
+ * too): how it tells a TorchScript archive ("constants.pkl"). */
+bool tc_tzip_listed(const tc_tzip *z, const char *name);
 /* A whole record read into a new buffer (free()), held to --max-pickle-size
  * and, when deflated, --max-inflate-ratio. */
 int tc_tzip_read(const tc_tzip *z, const tc_ckpt *c, const tc_zip_entry *e, uint8_t **buf, size_t *len,

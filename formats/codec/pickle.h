@@ -111,6 +111,14 @@ typedef struct pk_read_opts {
     /* true: names are imported as written even below protocol 3 (CPython's
      * fix_imports=False); torch.load keeps fix_imports on */
     bool no_fix_imports;
+    /* if set, 32 bytes: the bit of each opcode read is set (which loaders
+     * with a fixed opcode set, torch's weights_only ones, accept the pickle) */
+    uint8_t *ops_seen;
+    /* if set, raised to the decimal digits of the longest INT or LONG text
+     * read past Python 3.11's int_max_str_digits (4300): Python 3.11 (and
+     * 3.10.7, 3.9.14, 3.8.14, 3.7.14) raise ValueError there, older Pythons
+     * read on, and pk_read reads on as they do */
+    uint64_t *long_digits;
 } pk_read_opts;
 
 enum pk_py2str {

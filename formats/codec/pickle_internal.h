@@ -38,9 +38,14 @@ int pkt_big_to_le(const pkt_big *b, uint8_t **out, size_t *len);
  * set and the value is clamped. */
 int64_t pkt_strtol0(const char *s, const char **end, bool *overflow);
 
-/* PyLong_FromString(s, NULL, base) for base 0 or 10 on the NUL-terminated s:
- * 0 on success, 1 when CPython raises (why says what), -1 out of memory. */
-int pkt_pylong(const char *s, int base, pkt_big *out, const char **why);
+/* PyLong_FromString(s, NULL, base) for base 0 or 10 on the NUL-terminated s,
+ * with no int_max_str_digits limit (Pythons before 3.11, 3.10.7, 3.9.14,
+ * 3.8.14 and 3.7.14 have none): 0 on success, 1 when CPython raises (why
+ * says what), 2 when the text has more than max_digits decimal digits (not
+ * read: quadratic work), -1 out of memory. *ndigits: its decimal digits (0
+ * for other bases), set once they are counted. */
+#define PKT_PY_MAX_STR_DIGITS 4300 /* sys.int_info.default_max_str_digits, Python 3.11 */
+int pkt_pylong(const char *s, int base, size_t max_digits, pkt_big *out, size_t *ndigits, const char **why);
 
 /* PyOS_string_to_double(s, &end, OverflowError): 0 with *v and *end; 1 when
  * nothing parses (*end == s) or the value overflows. */

@@ -34,6 +34,7 @@ typedef struct rd {
     int proto;         /* the last PROTO's argument; 0 without one */
     size_t fend;       /* end of the FRAME being read from (0: none) */
     uint8_t op;
+    uint64_t big_digits; /* decimal digits read in integers past int_max_str_digits */
     pk_keys *keys;
     char *line; /* the current text argument, newline kept, NUL-terminated */
     size_t llen, lcap;
@@ -407,15 +408,38 @@ static pk_obj *int_big(rd *r, const pkt_big *b)
     return o;
 }
 
+/* Text integers past Python 3.11's int_max_str_digits are read as older
+ * Pythons read them (the longer reading: what follows is read and judged
+ * too), each up to this many digits and so many in all, where the
+ * conversion's quadratic cost stays small; beyond, the pickle is refused as
+ * one older Pythons read further than tensorctl does. */
+#define BIG_DIGITS 100000
+#define BIG_DIGITS_TOTAL (1u << 20)
+
 static int pylong_line(rd *r, const char *s, int base, pk_obj **out)
 {
     *out = NULL;
     pkt_big b = {0};
     const char *why;
-    int rc = pkt_pylong(s, base, &b, &why);
+    size_t nd = 0;
+    int rc = pkt_pylong(s, base, BIG_DIGITS, &b, &nd, &why);
     if (rc < 0) {
         pkt_big_free(&b);
         return oom(r);
+    }
+    if (nd > PKT_PY_MAX_STR_DIGITS) {
+        r->big_digits += nd;
+        if (r->o->long_digits && *r->o->long_digits < nd)
+            *r->o->long_digits = nd;
+        if (rc == 2 || r->big_digits > BIG_DIGITS_TOTAL) {
+            pkt_big_free(&b);
+            return FAIL(r, TC_ERR_UNSAFE,
+                        "an integer of %zu decimal digits (%s): Python 3.11 stops there (int_max_str_digits), but "
+                        "Pythons before 3.10.7 (3.9.14, 3.8.14, 3.7.14) read on, and tensorctl does not read "
+                        "integers of more than %u digits (%u in all) to judge what follows",
+                        nd, rc == 2 ? "more than tensorctl reads" : "past what tensorctl reads in all", BIG_DIGITS,
+                        BIG_DIGITS_TOTAL);
+        }
     }
     if (rc) {
         pkt_big_free(&b);
@@ -493,7 +517,8 @@ static int memo_index(rd *r, bool put, uint64_t *idx)
         return underflow(r);
     pkt_big b = {0};
     const char *why;
-    rc = pkt_pylong(r->line, 10, &b, &why);
+    size_t nd = 0;
+    rc = pkt_pylong(r->line, 10, PKT_PY_MAX_STR_DIGITS, &b, &nd, &why); /* past it no Python's Py_ssize_t holds it */
     if (rc < 0) {
         pkt_big_free(&b);
         return oom(r);
@@ -1180,6 +1205,8 @@ static int step(rd *r, bool *stop)
     }
     r->op = r->buf[r->pos++];
     const uint8_t *p = r->buf + r->pos;
+    if (r->o->ops_seen)
+        r->o->ops_seen[r->op >> 3] |= (uint8_t)(1u << (r->op & 7));
 
     switch (r->op) {
     case PROTO:

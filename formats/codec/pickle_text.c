@@ -130,9 +130,7 @@ int64_t pkt_strtol0(const char *s, const char **end, bool *overflow)
 
 /* ---- PyLong_FromString ------------------------------------------------------------- */
 
-#define MAX_STR_DIGITS 4300 /* sys.int_info.default_max_str_digits, Python 3.11 */
-
-int pkt_pylong(const char *s, int base, pkt_big *out, const char **why)
+int pkt_pylong(const char *s, int base, size_t max_digits, pkt_big *out, size_t *ndigits, const char **why)
 {
     const char *p = s;
     *why = "invalid literal for int()";
@@ -175,9 +173,10 @@ int pkt_pylong(const char *s, int base, pkt_big *out, const char **why)
     }
     if (prev == '_' || !digits)
         return 1;
-    if (base == 10 && digits > MAX_STR_DIGITS) {
-        *why = "more than 4300 decimal digits (Python's int_max_str_digits)";
-        return 1;
+    *ndigits = base == 10 ? digits : 0;
+    if (base == 10 && digits > max_digits) {
+        *why = "more decimal digits than are read";
+        return 2;
     }
     const char *stop = p;
     while (is_space(*p))

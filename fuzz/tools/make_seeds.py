@@ -4,6 +4,7 @@
 hand-made pickles and zips. No torch needed; nothing is unpickled.
 
     python3 fuzz/tools/make_seeds.py [--max-size 65536]
+    python3 fuzz/tools/make_seeds.py --readers        only the seeds of torch's own readings
 """
 import argparse, collections, io, os, pickle, pickletools, sys, zipfile
 
@@ -101,7 +102,38 @@ def main():
         with z.open('a/big', 'w', force_zip64=True) as f:
             f.write(b'x' * 100)
     put('fuzz_zip', 'zip64.zip', b.getvalue())
+    reader_seeds()
+
+
+def reader_seeds():
+    """Files of torch's own readings: zip names in other letter case, the tar format, text magic numbers,
+    long integers, TorchScript code whose strings look like declarations (tests/security/torch_accepts.py
+    makes them)."""
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'security'))
+    import torch_accepts as T
+    for name in ('zip_case_only_record', 'zip_case_hidden', 'zip_case_storage', 'zip_no_version'):
+        data = T.CASES[name][0]('/nonexistent/m')
+        put('fuzz_zip', name + '.zip', data)
+        put('fuzz_ckpt', name + '.pt', data)
+    for name in ('tar_good', 'tar_evil_storages', 'tar_with_zip', 'tar_no_storages', 'legacy_text_magic',
+                 'legacy_text_magic_evil', 'long_digits'):
+        data = T.CASES[name][0]('/nonexistent/m')
+        put('fuzz_ckpt', name + '.pt', data)
+        put('fuzz_readings', name + '.pt', b'\0' + data)
+    for name in ('tar_good', 'legacy_text_magic'):
+        put('fuzz_roundtrip', name + '.pt', T.CASES[name][0]('/nonexistent/m'))
+    put('fuzz_pickle', 'long_4301_digits.pkl', b'L' + b'1' * 4301 + b'L\n.')
+    put('fuzz_pickle', 'text_magic.pkl', T.TEXT_MAGIC)
+    put('fuzz_script', 'strings_and_brackets.py',
+        b'class Net(Module):\n  __parameters__ = ["w", ]\n  __buffers__ = []\n  w : Tensor\n'
+        b'  __annotations__["0"] = __torch__.Sub\n  c : Final[int] = 3\n'
+        b'  def forward(self: __torch__.Net, x: Tensor) -> Tensor:\n    """doc\n  __parameters__ = ["secret"]\n'
+        b'"""\n    y = torch.add(x,\n  __buffers__ = ["b"]\n      x)  # (\n    return y\n'
+        b"  __parameters__ = ['w' \"v\", ]\n  wv : Tensor\n")
 
 
 if __name__ == '__main__':
-    main()
+    if sys.argv[1:] == ['--readers']:
+        reader_seeds()
+    else:
+        main()

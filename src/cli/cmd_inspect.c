@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "format.h"
 #include "hash.h"
@@ -15,8 +16,9 @@ static const tc_opt o_json = {
     OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", 0, NULL,
     "Print one JSON document: format, records, tensors (name, dtype, shape, stride,\n"
     "storage_offset, device, storage, nbytes, parameter, requires_grad, frozen,\n"
-    "kind, same_as, shard, sha256), storages, globals, unsafe_globals, dangerous_globals,\n"
-    "metadata and contents."};
+    "kind, same_as, shard, sha256), storages, verdict, weights_only (per torch, 1.13\n"
+    "and 2.x: loads, or what it refuses), globals, unsafe_globals,\n"
+    "dangerous_globals, metadata and contents."};
 static const tc_opt o_hash = {
     OPT_HASH, 0, "hash", NULL,
     "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", 0, NULL,
@@ -153,6 +155,31 @@ static void put_padded(const char *s, size_t w)
     size_t n = columns(s);
     fputs(s, stdout);
     printf("%*s", (int)(n < w ? w - n : 0), "");
+}
+
+/* The one sentence on weights_only=True of each torch, " (...)", or nothing
+ * when the format is not torch.load's: which torch loads the file so, and
+ * what the other refuses. admitted: it loads only once add_safe_globals
+ * admits the --safe-globals (torch 2.x has it, 1.13 does not). */
+static void weights_only_text(const tc_ckpt *c, bool admitted, tc_buf *b)
+{
+    bool loads[TC_NTORCH], known = false;
+    const char *why[TC_NTORCH] = {NULL, NULL};
+    for (int t = 0; t < TC_NTORCH; t++)
+        known |= tc_ckpt_weights_only(c, t, &loads[t], &why[t]);
+    if (!known)
+        return;
+    const char *cond = admitted ? " once add_safe_globals admits the --safe-globals" : "";
+    if (loads[TC_TORCH_1_13] && loads[TC_TORCH_2])
+        tc_buf_printf(b, " (loads with weights_only=True in torch 1.13 and 2.x%s)", cond);
+    else if (loads[TC_TORCH_1_13] || loads[TC_TORCH_2]) {
+        int y = loads[TC_TORCH_1_13] ? TC_TORCH_1_13 : TC_TORCH_2, n = 1 - y;
+        tc_buf_printf(b, " (loads with weights_only=True in torch %s%s; torch %s's weights_only loader refuses it: %s)",
+                      tc_torch_names[y], y == TC_TORCH_2 ? cond : "", tc_torch_names[n], why[n]);
+    } else if (!strcmp(why[0], why[1]))
+        tc_buf_printf(b, " (weights_only=True refuses it in torch 1.13 and 2.x: %s)", why[0]);
+    else
+        tc_buf_printf(b, " (weights_only=True refuses it: torch 1.13: %s; torch 2.x: %s)", why[0], why[1]);
 }
 
 static void print_text(const tc_ckpt *c)
@@ -306,9 +333,13 @@ static void print_text(const tc_ckpt *c)
     if (tc_ckpt_is_safe(c) && nreader)
         printf("verdict: safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
                "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
-    else if (tc_ckpt_is_safe(c))
+    else if (tc_ckpt_is_safe(c)) {
+        tc_buf wo = TC_BUF_INIT(0);
+        weights_only_text(c, nunsafe > 0, &wo);
         printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
-               nunsafe ? "" : " (loads with weights_only=True)");
+               tc_esc(tc_buf_str(&wo), e1, sizeof e1));
+        tc_buf_free(&wo);
+    }
     else
         printf("verdict: UNSAFE: torch.load needs weights_only=False, which imports and calls what is listed above; "
                "tensorctl never runs it\n");
@@ -449,6 +480,25 @@ static void print_json(const tc_ckpt *c)
 
     jnext(&first, "verdict", "  ");
     jput(cJSON_CreateString(tc_ckpt_is_safe(c) ? "safe" : "unsafe"));
+    cJSON *wo = cJSON_CreateObject();
+    bool known = false;
+    for (int t = 0; t < TC_NTORCH; t++) {
+        bool loads;
+        const char *why;
+        if (!tc_ckpt_weights_only(c, t, &loads, &why))
+            continue;
+        known = true;
+        cJSON *v = cJSON_AddObjectToObject(wo, tc_torch_names[t]);
+        cJSON_AddBoolToObject(v, "loads", loads);
+        if (!loads)
+            cJSON_AddStringToObject(v, "refuses", why);
+    }
+    if (known) {
+        jnext(&first, "weights_only", "  ");
+        jput(wo);
+    } else {
+        cJSON_Delete(wo);
+    }
     cJSON *gl = cJSON_CreateArray(), *ug = cJSON_CreateArray(), *dg = cJSON_CreateArray(),
           *ag = cJSON_CreateArray(), *hz = cJSON_CreateArray(), *gv = cJSON_CreateArray();
     for (size_t i = 0; i < tc_ckpt_nglobals(c); i++) {

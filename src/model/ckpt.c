@@ -89,6 +89,10 @@ struct tc_ckpt {
     bool tnames_built, skeys_built; /* the name maps, made on the first lookup: most readers look nothing up */
     tc_strmap lockeys;     /* interned locations (tc_ckpt_set_location) -> index in locs */
     TC_VEC(char *) locs;
+    struct {
+        bool known, loads;
+        char *why;
+    } wo[TC_NTORCH];       /* torch.load(weights_only=True), per torch */
 };
 
 /* Whether a storage's location is one tc_ckpt_set_location interned (else the driver's to free). */
@@ -171,6 +175,8 @@ void tc_ckpt_close(tc_ckpt *c)
     for (size_t i = 0; i < c->nhazards; i++)
         free(c->hazards[i]);
     free(c->hazards);
+    for (int i = 0; i < TC_NTORCH; i++)
+        free(c->wo[i].why);
     for (size_t i = 0; i < c->nshards; i++)
         free(c->shards[i]);
     free(c->shards);
@@ -780,4 +786,29 @@ int tc_ckpt_add_module(tc_ckpt *c, const char *prefix, const char *cls, tc_diag 
     }
     c->nmods++;
     return 0;
+}
+
+/* ---- torch.load(weights_only=True), per torch -------------------------------------------- */
+
+const char *const tc_torch_names[TC_NTORCH] = {"1.13", "2.x"};
+
+int tc_ckpt_set_weights_only(tc_ckpt *c, int torch, bool loads, const char *why, tc_diag *d)
+{
+    char *w = NULL;
+    if (!loads && !(w = strdup(why ? why : "")))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    free(c->wo[torch].why);
+    c->wo[torch].known = true;
+    c->wo[torch].loads = loads;
+    c->wo[torch].why = w;
+    return 0;
+}
+
+bool tc_ckpt_weights_only(const tc_ckpt *c, int torch, bool *loads, const char **why)
+{
+    if (!c->wo[torch].known)
+        return false;
+    *loads = c->wo[torch].loads;
+    *why = c->wo[torch].why;
+    return true;
 }

@@ -168,6 +168,17 @@ size_t tc_ckpt_nhazards(const tc_ckpt *c);
 const char *tc_ckpt_hazard(const tc_ckpt *c, size_t i);
 /* The verdict: safe when every global is allowed and there is no hazard. */
 bool tc_ckpt_is_safe(const tc_ckpt *c);
+/* What torch.load(weights_only=True) of each torch tensorctl knows does
+ * with the file: torch 1.13's weights_only unpickler and 2.x's accept
+ * different opcodes, globals and containers. Set by the drivers of the
+ * formats torch.load reads (unknown otherwise); why says, in a phrase, what
+ * that torch refuses ("BINFLOAT (opcode 71 'G'), which its weights_only
+ * unpickler lacks"). */
+enum { TC_TORCH_1_13, TC_TORCH_2, TC_NTORCH };
+extern const char *const tc_torch_names[TC_NTORCH]; /* "1.13", "2.x" */
+int tc_ckpt_set_weights_only(tc_ckpt *c, int torch, bool loads, const char *why, tc_diag *d);
+/* False when the format is not one torch.load reads; else *loads, and *why when it refuses. */
+bool tc_ckpt_weights_only(const tc_ckpt *c, int torch, bool *loads, const char **why);
 /* Admit the globals named (as torch.serialization.add_safe_globals does);
  * names tc_verdict_admissible refuses stay unsafe. */
 void tc_ckpt_admit(tc_ckpt *c, const char *const *names, size_t n);

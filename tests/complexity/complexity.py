@@ -668,10 +668,11 @@ def g_ts_many_classes(d, n):
 
 
 def g_ts_long_declaration(d, n):
-    # a TorchScript module declaring n parameters on one line, its object holding them and n other attributes
+    # a TorchScript module declaring n parameters on one line, its object holding them and n other attributes;
+    # torch's importClass makes attributes of annotated names only, so each is annotated too
     names = ['p%d' % i for i in range(n)]
-    code = 'class Root(Module):\n  __parameters__ = [%s]\n  __buffers__ = ["x\\x41\\\\\\"", ]\n' % ''.join(
-        '"%s", ' % nm for nm in names)
+    code = 'class Root(Module):\n  __parameters__ = [%s]\n  __buffers__ = ["x\\x41\\\\\\"", ]\n%s' % (
+        ''.join('"%s", ' % nm for nm in names), ''.join('  %s : Tensor\n' % nm for nm in names))
     p = Pickle(2)
     pid = p.storage_memo('0', n)
     items = []

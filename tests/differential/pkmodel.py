@@ -27,6 +27,12 @@ import pickle
 import struct
 import sys
 
+# tensorctl reads INT and LONG text as the Pythons before int_max_str_digits
+# (3.11, 3.10.7, 3.9.14, 3.8.14, 3.7.14) read it, the longer of the two
+# readings: so does the model
+if hasattr(sys, 'set_int_max_str_digits'):
+    sys.set_int_max_str_digits(0)
+
 _MISSING = object()
 _real_import = builtins.__import__
 

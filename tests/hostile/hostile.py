@@ -199,6 +199,42 @@ def duplicate_names():
     data = torch_zip(state_dict(dict_of([('w', tensor())])), {'0': FOUR_FLOATS, '1': FOUR_FLOATS})
     return rename_entry(data, 'archive/data/1', 'archive/data/0')
 
+def zip_of(entries):
+    """A zip of exactly these (name, bytes) entries, in this order (duplicates too)."""
+    import warnings
+    b = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # zipfile warns of duplicate names
+        with zipfile.ZipFile(b, 'w') as z:
+            for name, v in entries:
+                z.writestr(zipfile.ZipInfo(name), v)
+    return b.getvalue()
+
+def system_call(cmd):
+    return op_global('posix', 'system') + op_tuple([op_str(cmd)]) + b'R'
+
+GOOD_PKL = state_dict(dict_of([('w', tensor())]))
+EVIL_PKL = state_dict(dict_of([('w', tensor()), ('x', system_call('true'))]))
+
+def case_duplicate_pickle():
+    # torch's lookup of data.pkl finds DATA.pkl (checked: torch 1.13 and 2.15 run its payload)
+    return zip_of([('archive/data.pkl', GOOD_PKL), ('archive/DATA.pkl', EVIL_PKL),
+                   ('archive/data/0', FOUR_FLOATS), ('archive/version', b'3\n')])
+
+def case_duplicate_pickle_hidden():
+    # the other order: torch reads the benign one, a case-exact reader would take the payload
+    return zip_of([('archive/DATA.pkl', EVIL_PKL), ('archive/data.pkl', GOOD_PKL),
+                   ('archive/data/0', FOUR_FLOATS), ('archive/version', b'3\n')])
+
+def case_duplicate_storage():
+    return zip_of([('archive/data.pkl', GOOD_PKL), ('archive/byteorder', b'little'),
+                   ('archive/data/0', FOUR_FLOATS), ('archive/DATA/0', struct.pack('<4f', 9, 9, 9, 9)),
+                   ('archive/version', b'3\n')])
+
+def case_only_record():
+    # the only pickle is archive/Data.pkl: torch finds it as data.pkl and runs it
+    return zip_of([('archive/Data.pkl', EVIL_PKL), ('archive/data/0', FOUR_FLOATS), ('archive/version', b'3\n')])
+
 def cd_lies_offset():
     def f(buf, p, i):
         if i == 1:
@@ -344,6 +380,20 @@ def dcp_evil_step():
     evil = torch_zip(PROTO + op_global('posix', 'system') + op_tuple([op_str('echo pwned')]) + b'R' + STOP)
     return dcp(step=evil)
 
+def dcp_item_case_duplicate():
+    """A pickled item's archive with data.pkl twice, differing in case: DCP's torch.load reads the one torch's
+    lookup finds, DATA.pkl here (checked with torch in tests/security/torch_accepts.py)"""
+    step = zip_of([('archive/DATA.pkl', PROTO + system_call('true') + STOP), ('archive/data.pkl', PROTO + op_int(7) + STOP),
+                   ('archive/version', b'3\n')])
+    return dcp(step=step)
+
+def dcp_chunk_case_duplicate():
+    """A chunk's archive with data/0 and DATA/0"""
+    pkl = state_dict(tensor(numel=2, shape=(1, 2), stride=(2, 1)))
+    blob = zip_of([('archive/data.pkl', pkl), ('archive/data/0', struct.pack('<2f', 1, 1)),
+                   ('archive/DATA/0', struct.pack('<2f', 9, 9)), ('archive/version', b'3\n')])
+    return dcp(blobs=[chunk_blob((1, 2)), blob])
+
 def dcp_evil_planner():
     return dcp(planner=op_global('posix', 'system') + op_tuple([op_str('echo pwned')]) + b'R')
 
@@ -358,6 +408,10 @@ def dcp_not_metadata():
 # name -> (generator, runs). A run: (args before FILE, expected fragment or None
 # for success, exit status). 'OUT' in args is replaced by an output path.
 INSPECT_AND_MOVE = lambda frag: [([], frag, 3), (['to-cpu-out'], frag, 3)]
+CONFUSED = lambda i, a, j, b: [(args, "zip entries %d '%s' and %d '%s' are one name to torch's reader, which looks names "
+                                     "up ignoring letter case (and lists them cut at a NUL byte or at 511 bytes): which "
+                                     "one a reader takes is not the same everywhere; tensorctl read what torch's lookup "
+                                     "finds" % (i, a, j, b), 4) for args in ([], ['to-cpu-out'], ['convert-st'])]
 DCP_RUNS = lambda frag: [([], frag, 3), (['consolidate-out'], frag, 3)]
 
 CASES = {
@@ -377,12 +431,22 @@ CASES = {
     'strides_overflow': (strides_overflow, INSPECT_AND_MOVE('overflow')),
     'storage_numel_overflow': (storage_numel_overflow, INSPECT_AND_MOVE('overflow')),
     'offset_past_record': (offset_past_record, INSPECT_AND_MOVE('offset or strides past the storage')),
-    'record_past_eof': (record_past_eof, INSPECT_AND_MOVE('runs past the central directory')),
+    'record_past_eof': (record_past_eof, INSPECT_AND_MOVE('runs past the end of the file')),
     'legacy_past_eof': (legacy_past_eof, INSPECT_AND_MOVE('past the end of the file')),
     'zip_overlap': (zip_overlap, INSPECT_AND_MOVE('overlap')),
-    'name_dotdot': (name_dotdot, INSPECT_AND_MOVE("contains '..'")),
-    'name_absolute': (name_absolute, INSPECT_AND_MOVE('absolute path')),
-    'duplicate_names': (duplicate_names, INSPECT_AND_MOVE('duplicate entry name')),
+    # torch's reader takes names as they are (no paths are made of them): read as torch reads it
+    'name_dotdot': (name_dotdot, [([], None, 0), (['to-cpu-out'], None, 0)]),
+    'name_absolute': (name_absolute, INSPECT_AND_MOVE("zip entry '/etc/evil' is outside the top folder 'archive/' "
+                                                      "(torch refuses this)")),
+    # two entries one name to torch's reader (exact or letter case): a hazard, never rewritten
+    'duplicate_names': (duplicate_names, CONFUSED(2, 'archive/data/0', 3, 'archive/data/0')),
+    'case_duplicate_pickle': (case_duplicate_pickle, [([], 'loading it runs posix.system', 4),
+                                                      (['to-cpu-out'], 'loading it runs posix.system', 4)]),
+    'case_duplicate_pickle_hidden': (case_duplicate_pickle_hidden,
+                                     CONFUSED(0, 'archive/DATA.pkl', 1, 'archive/data.pkl')),
+    'case_duplicate_storage': (case_duplicate_storage, CONFUSED(2, 'archive/data/0', 3, 'archive/DATA/0')),
+    'case_only_record': (case_only_record, [([], 'loading it runs posix.system (runs shell commands and touches files)', 4),
+                                            (['to-cpu-out'], 'posix.system', 4)]),
     'cd_lies_offset': (cd_lies_offset, INSPECT_AND_MOVE('the central directory lies')),
     'cd_lies_count': (cd_lies_count, INSPECT_AND_MOVE('cannot fit in a central directory')),
     'inflate_bomb_pickle': (inflate_bomb_pickle, [(['--max-pickle-size', '1MiB'], '--max-pickle-size', 3),
@@ -441,6 +505,11 @@ CASES = {
     'dcp_dangerous_item': (dcp_evil_step, [([], 'posix.system', 4), (['consolidate-out'], 'posix.system', 4)]),
     'dcp_dangerous_planner': (dcp_evil_planner, [([], 'posix.system', 4), (['consolidate-out'], 'posix.system', 4)]),
     'dcp_many_chunks': (dcp_many_chunks, DCP_RUNS('chunks overlap')),
+    'dcp_item_case_duplicate': (dcp_item_case_duplicate,
+                                [(args, 'loading it runs posix.system', 4) for args in ([], ['consolidate-out'])]),
+    'dcp_chunk_case_duplicate': (dcp_chunk_case_duplicate,
+                                 [(args, "zip entries 1 'archive/data/0' and 2 'archive/DATA/0' are one name to torch's "
+                                         "reader", 4) for args in ([], ['consolidate-out'])]),
     'dcp_not_metadata': (dcp_not_metadata, DCP_RUNS('not a torch.distributed.checkpoint Metadata')),
 }
 

@@ -7,6 +7,9 @@ torch's own weights_only loader does.
   - it refuses a global G                    -> tensorctl says unsafe and lists G
   - it fails for another reason (an opcode an old torch lacks, a format it
     cannot read)                             -> nothing to compare; counted
+  - and per torch: tensorctl's "weights_only" answer for this torch's version
+    (1.13 or 2.x) must be what this torch does: "loads" exactly when
+    torch.load(weights_only=True) returns
 
 usage: verdict_vs_torch.py TENSORCTL FILE...   (under tests/run_with_torch.sh)
 Exit 0 when every comparison agrees and there were some, 1 otherwise, 77 without torch.
@@ -35,7 +38,7 @@ def main():
         return 77
     import gadgets
     tc, files = sys.argv[1], sys.argv[2:]
-    agree = skipped = 0
+    agree = skipped = per_version = 0
     fails = []
     with tempfile.TemporaryDirectory() as tmp:
         files = files + gadgets.gen(tmp)
@@ -52,6 +55,18 @@ def main():
             except Exception as e:  # noqa: BLE001
                 err = str(e)
             name = os.path.basename(os.path.dirname(f)) + '/' + os.path.basename(f)
+            ver = '1.13' if torch.__version__.startswith('1.') else '2.x'
+            wo = (info.get('weights_only') or {}).get(ver)
+            if wo is not None:
+                if wo['loads'] != (err is None):
+                    fails.append('%s: tensorctl says torch %s %s with weights_only=True%s, torch %s %s' % (
+                        name, ver, 'loads it' if wo['loads'] else 'refuses it',
+                        '' if wo['loads'] else ' (%s)' % wo.get('refuses'), torch.__version__,
+                        'loads it' if err is None else 'refuses it: ' + err.strip().splitlines()[-1][:160]))
+                else:
+                    per_version += 1
+            elif f.endswith(('.pt', '.pth', '.ckpt', '.bin')) and info.get('format') != 'safetensors':
+                fails.append('%s: inspect --json gives no weights_only answer for torch %s' % (name, ver))
             if err is None:
                 if info.get('verdict') != 'safe':
                     fails.append('%s: torch %s loads it with weights_only=True, tensorctl says %s (%s)' % (
@@ -81,8 +96,9 @@ def main():
                 agree += 1
     for f in fails:
         print('FAIL', f)
-    print('torch %s: %d files agree, %d not comparable, %d disagree' % (torch.__version__, agree, skipped, len(fails)))
-    return 1 if fails or agree == 0 else 0
+    print('torch %s: %d files agree, %d not comparable, %d disagree; the weights_only answer for this torch right '
+          'on %d' % (torch.__version__, agree, skipped, len(fails), per_version))
+    return 1 if fails or agree == 0 or per_version == 0 else 0
 
 
 if __name__ == '__main__':

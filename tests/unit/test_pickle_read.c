@@ -242,13 +242,39 @@ Test(pickle_read, long_text)
     canon_is(ok(PK("L-1180591620717411303424L\n.")), "i:-0x400000000000000000");
     canon_is(ok(PK("L18446744073709551616L\n.")), "i:0x10000000000000000");
     bad(PK("L12a4L\n."), TC_ERR_FORMAT, "invalid literal for int()");
-    /* Python 3.11 converts at most 4300 decimal digits (int_max_str_digits) */
+    /* Python 3.11 converts at most 4300 decimal digits (int_max_str_digits),
+     * older Pythons any number: read as they read it, and said */
     bbuf b = {0};
     bb_u8(&b, 'L');
     for (int i = 0; i < 4301; i++)
+        bb_u8(&b, i ? '0' : '1');
+    BB(&b, "\n.");
+    uint64_t digits = 0;
+    pk_graph *g = pk_graph_new();
+    pk_read_opts o = {.limits = PK_LIMITS_DEFAULT, .what = "t", .long_digits = &digits};
+    pk_obj *v;
+    tc_diag d = {0};
+    cr_assert_eq(pk_read(g, b.p, b.n, &o, &v, NULL, &d), 0, "%s", d.msg);
+    cr_assert_eq(v->kind, PK_BIGINT);
+    cr_assert_eq(v->len, 1786, "10**4300 takes 1786 bytes, got %zu", v->len);
+    cr_assert_eq(digits, 4301);
+    pk_graph_free(g);
+    bb_free(&b);
+    /* past 100000 digits (or 1 MiB of them in all) tensorctl stops, and says that older Pythons read on */
+    bb_u8(&b, 'L');
+    for (int i = 0; i < 100001; i++)
         bb_u8(&b, '7');
     BB(&b, "\n.");
-    bad(b.p, b.n, TC_ERR_FORMAT, "more than 4300 decimal digits");
+    bad(b.p, b.n, TC_ERR_UNSAFE, "Pythons before 3.10.7 (3.9.14, 3.8.14, 3.7.14) read on");
+    bb_free(&b);
+    for (int k = 0; k < 11; k++) {
+        bb_u8(&b, 'L');
+        for (int i = 0; i < 99999; i++)
+            bb_u8(&b, '7');
+        BB(&b, "\n0");
+    }
+    BB(&b, "N.");
+    bad(b.p, b.n, TC_ERR_UNSAFE, "past what tensorctl reads in all");
     bb_free(&b);
 }
 
@@ -1303,7 +1329,7 @@ Test(pickle_read, truncated_torch_data_pkl)
         cr_assert_not_null(e);
         uint8_t *pkl;
         size_t plen;
-        cr_assert_eq(tc_zip_read_all(&z, e, 1 << 24, &pkl, &plen, &d), 0, "%s", d.msg);
+        cr_assert_eq(tc_zip_read_all(&z, e, 1 << 24, true, &pkl, &plen, &d), 0, "%s", d.msg);
         pk_graph *g = pk_graph_new();
         pk_obj *r;
         cr_assert_eq(read_pk(g, pkl, plen, NULL, &r, &d), 0, "%s", d.msg);

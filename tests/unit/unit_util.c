@@ -185,7 +185,7 @@ uint8_t *zip_record(const char *path, const char *suffix, size_t *len)
         for (size_t i = 0; i < z.n; i++) {
             size_t nl = strlen(z.e[i].name);
             if (nl >= sl && !strcmp(z.e[i].name + nl - sl, suffix)) {
-                if (tc_zip_read_all(&z, &z.e[i], 1u << 30, &out, len, &d))
+                if (tc_zip_read_all(&z, &z.e[i], 1u << 30, true, &out, len, &d))
                     out = NULL;
                 break;
             }
