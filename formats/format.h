@@ -124,6 +124,7 @@ typedef struct tc_write_job {
     const uint8_t *const *obj_pickles;
     const size_t *obj_lens;
     size_t nobjs;
+    const struct tc_gguf_job *gguf; /* GGUF output: each block's ggml type and the metadata (gguf.h) */
 } tc_write_job;
 
 /* What open returns when a file its probe accepted turns out to be another

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
-    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript;
+    tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_gguf;
 
 const tc_format *const tc_formats[] = {
     &tc_format_torch_zip,
@@ -18,6 +18,7 @@ const tc_format *const tc_formats[] = {
     &tc_format_safetensors_index,
     &tc_format_torch_index,
     &tc_format_dcp,
+    &tc_format_gguf,
     NULL,
 };
 
