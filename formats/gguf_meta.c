@@ -141,11 +141,17 @@ static void put_float(tc_buf *b, double v, bool f32, bool json)
         return;
     }
     char t[40];
+    if (v == 0) { /* with a point, so that a reader keeps -0 a float */
+        tc_buf_puts(b, signbit(v) ? "-0.0" : "0.0");
+        return;
+    }
     for (int p = 1; p <= 17; p++) {
         snprintf(t, sizeof t, "%.*g", p, v);
         if (f32 ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v)
             break;
     }
+    if (strchr(t, 'e') && v == (double)(int64_t)v && fabs(v) < 1e15) /* 10000, not 1e+04 */
+        snprintf(t, sizeof t, "%.0f", v);
     tc_buf_puts(b, t);
 }
 

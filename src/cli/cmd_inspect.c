@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "format.h"
+#include "gguf.h"
 #include "hash.h"
 #include "inspect_weights.h"
 #include "safety.h"
@@ -138,6 +140,40 @@ static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
     return hex;
 }
 
+/* A GGUF tensor is shown with its ggml type and the bytes its file holds. */
+static const char *type_shown(const tc_ckpt *c, size_t i, uint64_t *bytes)
+{
+    tc_gguf_tensor g;
+    const tc_tensor *t = tc_ckpt_tensor(c, i);
+    *bytes = t->nbytes;
+    if (!tc_gguf_tensor_info(c, i, &g))
+        return tc_dtype_name(t->dtype);
+    *bytes = g.n_bytes;
+    return tc_qtype_name(g.type);
+}
+
+/* The metadata of a GGUF file, one line each. */
+static void gguf_meta_text(const tc_ckpt *c)
+{
+    size_t n = tc_gguf_nkv(c, 0);
+    if (n)
+        printf("\nmetadata:\n");
+    for (size_t i = 0; i < n; i++) {
+        tc_buf b = TC_BUF_INIT(600);
+        tc_diag d = TC_DIAG_INIT;
+        char e1[512];
+        const char *key = tc_gguf_kv_key(c, 0, i, NULL, NULL, NULL);
+        if (tc_gguf_kv_text(c, 0, i, &b, &d)) {
+            tc_buf_free(&b);
+            tc_diag_subject(&d, tc_ckpt_path(c));
+            tc_err_diag(&d);
+            continue;
+        }
+        printf("  %-40s %s\n", tc_term_esc(key, e1, sizeof e1), tc_buf_str(&b));
+        tc_buf_free(&b);
+    }
+}
+
 /* Terminal columns of UTF-8 text (one per code point; control bytes are escaped before this). */
 static size_t columns(const char *s)
 {
@@ -207,8 +243,10 @@ static void print_text(const tc_ckpt *c)
             snprintf(notes + nl, sizeof notes - nl, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
+        uint64_t bytes;
+        const char *type = type_shown(c, i, &bytes);
         put_padded(tc_term_esc(t->name, e1, sizeof e1), w);
-        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, tc_term_esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
+        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", type, shape, tc_term_esc(device_of(c, t), e2, sizeof e2), bytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -225,9 +263,13 @@ static void print_text(const tc_ckpt *c)
             nparts++;
             continue;
         }
-        agg_add(dev, &ndev, 64, s->location, s->nbytes);
-        agg_add(dt, &ndt, 64, tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype), s->nbytes);
-        total += s->nbytes;
+        uint64_t bytes = s->nbytes;
+        const char *type = tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype);
+        if (tc_gguf_nfiles(c)) /* one tensor per storage */
+            type = type_shown(c, i, &bytes);
+        agg_add(dev, &ndev, 64, s->location, bytes);
+        agg_add(dt, &ndt, 64, type, bytes);
+        total += bytes;
     }
     char h[32];
     tc_human_bytes(total, h, sizeof h);
@@ -247,6 +289,7 @@ static void print_text(const tc_ckpt *c)
         printf("  %s %s", dt[i].key, h);
     }
     printf("\n");
+    gguf_meta_text(c);
     if (tc_ckpt_nmeta(c)) {
         printf("\nmetadata:\n");
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
@@ -274,7 +317,10 @@ static void print_text(const tc_ckpt *c)
     size_t nunsafe = 0;
     for (size_t i = 0; i < ngl; i++)
         nunsafe += !tc_ckpt_global(c, i)->allowed;
-    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist\n", ngl, nunsafe);
+    if (tc_gguf_nfiles(c))
+        printf("\nsafety:\n");
+    else
+        printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist\n", ngl, nunsafe);
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
@@ -288,7 +334,10 @@ static void print_text(const tc_ckpt *c)
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
         printf("  %-10s %s\n", "HAZARD", tc_term_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
-    if (tc_ckpt_is_safe(c))
+    if (tc_gguf_nfiles(c))
+        printf(tc_ckpt_is_safe(c) ? "verdict: safe: GGUF holds no code, and ggml and gguf-py read this file alike\n"
+                                  : "verdict: UNSAFE: ggml and gguf-py read it differently (above)\n");
+    else if (tc_ckpt_is_safe(c))
         printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
                nunsafe ? "" : " (loads with weights_only=True)");
     else
@@ -355,9 +404,98 @@ static cJSON *tensor_json(const tc_ckpt *c, size_t i)
     if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
         cJSON_AddNumberToObject(o, "chunks", (double)nch);
     char hex[65];
-    if (want_hash && tensor_hash(c, i, hex))
+    bool hashed = want_hash && tensor_hash(c, i, hex);
+    if (hashed)
         cJSON_AddStringToObject(o, "sha256", hex);
+    tc_gguf_tensor g;
+    if (tc_gguf_tensor_info(c, i, &g)) { /* as the GGUF file lists it */
+        cJSON *q = cJSON_AddObjectToObject(o, "gguf");
+        cJSON_AddStringToObject(q, "ggml_type", tc_qtype_name(g.type));
+        cJSON_AddNumberToObject(q, "ggml_type_id", tc_qtype_get(g.type)->ggml);
+        cJSON_AddItemToObject(q, "ne", int_array(g.ne, (int)g.n_dims));
+        cJSON_AddNumberToObject(q, "n_bytes", (double)g.n_bytes);
+        cJSON_AddNumberToObject(q, "offset", (double)g.offset);
+        cJSON_AddNumberToObject(q, "file_offset", (double)g.file_offset);
+        if (tc_gguf_nfiles(c) > 1)
+            cJSON_AddNumberToObject(q, "file", (double)g.file);
+        /* with --hash: of the bytes as stored (little-endian); the values' hash above when they are the same bytes */
+        const tc_storage *s = t->storage >= 0 ? tc_ckpt_storage(c, (size_t)t->storage) : NULL;
+        tc_diag d = TC_DIAG_INIT;
+        if (hashed && s && s->enc == TC_Q_NONE)
+            cJSON_AddStringToObject(q, "sha256", hex);
+        else if (want_hash && s && !tc_storage_sha256(c, (size_t)t->storage, hex, &d))
+            cJSON_AddStringToObject(q, "sha256", hex);
+        else if (want_hash && s) {
+            tc_diag_subject(&d, tc_ckpt_path(c));
+            int ex = tc_err_diag(&d);
+            if (!hash_failed)
+                hash_failed = ex;
+        }
+    }
     return o;
+}
+
+/* The headers and metadata of a GGUF checkpoint (each KV typed, read from the file). */
+static void gguf_json(const tc_ckpt *c, bool *first)
+{
+    size_t nf = tc_gguf_nfiles(c);
+    if (!nf)
+        return;
+    jnext(first, "gguf", "  ");
+    fputs("{", stdout);
+    bool f2 = true;
+    tc_gguf_file g;
+    tc_gguf_file_info(c, 0, &g);
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddNumberToObject(h, "version", g.version);
+    cJSON_AddStringToObject(h, "endianness", g.big_endian ? "big" : "little");
+    cJSON_AddNumberToObject(h, "alignment", g.alignment);
+    cJSON_AddNumberToObject(h, "data_offset", (double)g.data_offset);
+    cJSON_AddNumberToObject(h, "tensor_count", (double)g.ntensors);
+    cJSON_AddNumberToObject(h, "kv_count", (double)g.nkv);
+    for (cJSON *x = h->child; x; x = x->next) {
+        jnext(&f2, x->string, "    ");
+        char *v = cJSON_PrintUnformatted(x);
+        fputs(v ? v : "null", stdout);
+        free(v);
+    }
+    cJSON_Delete(h);
+    if (nf > 1) {
+        cJSON *files = cJSON_CreateArray();
+        for (size_t k = 0; k < nf && tc_gguf_file_info(c, k, &g); k++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "file", g.path);
+            cJSON_AddNumberToObject(o, "version", g.version);
+            cJSON_AddStringToObject(o, "endianness", g.big_endian ? "big" : "little");
+            cJSON_AddNumberToObject(o, "alignment", g.alignment);
+            cJSON_AddNumberToObject(o, "data_offset", (double)g.data_offset);
+            cJSON_AddNumberToObject(o, "tensor_count", (double)g.ntensors);
+            cJSON_AddNumberToObject(o, "kv_count", (double)g.nkv);
+            cJSON_AddItemToArray(files, o);
+        }
+        jnext(&f2, "files", "    ");
+        jput(files);
+    }
+    jnext(&f2, "kv", "    ");
+    fputs("[", stdout);
+    bool f3 = true;
+    for (size_t i = 0; i < tc_gguf_nkv(c, 0); i++) {
+        tc_buf b = TC_BUF_INIT(0);
+        tc_diag d = TC_DIAG_INIT;
+        jnext(&f3, NULL, "      ");
+        if (tc_gguf_kv_json(c, 0, i, &b, &d)) {
+            fputs("null", stdout);
+            tc_diag_subject(&d, tc_ckpt_path(c));
+            int ex = tc_err_diag(&d);
+            if (!hash_failed)
+                hash_failed = ex;
+        } else {
+            fputs(tc_buf_str(&b), stdout);
+        }
+        tc_buf_free(&b);
+    }
+    fputs(f3 ? "]" : "\n    ]", stdout);
+    fputs("\n  }", stdout);
 }
 
 /* The tensors of each storage, in order: storage s has by[at[s] .. at[s + 1]). NULL when out of memory. */
@@ -472,6 +610,7 @@ static void print_json(const tc_ckpt *c)
         jnext(&first, "contents", "  ");
         jput(m);
     }
+    gguf_json(c, &first);
     jnext(&first, "weights", "  ");
     jput(tc_inspect_weights_json(c));
     fputs("\n}\n", stdout);
