@@ -25,6 +25,7 @@
 #include "gguf_priv.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,20 @@ int gg_read(const gg_file *f, uint64_t off, void *buf, size_t n, tc_diag *d)
     return tc_src_read(f->src, off, buf, n, "GGUF data", d);
 }
 
+/* A failure about file `path` at byte off, which the message ends with. */
+__attribute__((format(printf, 5, 6))) static int bad(tc_diag *d, int code, const char *path, uint64_t off,
+                                                     const char *fmt, ...)
+{
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (off == TC_NO_OFFSET)
+        return tc_fail_at(d, code, path, off, "%s", msg);
+    return tc_fail_at(d, code, path, off, "%s (at byte %" PRIu64 ")", msg, off);
+}
+
 /* ---- a buffered reader for the header ------------------------------------------------- */
 
 typedef struct rd {
@@ -67,7 +82,7 @@ typedef struct rd {
 static int need(rd *r, size_t n, const char *what)
 {
     if (n > r->size || r->pos > r->size - n)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos, "file ends inside %s (%" PRIu64 " bytes; truncated?)",
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos, "file ends inside %s (%" PRIu64 " bytes; truncated?)",
                           what, r->size);
     if (r->pos >= r->boff && r->pos + n <= r->boff + r->blen)
         return 0;
@@ -132,10 +147,10 @@ static int str_len(rd *r, uint64_t *len, const char *what)
     if (rc)
         return rc;
     if (*len > GG_MAX_STRING)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
                           "%s: string length %" PRIu64 " is over ggml's limit of 1 GiB (corrupt file?)", what, *len);
     if (*len > r->size - r->pos)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
                           "%s: string length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes; truncated?)",
                           what, *len, r->size);
     return 0;
@@ -154,7 +169,7 @@ static int str_body(rd *r, uint64_t len, char *out, bool *nul, const char *what)
         if (rc)
             return rc;
         if (!utf8_feed(&u, at(r), n))
-            return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, start,
+            return bad(r->d, TC_ERR_FORMAT, r->f->path, start,
                               "%s: string is not valid UTF-8 (gguf-py cannot decode it)", what);
         *nul |= memchr(at(r), 0, n) != NULL;
         if (out) {
@@ -165,7 +180,7 @@ static int str_body(rd *r, uint64_t len, char *out, bool *nul, const char *what)
         len -= n;
     }
     if (u.left)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, start, "%s: string is not valid UTF-8 (gguf-py cannot decode it)",
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, start, "%s: string is not valid UTF-8 (gguf-py cannot decode it)",
                           what);
     if (out)
         *out = 0;
@@ -188,7 +203,7 @@ static int value(rd *r, uint32_t t, gg_kv *kv, int depth, const char *key)
     if (t != TC_GGUF_ARRAY) {
         size_t sz = gg_scalar_size(t);
         if (!sz)
-            return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 4, "key '%.100s' has unknown value type %" PRIu32,
+            return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 4, "key '%.100s' has unknown value type %" PRIu32,
                               key, t);
         uint64_t v;
         int rc = num(r, sz, &v, what);
@@ -203,14 +218,14 @@ static int value(rd *r, uint32_t t, gg_kv *kv, int depth, const char *key)
     if (rc)
         return rc;
     if (et >= TC_GGUF_NTYPES)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 12,
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 12,
                           "key '%.100s' is an array of unknown value type %" PRIu64, key, et);
     if (n > GG_MAX_ARRAY)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
                           "key '%.100s' is an array of %" PRIu64 " elements, over ggml's limit of 2^30", key, n);
     uint64_t least = et == TC_GGUF_STRING ? 8 : et == TC_GGUF_ARRAY ? 12 : gg_scalar_size((uint32_t)et);
     if (n > (r->size - r->pos) / least)
-        return tc_fail_at(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
+        return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 8,
                           "key '%.100s' is an array of %" PRIu64 " elements, more than the rest of the file holds "
                           "(truncated or corrupt?)", key, n);
     if (kv && !depth) {
@@ -220,7 +235,7 @@ static int value(rd *r, uint32_t t, gg_kv *kv, int depth, const char *key)
         kv->nested = et == TC_GGUF_ARRAY;
     }
     if (et == TC_GGUF_ARRAY && depth + 1 >= GG_MAX_NEST)
-        return tc_fail_at(r->d, TC_ERR_LIMIT, r->f->path, r->pos, "key '%.100s' nests arrays more than %d deep", key,
+        return bad(r->d, TC_ERR_LIMIT, r->f->path, r->pos, "key '%.100s' nests arrays more than %d deep", key,
                           GG_MAX_NEST);
     if (et != TC_GGUF_STRING && et != TC_GGUF_ARRAY) {
         r->pos += n * least;
@@ -241,7 +256,7 @@ static int read_kvs(rd *r, gg_priv *g, gg_file *f, tc_map *keys, tc_diag *d)
         if (rc)
             return rc;
         if (!len)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, kstart, "key %" PRIu64 " is empty (ggml refuses empty keys)", i);
+            return bad(d, TC_ERR_FORMAT, f->path, kstart, "key %" PRIu64 " is empty (ggml refuses empty keys)", i);
         gg_kv *kv = tc_vec_extend(&g->kv, 1);
         char *key = kv ? malloc((size_t)len + 1) : NULL;
         if (!key)
@@ -251,13 +266,13 @@ static int read_kvs(rd *r, gg_priv *g, gg_file *f, tc_map *keys, tc_diag *d)
         if ((rc = str_body(r, len, key, &nul, what)))
             return rc;
         if (nul)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, kstart,
+            return bad(d, TC_ERR_FORMAT, f->path, kstart,
                               "key %" PRIu64 " holds a NUL byte (ggml's lookups stop there, gguf-py's do not)", i);
         int put = tc_map_put(keys, key, (size_t)len, i, NULL);
         if (put < 0)
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         if (!put)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, kstart, "key '%.200s' is given twice (ggml and gguf-py refuse it)",
+            return bad(d, TC_ERR_FORMAT, f->path, kstart, "key '%.200s' is given twice (ggml and gguf-py refuse it)",
                               key);
         if ((rc = num(r, 4, &t, "a value type")))
             return rc;
@@ -297,7 +312,7 @@ static int read_infos(rd *r, gg_priv *g, gg_file *f, size_t fi, info *names, tc_
         if (rc)
             return rc;
         if (len >= GG_MAX_NAME)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, start,
+            return bad(d, TC_ERR_FORMAT, f->path, start,
                               "tensor %" PRIu64 ": name of %" PRIu64 " bytes; ggml takes at most %d (GGML_MAX_NAME)", i,
                               len, GG_MAX_NAME - 1);
         char *name = malloc((size_t)len + 1);
@@ -308,12 +323,12 @@ static int read_infos(rd *r, gg_priv *g, gg_file *f, size_t fi, info *names, tc_
         if ((rc = str_body(r, len, name, &nul, what)))
             return rc;
         if (nul)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, start,
+            return bad(d, TC_ERR_FORMAT, f->path, start,
                               "tensor %" PRIu64 ": name holds a NUL byte (ggml cuts it there, gguf-py does not)", i);
         if ((rc = num(r, 4, &nd, "a tensor's dimension count")))
             return rc;
         if (nd > 4)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, r->pos - 4,
+            return bad(d, TC_ERR_FORMAT, f->path, r->pos - 4,
                               "tensor '%s' has %" PRIu64 " dimensions; ggml takes at most 4 (GGML_MAX_DIMS)", name, nd);
         gg_tensor *t = tc_vec_extend(&g->t, 1);
         if (!t)
@@ -327,13 +342,13 @@ static int read_infos(rd *r, gg_priv *g, gg_file *f, size_t fi, info *names, tc_
             if ((uint64_t)k < nd && (rc = num(r, 8, &ne, "a tensor's dimensions")))
                 return rc;
             if (ne > INT64_MAX)
-                return tc_fail_at(d, TC_ERR_FORMAT, f->path, r->pos - 8,
+                return bad(d, TC_ERR_FORMAT, f->path, r->pos - 8,
                                   "tensor '%s': dimension %d is %" PRIu64 ", negative for ggml", name, k, ne);
             t->ne[k] = (int64_t)ne;
             ovf |= __builtin_mul_overflow(numel, ne, &numel);
         }
         if (ovf || numel >= INT64_MAX)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, start,
+            return bad(d, TC_ERR_FORMAT, f->path, start,
                               "tensor '%s': %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
                               " elements overflow a 64-bit count",
                               name, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
@@ -341,17 +356,17 @@ static int read_infos(rd *r, gg_priv *g, gg_file *f, size_t fi, info *names, tc_
             return rc;
         tc_qtype q = type <= UINT32_MAX ? tc_qtype_from_ggml((uint32_t)type) : TC_Q_NONE;
         if (q == TC_Q_NONE)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, r->pos - 4,
+            return bad(d, TC_ERR_FORMAT, f->path, r->pos - 4,
                               "tensor '%s' has ggml type %" PRIu64 ", which is no type gguf-py 0.19 knows (removed, newer "
                               "or corrupt)", name, type);
         const tc_qtype_info *qi = tc_qtype_get(q);
         if (t->ne[0] % qi->block)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, start,
+            return bad(d, TC_ERR_FORMAT, f->path, start,
                               "tensor '%s' of type %s has rows of %" PRId64 " values, not a multiple of its block of %" PRIu32,
                               name, qi->name, t->ne[0], qi->block);
         t->q = q;
         if (!tc_qtype_bytes(q, numel, &t->bytes) || !tc_qtype_bytes(q, (uint64_t)t->ne[0], &t->row_bytes))
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, start, "tensor '%s': its size in bytes overflows", name);
+            return bad(d, TC_ERR_FORMAT, f->path, start, "tensor '%s': its size in bytes overflows", name);
         if ((rc = num(r, 8, &off, "a tensor's offset")))
             return rc;
         t->off = off;
@@ -379,7 +394,7 @@ static int parse_file(gg_priv *g, size_t fi, const tc_limits *lim, info **names_
         goto done;
     memcpy(h, at(r), 4);
     if (memcmp(h, "GGUF", 4)) {
-        rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, 0, "not a GGUF file: magic is %02x %02x %02x %02x, not 'GGUF'", h[0],
+        rc = bad(d, TC_ERR_FORMAT, f->path, 0, "not a GGUF file: magic is %02x %02x %02x %02x, not 'GGUF'", h[0],
                         h[1], h[2], h[3]);
         goto done;
     }
@@ -391,12 +406,12 @@ static int parse_file(gg_priv *g, size_t fi, const tc_limits *lim, info **names_
         f->big = true, v = __builtin_bswap32(v);
     r->pos = 8;
     if (v == 1) {
-        rc = tc_fail_at(d, TC_ERR_UNSUPPORTED, f->path, 4,
+        rc = bad(d, TC_ERR_UNSUPPORTED, f->path, 4,
                         "GGUF version 1 (32-bit counts), which ggml and gguf-py no longer read");
         goto done;
     }
     if (v != 2 && v != 3) {
-        rc = tc_fail_at(d, TC_ERR_UNSUPPORTED, f->path, 4, "GGUF version %" PRIu32 "; ggml and gguf-py read 2 and 3", v);
+        rc = bad(d, TC_ERR_UNSUPPORTED, f->path, 4, "GGUF version %" PRIu32 "; ggml and gguf-py read 2 and 3", v);
         goto done;
     }
     f->version = v;
@@ -404,14 +419,15 @@ static int parse_file(gg_priv *g, size_t fi, const tc_limits *lim, info **names_
         goto done;
     uint64_t left = r->size - r->pos;
     if (f->ntensors > left / 24 || f->nkv > left / 14) {
-        rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, f->ntensors > left / 24 ? 8 : 16,
-                        "the header lists %" PRIu64 " %s, more than the rest of the file (%" PRIu64 " bytes) can hold",
+        rc = bad(d, TC_ERR_FORMAT, f->path, f->ntensors > left / 24 ? 8 : 16,
+                        "the header lists %" PRIu64 " %s, more than the rest of the file (%" PRIu64 " bytes) can hold "
+                        "(truncated or corrupt?)",
                         f->ntensors > left / 24 ? f->ntensors : f->nkv,
                         f->ntensors > left / 24 ? "tensors" : "metadata entries", left);
         goto done;
     }
     if (f->ntensors > lim->max_entries || f->nkv > lim->max_entries) {
-        rc = tc_fail_at(d, TC_ERR_LIMIT, f->path, 8,
+        rc = bad(d, TC_ERR_LIMIT, f->path, 8,
                         "the header lists %" PRIu64 " tensors and %" PRIu64 " metadata entries, over the limit of %" PRIu64
                         " (raise with --max-entries)", f->ntensors, f->nkv, lim->max_entries);
         goto done;
@@ -422,12 +438,12 @@ static int parse_file(gg_priv *g, size_t fi, const tc_limits *lim, info **names_
     f->align = 32;
     const gg_kv *a = gg_find_kv(g, f, "general.alignment");
     if (a && a->type != TC_GGUF_UINT32) {
-        rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, a->off, "general.alignment is %s; ggml and gguf-py need UINT32",
+        rc = bad(d, TC_ERR_FORMAT, f->path, a->off, "general.alignment is %s; ggml and gguf-py need UINT32",
                         tc_gguf_type_name(a->type));
         goto done;
     }
     if (a && (!a->bits || (a->bits & (a->bits - 1)))) {
-        rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, a->off,
+        rc = bad(d, TC_ERR_FORMAT, f->path, a->off,
                         "general.alignment is %" PRIu64 "; it must be a non-zero power of two", a->bits);
         goto done;
     }
@@ -442,7 +458,7 @@ static int parse_file(gg_priv *g, size_t fi, const tc_limits *lim, info **names_
         goto done;
     f->data_off = pad_to(r->pos, f->align);
     if (f->ntensors && f->data_off > r->size) {
-        rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, r->pos,
+        rc = bad(d, TC_ERR_FORMAT, f->path, r->pos,
                         "file ends inside the padding before the tensor data (%" PRIu64 " bytes; truncated?)", r->size);
         goto done;
     }
@@ -452,23 +468,22 @@ static int parse_file(gg_priv *g, size_t fi, const tc_limits *lim, info **names_
         gg_tensor *t = &g->t.v[t0 + i];
         const char *nm = names[i].name;
         if (t->off % f->align)
-            rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, names[i].start,
-                            "tensor '%s': offset %" PRIu64 " is not a multiple of the alignment %" PRIu32, nm, t->off,
-                            f->align);
-        else if (t->off < want)
-            rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, names[i].start,
-                            "tensor '%s': offset %" PRIu64 " overlaps tensor '%s', which ends at %" PRIu64, nm, t->off,
-                            names[i - 1].name, g->t.v[t0 + i - 1].off + g->t.v[t0 + i - 1].bytes);
-        else if (t->off > want)
-            rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, names[i].start,
-                            "tensor '%s': offset %" PRIu64 " leaves a gap; ggml needs %" PRIu64
-                            " (tensors back to back in the order listed, each padded to %" PRIu32 ")",
-                            nm, t->off, want, f->align);
+            rc = bad(d, TC_ERR_FORMAT, f->path, names[i].start,
+                     "tensor '%s': offset %" PRIu64 " is not a multiple of the alignment %" PRIu32, nm, t->off, f->align);
         else if (t->bytes > r->size - f->data_off || t->off > r->size - f->data_off - t->bytes)
-            rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, names[i].start,
-                            "tensor '%s': data [%" PRIu64 ", %" PRIu64 ") runs past the end of the file (%" PRIu64
-                            " bytes; truncated?)",
-                            nm, f->data_off + t->off, f->data_off + t->off + t->bytes, r->size);
+            rc = bad(d, TC_ERR_FORMAT, f->path, names[i].start,
+                     "tensor '%s': data at %" PRIu64 " + %" PRIu64 " bytes runs past the end of the file (%" PRIu64
+                     " bytes; truncated?)",
+                     nm, f->data_off + t->off, t->bytes, r->size);
+        else if (t->off < want)
+            rc = bad(d, TC_ERR_FORMAT, f->path, names[i].start,
+                     "tensor '%s': offset %" PRIu64 " overlaps tensor '%s', which ends at %" PRIu64, nm, t->off,
+                     names[i - 1].name, g->t.v[t0 + i - 1].off + g->t.v[t0 + i - 1].bytes);
+        else if (t->off > want)
+            rc = bad(d, TC_ERR_FORMAT, f->path, names[i].start,
+                     "tensor '%s': offset %" PRIu64 " leaves a gap; ggml needs %" PRIu64
+                     " (tensors back to back in the order listed, each padded to %" PRIu32 ")",
+                     nm, t->off, want, f->align);
         if (rc)
             goto done;
         t->abs = f->data_off + t->off;
@@ -548,10 +563,10 @@ static int add_tensors(tc_ckpt *c, gg_priv *g, size_t fi, size_t t0, info *names
         if (put < 0)
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         if (!put)
-            return tc_fail_at(d, TC_ERR_FORMAT, f->path, names[i].start,
+            return bad(d, TC_ERR_FORMAT, f->path, names[i].start,
                               "tensor name '%s' is given twice (ggml and gguf-py refuse it)", name);
         if (f->big && qi->plain == TC_DT_INVALID && !be_fields(t->q))
-            return tc_fail_at(d, TC_ERR_UNSUPPORTED, f->path, names[i].start,
+            return bad(d, TC_ERR_UNSUPPORTED, f->path, names[i].start,
                               "tensor '%s': %s blocks in a big-endian file have no agreed byte order "
                               "(gguf_convert_endian.py swaps Q4_0, Q8_0, Q4_K, Q6_K, MXFP4 and NVFP4)", name, qi->name);
         char hfname[256];
@@ -611,7 +626,7 @@ static int open_shards(tc_ckpt *c, gg_priv *g, unsigned count, info ***names, tc
     const char *path = g->files.v[0].path;
     size_t pl = split_prefix(path, 1, count);
     if (!pl)
-        return tc_fail_at(d, TC_ERR_FORMAT, path, TC_NO_OFFSET,
+        return bad(d, TC_ERR_FORMAT, path, TC_NO_OFFSET,
                           "is the first of %u split files (split.count), but its name does not end in -00001-of-%05u.gguf, "
                           "so the others cannot be found (llama.cpp names them so)", count, count);
     for (unsigned k = 2; k <= count; k++) {
@@ -631,7 +646,7 @@ static int open_shards(tc_ckpt *c, gg_priv *g, unsigned count, info ***names, tc
         const gg_kv *no = gg_find_kv(g, f, "split.no"), *cnt = gg_find_kv(g, f, "split.count");
         if (!no || no->type != TC_GGUF_UINT16 || no->bits != k - 1 || !cnt || cnt->type != TC_GGUF_UINT16 ||
             cnt->bits != count)
-            return tc_fail_at(d, TC_ERR_FORMAT, p, TC_NO_OFFSET,
+            return bad(d, TC_ERR_FORMAT, p, TC_NO_OFFSET,
                               "is not split %u of %u: its split.no and split.count (UINT16) say otherwise", k - 1, count);
     }
     return 0;
@@ -695,7 +710,7 @@ static int open_gguf(tc_ckpt *c, tc_diag *d)
             goto done;
         const gg_kv *tot = gg_find_kv(g, &g->files.v[0], "split.tensors.count");
         if (tot && tot->type == TC_GGUF_INT32 && tot->bits != g->t.n) {
-            rc = tc_fail_at(d, TC_ERR_FORMAT, g->files.v[0].path, TC_NO_OFFSET,
+            rc = bad(d, TC_ERR_FORMAT, g->files.v[0].path, TC_NO_OFFSET,
                             "split.tensors.count is %" PRIu64 " but the %u files hold %zu tensors (a shard is missing or "
                             "corrupt)", tot->bits, count, g->t.n);
             goto done;
