@@ -30,7 +30,7 @@ static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", 0, NULL,
                                  "Also list the globals that are allowed."};
 static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &tc_opt_max_expand,  &o_quiet,
-                                     &tc_opt_safe_globals, &o_verbose, TC_LIMIT_OPTS, NULL};
+                                     &tc_opt_safe_globals, &o_verbose, &tc_opt_names, TC_LIMIT_OPTS, NULL};
 
 
 /* One line per top-level entry that is not all tensors; for an entry holding
