@@ -252,7 +252,10 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
             fprintf(stderr, " and %zu more split files", rep.nfiles - 1);
         fprintf(stderr, ": %zu tensors", rep.r.ntensors);
         if (q != TC_Q_NONE)
-            fprintf(stderr, "; %zu to %s, %zu 1-D to F32, %zu kept", rep.nquant, tc_qtype_name(q), rep.n1d, rep.nkept);
+            fprintf(stderr, "; %zu to %s, %zu 1-D in F32, %zu kept as they were", rep.nquant, tc_qtype_name(q),
+                    rep.n1d, rep.nkept);
+        if (rep.nfallback)
+            fprintf(stderr, ", %zu in F16 (rows not whole blocks)", rep.nfallback);
         if (rep.r.nleft_out)
             fprintf(stderr, "; %zu left out by --drop/--only-keys", rep.r.nleft_out);
         fprintf(stderr, "; %.1f MB of tensor data\n", rep.r.data_bytes / 1e6);
@@ -418,9 +421,10 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 
 const tc_cmd tc_cmd_convert = {
     "convert", "convert [options] IN OUT",
-    "Convert a checkpoint between torch's format (.pt/.bin/.pth/.ckpt) and safetensors, or a sharded set\n"
+    "Convert a checkpoint between torch's format (.pt/.bin/.pth/.ckpt), safetensors and GGUF, or a sharded set\n"
     "through its index (*.index.json): into a new set (OUT a folder or an .index.json) or joined into one\n"
     "file (OUT a file's name). Tensors are copied bit for bit (or cast with --dtype); shared storages\n"
     "are written once (other names go to __metadata__ \"" TC_ST_ALIASES_KEY "\" and come back as views);\n"
-    "objects that are not tensors cannot go into safetensors and are listed as dropped.",
+    "objects that are not tensors cannot go into safetensors and are listed as dropped. To GGUF, --dtype takes\n"
+    "ggml's types (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1), quantised bit for bit as gguf-py.",
     opts, run};

@@ -317,9 +317,12 @@ static void print_text(const tc_ckpt *c)
     size_t nunsafe = 0;
     for (size_t i = 0; i < ngl; i++)
         nunsafe += !tc_ckpt_global(c, i)->allowed;
-    if (tc_gguf_nfiles(c))
-        printf("\nsafety:\n");
-    else
+    if (tc_gguf_nfiles(c)) {
+        if (tc_ckpt_nhazards(c))
+            printf("\nsafety:\n");
+        else
+            printf("\n");
+    } else
         printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist\n", ngl, nunsafe);
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);

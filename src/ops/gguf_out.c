@@ -87,7 +87,7 @@ static int select_items(const tc_ckpt *c, const tc_gguf_opts *o, items_t *out, t
             rep->nkept++;
         } else if (t->ndim <= 1 && !asked) {
             it.out = TC_Q_F32;
-            rep->n1d += it.in != TC_Q_F32;
+            rep->n1d++;
         } else if (t->ndim == 0 || t->shape[t->ndim - 1] % to->block) {
             it.out = TC_Q_F16;
             rep->nfallback++;
@@ -238,10 +238,25 @@ static int qsink_put(void *vs, const void *buf, size_t n, tc_diag *d)
     return 0;
 }
 
-/* The tensor as float32, encoded to its output type block by block. */
+/* The tensor as float32, encoded to its output type block by block: by the parallel transfer when its
+ * elements are a plain range of a file, else pulled through the cast stream. */
 static int encode(ctx *x, const item *it, tc_dst *dst, uint64_t off, tc_diag *d)
 {
     const tc_tensor *t = tc_ckpt_tensor(x->c, it->t);
+    const tc_storage *st = tc_ckpt_storage(x->c, (size_t)t->storage);
+    if (st->enc == TC_Q_NONE) {
+        tc_elems *e = NULL;
+        const tc_src *src;
+        uint64_t in;
+        int rc = tc_elems_open(&e, x->c, t, d);
+        bool plain = !rc && tc_elems_range(e, &src, &in);
+        tc_elems_close(e);
+        if (rc)
+            return rc;
+        if (plain)
+            return tc_stream_blocks(x->p, src, in, t->nbytes, t->name, TC_Q_NONE, t->dtype, TC_DT_F32, it->out, dst, off,
+                                    d);
+    }
     uint64_t out_bytes = 0;
     tc_qtype_bytes(it->out, QCHUNK, &out_bytes);
     qsink s = {it->out, dst, off, malloc(QCHUNK * 4), 0, malloc((size_t)out_bytes), x->p, tc_dtype_size(t->dtype)};

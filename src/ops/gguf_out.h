@@ -53,7 +53,7 @@ typedef struct tc_gguf_opts {
 typedef struct tc_gguf_report {
     tc_convert_report r;          /* ntensors, data_bytes, dropped (KVs not carried) */
     size_t nquant;                /* tensors cast or quantised to the target */
-    size_t n1d;                   /* 1-D tensors written F32 */
+    size_t n1d;                   /* 1-D tensors written F32 (with a target) */
     size_t nfallback;             /* rows not whole blocks: written F16 */
     size_t nkept;                 /* --keep/--only and tensors that are not floating-point: unchanged */
     size_t nfiles;                /* files written */

@@ -36,15 +36,16 @@ static void xfer_progress(void *ctx, uint64_t in_done)
 }
 
 
-/* A plain range through the parallel transfer. */
-static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                      tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
-                      tc_diag *d)
+/* A plain range through the parallel transfer, decoded from blocks of dec or encoded as blocks of enc when
+ * one is not TC_Q_NONE. */
+static int xfer_coded(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                      tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, uint32_t *crc,
+                      tc_cast_stats *stats, tc_diag *d)
 {
     xprog xp = {p, p->done};
     tc_xfer x = {
         .src = src, .in_off = in_off, .in_bytes = in_bytes, .what = what, .out = dst, .out_off = off,
-        .from = from, .to = to, .want_crc = crc != NULL,
+        .from = from, .to = to, .dec = dec, .enc = enc, .want_crc = crc != NULL,
         .progress = p->o && p->o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
     };
     int rc = tc_xfer_run(tc_plan_pool(p), &x, d);
@@ -61,6 +62,37 @@ static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t i
     }
     p->done += in_bytes;
     return 0;
+}
+
+static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                      tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
+                      tc_diag *d)
+{
+    return xfer_coded(p, src, in_off, in_bytes, what, TC_Q_NONE, from, to, TC_Q_NONE, dst, off, crc, stats, d);
+}
+
+int tc_stream_blocks(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                     tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, tc_diag *d)
+{
+    return xfer_coded(p, src, in_off, in_bytes, what, dec, from, to, enc, dst, off, NULL, NULL, d);
+}
+
+/* A storage stored as blocks, as a plain range of its file: decoded and cast by the parallel transfer.
+ * 1 when it is not one (read it through open_values). */
+static int xfer_blocks(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
+                       tc_cast_stats *stats, tc_diag *d)
+{
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    tc_rd r;
+    int rc = tc_storage_open(c, i, &r, d);
+    if (rc)
+        return rc;
+    const tc_src *src = r.src;
+    uint64_t in_off = r.off, in_bytes = r.size;
+    tc_rd_close(&r);
+    if (!src || !tc_quant_can_decode(s->enc) || in_bytes != s->enc_bytes)
+        return 1;
+    return xfer_coded(p, src, in_off, in_bytes, s->key, s->enc, TC_DT_F32, to, TC_Q_NONE, dst, off, crc, stats, d);
 }
 
 /* n elements of `from` at in, as `to` at out, counted into stats: on the
@@ -265,6 +297,13 @@ int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint6
         stat->underflow += cs.underflow;
         return arc;
     }
+    if (s->enc != TC_Q_NONE && !(ps->cast && p->cuda)) { /* blocks: decoded in parallel when they are a plain range */
+        int brc = xfer_blocks(p, c, i, to, dst, off, crc, &cs, d);
+        stat->overflow += cs.overflow;
+        stat->underflow += cs.underflow;
+        if (brc <= 0)
+            return brc;
+    }
     tc_rd r;
     int rc = open_values(c, i, &r, d);
     if (rc)
@@ -331,6 +370,11 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
         if (!tc_tensor_contiguous(t) || start || t->nbytes != s->nbytes)
             return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
         return tc_assemble(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
+    }
+    if (s->enc != TC_Q_NONE && tc_tensor_contiguous(t) && !start && t->nbytes == s->nbytes) {
+        int rc = xfer_blocks(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
+        if (rc <= 0)
+            return rc;
     }
     if (tc_tensor_contiguous(t) && start <= s->nbytes && t->nbytes <= s->nbytes - start) {
         tc_rd r;
