@@ -150,7 +150,8 @@ static void put_float(tc_buf *b, double v, bool f32, bool json)
         if (f32 ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v)
             break;
     }
-    if (strchr(t, 'e') && v == (double)(int64_t)v && fabs(v) < 1e15) /* 10000, not 1e+04 */
+    /* 10000, not 1e+04 (the range first: a cast of a double out of int64_t's range is undefined) */
+    if (strchr(t, 'e') && fabs(v) < 1e15 && v == (double)(int64_t)v)
         snprintf(t, sizeof t, "%.0f", v);
     tc_buf_puts(b, t);
 }
