@@ -1,5 +1,5 @@
-/* GGUF reading: the header, the metadata, the tensor infos, split sets and
- * the storage readers.
+/* GGUF reading: the header, the metadata, the tensor infos and split sets
+ * (gguf_rd.c reads the tensors' bytes).
  *
  * A file is accepted only where ggml's loader (gguf_init_from_reader, and
  * llama.cpp's bounds check of tensor data) and gguf-py's GGUFReader would
@@ -528,9 +528,7 @@ static bool probe(const tc_probe *p)
     return (p->n >= 4 && !memcmp(p->head, "GGUF", 4)) || (l > 5 && !strcmp(p->path + l - 5, ".gguf"));
 }
 
-/* Block types whose scale fields gguf_convert_endian.py swaps (so a big-endian file has an agreed reading):
- * the offsets of their f16 fields, -1 ending the list. */
-static const int *be_fields(tc_qtype q)
+const int *gg_be_fields(tc_qtype q)
 {
     static const int q40[] = {0, -1}, q4k[] = {0, 2, -1}, q6k[] = {208, -1}, none[] = {-1};
     switch (q) {
@@ -565,13 +563,16 @@ static int add_tensors(tc_ckpt *c, gg_priv *g, size_t fi, size_t t0, info *names
         if (!put)
             return bad(d, TC_ERR_FORMAT, f->path, names[i].start,
                               "tensor name '%s' is given twice (ggml and gguf-py refuse it)", name);
-        if (f->big && qi->plain == TC_DT_INVALID && !be_fields(t->q))
+        if (f->big && qi->plain == TC_DT_INVALID && !gg_be_fields(t->q))
             return bad(d, TC_ERR_UNSUPPORTED, f->path, names[i].start,
                               "tensor '%s': %s blocks in a big-endian file have no agreed byte order "
                               "(gguf_convert_endian.py swaps Q4_0, Q8_0, Q4_K, Q6_K, MXFP4 and NVFP4)", name, qi->name);
         char hfname[256];
         if (hf && gg_hf_name(g, name, t, hfname, sizeof hfname, d) < 0)
             return d->code;
+        if (hf && tc_ckpt_find_tensor(c, hfname) >= 0)
+            return bad(d, TC_ERR_FORMAT, f->path, names[i].start, "--names hf: tensor '%s' would be named '%s' twice",
+                       name, hfname);
         long si = tc_ckpt_add_storage(c, hf ? hfname : name, d);
         if (si < 0)
             return d->code;
@@ -754,128 +755,4 @@ done:
     return rc;
 }
 
-/* ---- storage readers ----------------------------------------------------------------------- */
-
-/* The bytes of a tensor whose reading differs from its bytes in the file:
- * swapped to little-endian (a big-endian file) and/or rows taken in
- * another order (TC_NAMES_HF). Units (elements, or blocks) are swapped
- * whole, so a read may start or end inside one. */
-typedef struct grd {
-    const gg_file *f;
-    const gg_tensor *t;
-    uint32_t unit;        /* bytes swapped together: an element, or a block */
-    uint32_t esz;         /* element types: bytes per element (0 for blocks) */
-    const int *fields;    /* blocks: the offsets of their f16 fields */
-    uint64_t pos;
-    uint8_t tmp[512];     /* one unit (the largest block is 292 bytes) */
-} grd;
-
-/* Row r of the output is row src_row(r) of the file: llama.cpp's Q/K permutation undone. */
-static uint64_t src_row(const gg_tensor *t, uint64_t r)
-{
-    if (!t->perm_heads)
-        return r;
-    uint64_t per = t->prows / t->perm_heads, half = per / 2;
-    uint64_t h = r / per, w = r % per, a = w / half, b = w % half; /* out[h][a][b] = in[h][b][a] */
-    return h * per + b * 2 + a;
-}
-
-static void swap_units(const grd *s, uint8_t *p, size_t n)
-{
-    if (!s->f->big)
-        return;
-    for (size_t u = 0; u + s->unit <= n; u += s->unit) {
-        if (s->esz) {
-            for (uint32_t i = 0; i < s->esz / 2; i++) {
-                uint8_t x = p[u + i];
-                p[u + i] = p[u + s->esz - 1 - i];
-                p[u + s->esz - 1 - i] = x;
-            }
-        } else {
-            for (const int *o = s->fields; *o >= 0; o++) {
-                uint8_t x = p[u + (size_t)*o];
-                p[u + (size_t)*o] = p[u + (size_t)*o + 1];
-                p[u + (size_t)*o + 1] = x;
-            }
-        }
-    }
-}
-
-/* Whole units [pos, pos + n) of the output into p (pos and n multiples of unit). */
-static int fill_units(grd *s, uint64_t pos, uint8_t *p, size_t n, tc_diag *d)
-{
-    uint64_t rb = s->t->perm_heads ? s->t->prow_bytes : 0; /* 0: one run */
-    for (size_t done = 0; done < n;) {
-        uint64_t at = pos + done, r = rb ? at / rb : 0, in = rb ? at % rb : at;
-        size_t k = n - done;
-        if (rb && rb - in < k)
-            k = (size_t)(rb - in);
-        int rc = gg_read(s->f, s->t->abs + src_row(s->t, r) * rb + in, p + done, k, d);
-        if (rc)
-            return rc;
-        done += k;
-    }
-    swap_units(s, p, n);
-    return 0;
-}
-
-static int grd_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
-{
-    grd *s = r->state;
-    uint8_t *p = buf;
-    size_t done = 0;
-    int rc = 0;
-    while (done < n && !rc) {
-        uint64_t at = s->pos, in = at % s->unit;
-        if (in || n - done < s->unit) { /* part of a unit: through tmp */
-            uint64_t u0 = at - in;
-            size_t k = s->unit - (size_t)in < n - done ? s->unit - (size_t)in : n - done;
-            if (!(rc = fill_units(s, u0, s->tmp, s->unit, d))) {
-                memcpy(p + done, s->tmp + in, k);
-                done += k;
-                s->pos += k;
-            }
-        } else {
-            size_t k = (n - done) / s->unit * s->unit;
-            if (!(rc = fill_units(s, at, p + done, k, d))) {
-                done += k;
-                s->pos += k;
-            }
-        }
-    }
-    *got = rc ? 0 : done;
-    return rc;
-}
-
-static void grd_close(tc_rd *r)
-{
-    free(r->state);
-    r->state = NULL;
-}
-
-static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
-{
-    gg_priv *g = tc_ckpt_priv(c);
-    const gg_tensor *t = &g->t.v[i];
-    const gg_file *f = &g->files.v[t->file];
-    const tc_qtype_info *qi = tc_qtype_get(t->q);
-    if (!(f->big && qi->bytes > 1) && !t->perm_heads) {
-        tc_rd_range(r, f->src, t->abs, t->bytes);
-        return 0;
-    }
-    grd *s = calloc(1, sizeof *s);
-    if (!s)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    s->f = f;
-    s->t = t;
-    s->unit = qi->bytes;
-    s->esz = qi->plain != TC_DT_INVALID ? qi->bytes : 0;
-    s->fields = be_fields(t->q);
-    tc_rd_range(r, NULL, 0, t->bytes);
-    r->read = grd_read;
-    r->close = grd_close;
-    r->state = s;
-    return 0;
-}
-
-const tc_format tc_format_gguf = {"gguf", probe, open_gguf, open_storage, tc_gguf_write};
+const tc_format tc_format_gguf = {"gguf", probe, open_gguf, gg_open_storage, tc_gguf_write};

@@ -1,5 +1,6 @@
-/* Internal to the GGUF driver (gguf.c reads, gguf_meta.c prints metadata and
- * maps names, gguf_write.c writes): the state kept for a checkpoint read. */
+/* Internal to the GGUF driver (gguf.c parses, gguf_rd.c reads tensor data,
+ * gguf_meta.c prints metadata and maps names, gguf_write.c writes): the state
+ * kept for a checkpoint read. */
 #ifndef TC_GGUF_PRIV_H
 #define TC_GGUF_PRIV_H
 
@@ -82,6 +83,12 @@ int gg_hf_check(const gg_priv *g, tc_diag *d);
 int gg_hf_name(const gg_priv *g, const char *gguf, gg_tensor *t, char *out, size_t n, tc_diag *d);
 /* The first KV of file f named key, or NULL. */
 const gg_kv *gg_find_kv(const gg_priv *g, const gg_file *f, const char *key);
+
+/* Block types whose scale fields gguf_convert_endian.py swaps (so that a big-endian file has an agreed
+ * reading): the offsets of their f16 fields, -1 ending the list; NULL for the other block types. */
+const int *gg_be_fields(tc_qtype q);
+/* gguf_rd.c: the driver's open_storage */
+int gg_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);
 
 /* gguf_write.c */
 int tc_gguf_write(const tc_write_job *job, tc_dst *dst, tc_diag *d);
