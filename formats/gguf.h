@@ -65,11 +65,14 @@ bool tc_gguf_tensor_info(const tc_ckpt *c, size_t i, tc_gguf_tensor *out);
 size_t tc_gguf_nkv(const tc_ckpt *c, size_t k);
 /* Key i of file k (len bytes; no NUL inside), its type and, for arrays, element type and count. */
 const char *tc_gguf_kv_key(const tc_ckpt *c, size_t k, size_t i, uint32_t *type, uint32_t *etype, uint64_t *count);
-/* Appends KV i of file k as one JSON object: {"key", "type", "element_type" (arrays),
- * "nested": true (arrays of arrays), "value"}. Integers exactly, floats as the shortest
- * decimal that reads back to the same float32/float64 (infinities and NaN as strings),
- * strings as JSON strings. The value is read from the file (arrays can be long). */
-int tc_gguf_kv_json(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, tc_diag *d);
+/* Appends KV i of file k as one JSON object: {"key", "type", "element_type" and "count"
+ * (arrays), "nested": true (arrays of arrays), "value"}. Integers exactly, floats as the
+ * shortest decimal that reads back to the same float32/float64 (infinities and NaN as
+ * strings), strings as JSON strings. The value is read from the file as it is written:
+ * when out holds a MiB or more, flush (may be NULL) is called to take it (and empty it),
+ * so that a long array needs no more. */
+int tc_gguf_kv_json(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, void (*flush)(void *ctx, tc_buf *b),
+                    void *ctx, tc_diag *d);
 /* Appends its value for a table: scalars and strings whole (escaped, cut past 200
  * bytes), arrays as "[TYPE x N] first items, ...". */
 int tc_gguf_kv_text(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, tc_diag *d);

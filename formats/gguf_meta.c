@@ -180,9 +180,9 @@ static void put_scalar(tc_buf *b, uint32_t t, uint64_t v, bool json)
     }
 }
 
+/* s escaped for a JSON string (no quotes around: it may be a piece of one). */
 static void json_string(tc_buf *b, const char *s, size_t n)
 {
-    tc_buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
@@ -198,11 +198,23 @@ static void json_string(tc_buf *b, const char *s, size_t n)
             tc_buf_putc(b, (char)c);
         }
     }
-    tc_buf_putc(b, '"');
 }
 
-/* A string's length and bytes at the cursor, appended as JSON or (cut at max bytes) escaped text. */
-static int put_string(gg_cur *c, tc_buf *b, bool json, size_t max, tc_diag *d)
+/* Where a long JSON value goes as it is made (see tc_gguf_kv_json). */
+typedef struct jout {
+    void (*flush)(void *ctx, tc_buf *b);
+    void *ctx;
+} jout;
+
+static void maybe_flush(tc_buf *b, const jout *j)
+{
+    if (j && j->flush && tc_buf_len(b) >= (1u << 20))
+        j->flush(j->ctx, b);
+}
+
+/* A string's length and bytes at the cursor, appended as JSON (in pieces) or, cut at max bytes,
+ * as escaped text. */
+static int put_string(gg_cur *c, tc_buf *b, bool json, size_t max, const jout *j, tc_diag *d)
 {
     uint64_t len;
     int rc = gg_cur_num(c, 8, &len, d);
@@ -210,26 +222,27 @@ static int put_string(gg_cur *c, tc_buf *b, bool json, size_t max, tc_diag *d)
         return rc;
     if (len > c->end - c->pos)
         return tc_fail_at(d, TC_ERR_FORMAT, c->f->path, c->pos, "metadata string runs past its value");
-    size_t keep = json || len <= max ? (size_t)len : max;
-    char *s = malloc(keep + 1);
-    if (!s)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory for a %" PRIu64 "-byte string", len);
-    if (!(rc = gg_cur_get(c, s, keep, d))) {
-        c->pos += len - keep;
-        if (json) {
-            json_string(b, s, keep);
-        } else {
-            tc_buf_putc(b, '"');
-            tc_buf_esc(b, s, keep);
-            tc_buf_puts(b, keep < len ? "...\"" : "\"");
+    uint64_t keep = json || len <= max ? len : max;
+    char piece[4096];
+    tc_buf_putc(b, '"');
+    for (uint64_t done = 0; done < keep && !rc; ) {
+        size_t k = keep - done < sizeof piece ? (size_t)(keep - done) : sizeof piece;
+        if (!(rc = gg_cur_get(c, piece, k, d))) {
+            if (json)
+                json_string(b, piece, k);
+            else
+                tc_buf_esc(b, piece, k);
+            maybe_flush(b, j);
         }
+        done += k;
     }
-    free(s);
+    c->pos += len - keep;
+    tc_buf_puts(b, json || keep == len ? "\"" : "...\"");
     return rc;
 }
 
 /* The elements of an array of n of type et at the cursor; text: the first few only (then "..."). */
-static int put_array(gg_cur *c, uint32_t et, uint64_t n, tc_buf *b, bool json, int depth, tc_diag *d)
+static int put_array(gg_cur *c, uint32_t et, uint64_t n, tc_buf *b, bool json, int depth, const jout *j, tc_diag *d)
 {
     int rc = 0;
     size_t sz = gg_scalar_size(et), start = tc_buf_len(b);
@@ -242,23 +255,24 @@ static int put_array(gg_cur *c, uint32_t et, uint64_t n, tc_buf *b, bool json, i
         if (i)
             tc_buf_puts(b, ", ");
         if (et == TC_GGUF_STRING) {
-            rc = put_string(c, b, json, 40, d);
+            rc = put_string(c, b, json, 40, j, d);
         } else if (et == TC_GGUF_ARRAY) {
             uint64_t it, in;
             if (!(rc = gg_cur_num(c, 4, &it, d)) && !(rc = gg_cur_num(c, 8, &in, d)))
-                rc = depth < GG_MAX_NEST ? put_array(c, (uint32_t)it, in, b, json, depth + 1, d)
+                rc = depth < GG_MAX_NEST ? put_array(c, (uint32_t)it, in, b, json, depth + 1, j, d)
                                          : tc_fail(d, TC_ERR_LIMIT, "arrays nested too deep");
         } else {
             uint64_t v;
             if (!(rc = gg_cur_num(c, sz, &v, d)))
                 put_scalar(b, et, v, json);
         }
+        maybe_flush(b, j);
     }
     tc_buf_putc(b, ']');
     return rc;
 }
 
-static int put_value(const gg_file *f, const gg_kv *kv, tc_buf *b, bool json, tc_diag *d)
+static int put_value(const gg_file *f, const gg_kv *kv, tc_buf *b, bool json, const jout *j, tc_diag *d)
 {
     if (kv->type != TC_GGUF_STRING && kv->type != TC_GGUF_ARRAY) {
         put_scalar(b, kv->type, kv->bits, json);
@@ -268,26 +282,28 @@ static int put_value(const gg_file *f, const gg_kv *kv, tc_buf *b, bool json, tc
     if (!c)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     gg_cur_init(c, f, kv->off, kv->len);
-    int rc = kv->type == TC_GGUF_STRING ? put_string(c, b, json, 200, d)
-                                        : put_array(c, kv->etype, kv->count, b, json, 0, d);
+    int rc = kv->type == TC_GGUF_STRING ? put_string(c, b, json, 200, j, d)
+                                        : put_array(c, kv->etype, kv->count, b, json, 0, j, d);
     free(c);
     return rc;
 }
 
-int tc_gguf_kv_json(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, tc_diag *d)
+int tc_gguf_kv_json(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, void (*flush)(void *ctx, tc_buf *b),
+                    void *ctx, tc_diag *d)
 {
+    jout j = {flush, ctx};
     const gg_file *f;
     const gg_kv *kv = kv_at(c, k, i, &f);
     if (!kv)
         return tc_fail(d, TC_ERR_USAGE, "no metadata entry %zu", i);
-    tc_buf_puts(out, "{\"key\": ");
+    tc_buf_puts(out, "{\"key\": \"");
     json_string(out, kv->key, strlen(kv->key));
-    tc_buf_printf(out, ", \"type\": \"%s\"", tc_gguf_type_name(kv->type));
+    tc_buf_printf(out, "\", \"type\": \"%s\"", tc_gguf_type_name(kv->type));
     if (kv->type == TC_GGUF_ARRAY)
         tc_buf_printf(out, ", \"element_type\": \"%s\", \"count\": %" PRIu64 "%s", tc_gguf_type_name(kv->etype),
                       kv->count, kv->nested ? ", \"nested\": true" : "");
     tc_buf_puts(out, ", \"value\": ");
-    int rc = put_value(f, kv, out, true, d);
+    int rc = put_value(f, kv, out, true, &j, d);
     tc_buf_putc(out, '}');
     if (!rc && tc_buf_oom(out))
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory for metadata '%.100s'", kv->key);
@@ -302,7 +318,7 @@ int tc_gguf_kv_text(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, tc_diag *
         return tc_fail(d, TC_ERR_USAGE, "no metadata entry %zu", i);
     if (kv->type == TC_GGUF_ARRAY)
         tc_buf_printf(out, "[%s x %" PRIu64 "] ", tc_gguf_type_name(kv->etype), kv->count);
-    return put_value(f, kv, out, false, d);
+    return put_value(f, kv, out, false, NULL, d);
 }
 
 /* ---- --kv ------------------------------------------------------------------------------------- */

@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tc_buf b = TC_BUF_INIT(0), t = TC_BUF_INIT(600);
         tc_diag d2 = {0};
         FZ_CHECK(tc_gguf_kv_key(c, 0, i, NULL, NULL, NULL), "key %zu", i);
-        FZ_CHECK(!tc_gguf_kv_json(c, 0, i, &b, &d2) && !tc_gguf_kv_text(c, 0, i, &t, &d2), "KV %zu prints: %s", i,
+        FZ_CHECK(!tc_gguf_kv_json(c, 0, i, &b, NULL, NULL, &d2) && !tc_gguf_kv_text(c, 0, i, &t, &d2), "KV %zu prints: %s", i,
                  d2.msg);
         tc_buf_free(&b);
         tc_buf_free(&t);

@@ -438,6 +438,29 @@ static cJSON *tensor_json(const tc_ckpt *c, size_t i)
     return o;
 }
 
+/* tc_gguf_kv_json's flush: what it made so far, to stdout. */
+static void flush_stdout(void *ctx, tc_buf *b)
+{
+    (void)ctx;
+    fwrite(tc_buf_str(b), 1, tc_buf_len(b), stdout);
+    tc_buf_reset(b);
+}
+
+/* A GGUF file's header; with_path: which file it is. */
+static cJSON *gguf_file_json(const tc_gguf_file *g, bool with_path)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (with_path)
+        cJSON_AddStringToObject(o, "file", g->path);
+    cJSON_AddNumberToObject(o, "version", g->version);
+    cJSON_AddStringToObject(o, "endianness", g->big_endian ? "big" : "little");
+    cJSON_AddNumberToObject(o, "alignment", g->alignment);
+    cJSON_AddNumberToObject(o, "data_offset", (double)g->data_offset);
+    cJSON_AddNumberToObject(o, "tensor_count", (double)g->ntensors);
+    cJSON_AddNumberToObject(o, "kv_count", (double)g->nkv);
+    return o;
+}
+
 /* The headers and metadata of a GGUF checkpoint (each KV typed, read from the file). */
 static void gguf_json(const tc_ckpt *c, bool *first)
 {
@@ -449,14 +472,8 @@ static void gguf_json(const tc_ckpt *c, bool *first)
     bool f2 = true;
     tc_gguf_file g;
     tc_gguf_file_info(c, 0, &g);
-    cJSON *h = cJSON_CreateObject();
-    cJSON_AddNumberToObject(h, "version", g.version);
-    cJSON_AddStringToObject(h, "endianness", g.big_endian ? "big" : "little");
-    cJSON_AddNumberToObject(h, "alignment", g.alignment);
-    cJSON_AddNumberToObject(h, "data_offset", (double)g.data_offset);
-    cJSON_AddNumberToObject(h, "tensor_count", (double)g.ntensors);
-    cJSON_AddNumberToObject(h, "kv_count", (double)g.nkv);
-    for (cJSON *x = h->child; x; x = x->next) {
+    cJSON *h = gguf_file_json(&g, false);
+    for (cJSON *x = h ? h->child : NULL; x; x = x->next) {
         jnext(&f2, x->string, "    ");
         char *v = cJSON_PrintUnformatted(x);
         fputs(v ? v : "null", stdout);
@@ -465,17 +482,8 @@ static void gguf_json(const tc_ckpt *c, bool *first)
     cJSON_Delete(h);
     if (nf > 1) {
         cJSON *files = cJSON_CreateArray();
-        for (size_t k = 0; k < nf && tc_gguf_file_info(c, k, &g); k++) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "file", g.path);
-            cJSON_AddNumberToObject(o, "version", g.version);
-            cJSON_AddStringToObject(o, "endianness", g.big_endian ? "big" : "little");
-            cJSON_AddNumberToObject(o, "alignment", g.alignment);
-            cJSON_AddNumberToObject(o, "data_offset", (double)g.data_offset);
-            cJSON_AddNumberToObject(o, "tensor_count", (double)g.ntensors);
-            cJSON_AddNumberToObject(o, "kv_count", (double)g.nkv);
-            cJSON_AddItemToArray(files, o);
-        }
+        for (size_t k = 0; k < nf && tc_gguf_file_info(c, k, &g); k++)
+            cJSON_AddItemToArray(files, gguf_file_json(&g, true));
         jnext(&f2, "files", "    ");
         jput(files);
     }
@@ -486,7 +494,9 @@ static void gguf_json(const tc_ckpt *c, bool *first)
         tc_buf b = TC_BUF_INIT(0);
         tc_diag d = TC_DIAG_INIT;
         jnext(&f3, NULL, "      ");
-        if (tc_gguf_kv_json(c, 0, i, &b, &d)) {
+        /* the values were walked when the file opened, so a failure here is a read error; what a long
+         * value already flushed stays written, cut where it failed, and the exit status says so */
+        if (tc_gguf_kv_json(c, 0, i, &b, flush_stdout, NULL, &d)) {
             fputs("null", stdout);
             tc_diag_subject(&d, tc_ckpt_path(c));
             int ex = tc_err_diag(&d);
