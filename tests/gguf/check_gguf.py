@@ -8,7 +8,8 @@ made by gguf-py; bad/EXPECT.json for the broken ones):
     tensor (name, ggml type and id, GGUF dims, torch shape, element count,
     bytes, offsets, SHA-256 of its stored bytes);
   - convert to safetensors gives every tensor's values bit for bit as the
-    npz holds them (gguf-py's dequantised float32, or native values);
+    npz holds them (gguf-py's dequantised float32, or native values), and
+    diff finds the GGUF equal to that output;
   - every file of bad/ is refused: exit 3, one line naming the file, and a
     convert of it writes nothing.
 
@@ -135,6 +136,9 @@ def values(path, ref, split_first, hazards):
     if p.returncode:
         fail(f"{path}: convert exit {p.returncode}: {p.stderr.strip()}")
         return
+    p = subprocess.run([tc, "diff", "-q", path, st], capture_output=True, text=True)
+    if p.returncode:  # diff reads both sides' values: the GGUF's decoded, the output's as written
+        fail(f"{path}: diff against its own safetensors output: exit {p.returncode} {p.stdout.strip()} {p.stderr.strip()}")
     header, data = read_raw(st)
     for t in ref["tensors"]:
         name = t["name"]

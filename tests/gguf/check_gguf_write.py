@@ -5,7 +5,8 @@ F32, rows that are not whole blocks F16; --keep/--only choose; a GGUF input's
 metadata is carried (less alignment and split keys, with --kv applied and
 general.file_type set); a type kept is copied byte for byte; GGUF to GGUF
 without --dtype gives the input's bytes; split output (--max-shard-size)
-reads back as the whole model; a .pt input (when torch imports) converts too.
+reads back as the whole model; a .pt input converts too, and a GGUF to .pt
+loads in torch with gguf-py's values (when torch imports).
 Every output is read by gguf-py's GGUFReader (the consumer).
 
 Usage: check_gguf_write.py TENSORCTL OUTDIR SAMPLES_GGUF_DIR. Needs gguf-py."""
@@ -18,7 +19,7 @@ import warnings
 
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from gguf import GGUFReader, GGUFValueType, quants
+from gguf import GGUFReader, GGUFValueType, GGUFWriter, quants
 
 tc, out, samples = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
@@ -205,6 +206,41 @@ else:
     if p.returncode == 0 and len(json.loads(p.stdout)["tensors"]) != len(names):
         fail("split output: inspect of its first file does not list the whole model")
 
+# metadata of several MiB (a long vocabulary, a long string with escapes and UTF-8 across every
+# piece boundary): inspect --json streams it and it reads as gguf-py reads it; a GGUF to GGUF carries it
+big = os.path.join(out, "big-kv.gguf")
+w = GGUFWriter(big, "llama")
+tokens = [f"tok{i}\"\\\n\u00e9\u4e2d" for i in range(120000)]
+long_str = ("a\"b\\c\x01\u00e9\u4e2d\U0001F600" * 150000)[:1000003]
+ints = rng.integers(-2**31, 2**31, 300000).astype(np.int32)
+w.add_token_list(tokens)
+w.add_string("t.long", long_str)
+w.add_array("t.ints", [int(x) for x in ints])
+w.add_tensor("t", np.arange(32, dtype=np.float32))
+w.write_header_to_file()
+w.write_kv_data_to_file()
+w.write_tensors_to_file()
+w.close()
+p = run("inspect", "--json", big)
+if p.returncode == 0:
+    try:
+        kv = {e["key"]: e for e in json.loads(p.stdout)["gguf"]["kv"]}
+        if kv["tokenizer.ggml.tokens"]["value"] != tokens or kv["tokenizer.ggml.tokens"]["count"] != len(tokens):
+            fail(f"{big}: inspect --json: the token list is not gguf-py's")
+        if kv["t.long"]["value"] != long_str:
+            fail(f"{big}: inspect --json: the long string is not gguf-py's")
+        if kv["t.ints"]["value"] != [int(x) for x in ints]:
+            fail(f"{big}: inspect --json: the integer array is not gguf-py's")
+    except (ValueError, KeyError) as e:
+        fail(f"{big}: inspect --json does not read back: {e!r}")
+dst = os.path.join(out, "big-kv-copy.gguf")
+run("convert", "--force", "-q", "--dtype", "F16", big, dst)
+if os.path.exists(dst):
+    fb = GGUFReader(dst).fields
+    if fb["tokenizer.ggml.tokens"].contents() != tokens or fb["t.long"].contents() != long_str or \
+            fb["t.ints"].contents() != [int(x) for x in ints]:
+        fail(f"{dst}: the long metadata is not carried as it was")
+
 # a .pt input, where torch imports
 try:
     import torch
@@ -219,8 +255,19 @@ try:
             fail(f"{dst}: {name} differs from gguf-py's Q4_0")
     if raw_of(r["n"]) != as_f32["e.norm"].tobytes():
         fail(f"{dst}: the 1-D tensor is not F32")
+    # and a GGUF to .pt: torch loads every tensor with the values gguf-py dequantises
+    for g in (llama, os.path.join(out, "llama-Q4_0.gguf")):
+        dst = os.path.join(out, os.path.basename(g) + ".pt")
+        if run("convert", "--force", "-q", g, dst).returncode:
+            continue
+        sd = torch.load(dst, weights_only=True)
+        for t in GGUFReader(g).tensors:
+            want = values_of(t)
+            got = sd[t.name].float().numpy() if t.name in sd else None
+            if got is None or got.shape != want.shape or got.tobytes() != want.tobytes():
+                fail(f"{dst}: {t.name} differs from gguf-py's values")
 except ImportError:
-    print("note: torch is not importable here; the .pt input is not checked")
+    print("note: torch is not importable here; .pt input and output are not checked")
 
 print(f"GGUF outputs checked against gguf-py, {len(fails)} failures")
 sys.exit(1 if fails else 0)
