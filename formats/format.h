@@ -125,6 +125,7 @@ typedef struct tc_write_job {
     const size_t *obj_lens;
     size_t nobjs;
     bool plain_dict;       /* the state_dict is a dict (as dcp_to_torch_save writes), not an OrderedDict */
+    const struct tc_gguf_job *gguf; /* GGUF output: each block's ggml type and the metadata (gguf.h) */
 } tc_write_job;
 
 /* What open returns when a file its probe accepted turns out to be another

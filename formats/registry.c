@@ -11,7 +11,7 @@
 
 extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_safetensors,
     tc_format_safetensors_index, tc_format_torch_index, tc_format_dcp, tc_format_torchscript, tc_format_zero,
-    tc_format_npy, tc_format_npz, tc_format_torch_tar;
+    tc_format_npy, tc_format_npz, tc_format_torch_tar, tc_format_gguf;
 
 const tc_format *const tc_formats[] = {
     &tc_format_zero, /* a DeepSpeed rank file by its name; declined (to torch-zip) outside a ZeRO folder */
@@ -25,6 +25,7 @@ const tc_format *const tc_formats[] = {
     &tc_format_torch_index,
     &tc_format_dcp,
     &tc_format_npy,
+    &tc_format_gguf,
     NULL,
 };
 

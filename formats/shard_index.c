@@ -348,6 +348,8 @@ static int add_shard_contents(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, 
         st->untyped = from->untyped;
         st->numel = from->numel;
         st->nbytes = from->nbytes;
+        st->enc = from->enc;
+        st->enc_bytes = from->enc_bytes;
         st->ntensors = from->ntensors;
         st->crc_known = from->crc_known;
         st->crc = from->crc;

@@ -3,7 +3,7 @@
 (from ../shared/corpus and sample_models), their pickles, and a few
 hand-made pickles and zips. No torch needed; nothing is unpickled.
 
-    python3 fuzz/tools/make_seeds.py [--max-size 65536]
+    python3 fuzz/tools/make_seeds.py [--max-size 65536] [--gguf]
     python3 fuzz/tools/make_seeds.py --readers        only the seeds of torch's own readings
 """
 import argparse, collections, io, os, pickle, pickletools, sys, zipfile
@@ -69,10 +69,28 @@ def with_byteorder(data, byteorder, method=zipfile.ZIP_STORED):
     return b.getvalue()
 
 
+def gguf_seeds(max_size):
+    """fuzz_gguf: the GGUF samples (sample_models/gguf, its bad/, ../shared/corpus/gguf) up to max_size."""
+    for sub in (('sample_models', 'gguf'), ('sample_models', 'gguf', 'bad'), ('..', 'shared', 'corpus', 'gguf'),
+                ('..', 'shared', 'corpus', 'gguf', 'bad')):
+        d = os.path.join(ROOT, *sub)
+        if not os.path.isdir(d):
+            continue
+        for n in sorted(os.listdir(d)):
+            p = os.path.join(d, n)
+            if n.endswith('.gguf') and os.path.getsize(p) <= max_size:
+                yield 'gguf_' + '_'.join(sub[-1:] if sub[-1] == 'bad' else ()) + n, open(p, 'rb').read()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--max-size', type=int, default=65536)
+    ap.add_argument('--gguf', action='store_true', help='only the GGUF seeds (fuzz_gguf)')
     a = ap.parse_args()
+    for name, data in gguf_seeds(a.max_size):
+        put('fuzz_gguf', name, data)
+    if a.gguf:
+        return
     for name, data in sources(a.max_size):
         put('fuzz_ckpt', name, data)
         put('fuzz_roundtrip', name, data)

@@ -81,7 +81,7 @@ enum {
     OPT_MAX_OBJECTS, OPT_FORMAT, OPT_KEY, OPT_MAX_SHARD, OPT_VERIFY_CRC, OPT_HASH, OPT_MAX_ENTRIES,
     OPT_MAX_HEADER, OPT_MAX_INFLATE, OPT_SAFE_GLOBALS, OPT_DROP, OPT_MAX_EXPAND, OPT_STRIP_PREFIX, OPT_ADD_PREFIX, OPT_RENAME,
     OPT_ONLY_KEYS, OPT_ATOL, OPT_RTOL, OPT_EQUAL_NAN, OPT_STATS, OPT_STRICT, OPT_THREADS, OPT_PART, OPT_FROM, OPT_EMA, OPT_NO_SYNC, OPT_TAG, OPT_EXCLUDE_FROZEN,
-    OPT_SARIF, OPT_ALL, OPT_JOBS, OPT_ARCHIVE_DEPTH, OPT_COUNT_
+    OPT_SARIF, OPT_ALL, OPT_JOBS, OPT_ARCHIVE_DEPTH, OPT_NAMES, OPT_KV, OPT_COUNT_
 };
 
 /* The dtypes --dtype casts to (tc_opt_dtype): the completions offer them, the commands accept them. */
@@ -94,6 +94,8 @@ extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt
 
 extern const tc_opt tc_opt_strip_prefix, tc_opt_add_prefix, tc_opt_rename, tc_opt_drop, tc_opt_only_keys;
 extern const tc_opt tc_opt_max_expand;
+/* --names file|hf: the names a format with names of its own is read with (tc_limits.names, set by tc_limits_from_args). */
+extern const tc_opt tc_opt_names;
 
 /* --no-sync: outputs not fsync'd (tc_dst_flags_from_args). */
 extern const tc_opt tc_opt_no_sync;

@@ -7,13 +7,25 @@
 #include "cli.h"
 #include "convert.h"
 #include "format.h"
+#include "gguf.h"
+#include "gguf_out.h"
 #include "move.h"
 #include "safety.h"
 #include "set.h"
 #include "shard_index.h"
 
-static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
-                                0, NULL, "The output format, when the extension does not say."};
+static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors|gguf",
+                                "output format (default: from OUT's extension)", 0, NULL,
+                                "The output format, when the extension does not say."};
+static const tc_opt o_kv = {
+    OPT_KV, 0, "kv", "KEY=[TYPE:]VALUE", "GGUF output: set a metadata key (repeatable; TYPE u8..u64, i8..i64, f32, f64, bool, str)",
+    TC_OPT_REPEAT, NULL,
+    "GGUF output: set the metadata key KEY, replacing the input's value or adding it\n"
+    "(repeatable; the last one given wins). TYPE is one of u8, u16, u32, u64, i8, i16,\n"
+    "i32, i64, f32, f64, bool and str (also int and float, as llama.cpp's\n"
+    ".BR \\-\\-override\\-kv ),\nstr when left out:\n.B \\-\\-kv general.name=tiny\n"
+    ".BR \\-\\-kv llama.context_length=u32:4096 .\n"
+    ".B general.alignment=u32:N\nchanges the alignment from 32 (llama.cpp aborts below 32 when it mmaps)."};
 static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0,
                                 "cpu", "The device tag of the storages of a .pt output."};
 static const tc_opt o_key = {
@@ -35,7 +47,7 @@ static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (b
                                  "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
                                  "unchanged, and were written (casts, the pickle, headers and padding)."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
+                                     &o_key, TC_KEY_OPTS, &tc_opt_names, &o_kv, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -151,6 +163,117 @@ fail:
 static int convert_index(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
                          const tc_convert_opts *o, uint64_t max_shard, const tc_args *a);
 
+/* ---- GGUF output -------------------------------------------------------------- */
+
+/* --dtype for a GGUF output: a type gguf-py's quantisers write (or torch's name of F32, F16, BF16). */
+static int gguf_dtype(const tc_args *a, tc_qtype *q)
+{
+    *q = TC_Q_NONE;
+    if (!a->set[OPT_DTYPE])
+        return 0;
+    const char *v = a->val[OPT_DTYPE];
+    tc_qtype t = tc_qtype_from_name(v);
+    if (t == TC_Q_NONE)
+        t = tc_qtype_of_dtype(tc_dtype_from_name(v));
+    if (t == TC_Q_NONE || !tc_qtype_get(t)->encodes) {
+        tc_err(NULL, "--dtype '%s': a GGUF output takes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 (the types gguf-py "
+               "quantises; K-quants and IQ types come from llama-quantize)", v);
+        return -1;
+    }
+    *q = t;
+    return 0;
+}
+
+static int convert_gguf(const char *in, const char *out, const tc_move_req *r, const tc_args *a, tc_qtype q,
+                        uint64_t max_shard, unsigned dst_flags)
+{
+    tc_ckpt *c = NULL;
+    tc_diag d = TC_DIAG_INIT;
+    tc_gguf_report rep = {0};
+    tc_progress prog;
+    size_t nkv = a->nrep[OPT_KV];
+    tc_gguf_wkv kv[TC_MAX_REPEAT];
+    char *keys[TC_MAX_REPEAT] = {0};
+    int ex = TC_EXIT_USAGE;
+    tc_gguf_opts o = {.to = q, .keep = a->rep[OPT_KEEP], .nkeep = a->nrep[OPT_KEEP], .only = a->rep[OPT_ONLY],
+                      .nonly = a->nrep[OPT_ONLY], .kv = kv, .nkv = nkv, .max_shard = max_shard, .dst_flags = dst_flags};
+    for (size_t i = 0; i < nkv; i++) {
+        char why[200];
+        const char *text = a->rep[OPT_KV][i];
+        if (tc_gguf_kv_parse(text, &kv[i], why, sizeof why)) {
+            tc_err(NULL, "--kv '%s': %s", text, why);
+            goto done;
+        }
+        if (!(keys[i] = strndup(text, (size_t)(strchr(text, '=') - text)))) {
+            tc_err(NULL, "out of memory");
+            goto done;
+        }
+        kv[i].key = keys[i];
+    }
+    if (tc_keyops_from_args(a, &o.keys) || tc_max_expand_from_args(a, &o.max_expand))
+        goto done;
+    if (tc_open(&c, in, &r->lim, &d)) {
+        ex = tc_err_diag(&d);
+        goto done;
+    }
+    if (!strcmp(tc_ckpt_format(c), "dcp")) {
+        tc_err(in, "a distributed checkpoint: 'tensorctl consolidate' writes it as one file first");
+        goto done;
+    }
+    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    if (tc_safety_gate(c, TC_KEEPS_TENSORS, "convert", r->allow_unsafe, &d)) {
+        ex = tc_err_diag(&d);
+        goto done;
+    }
+    tc_progress_init(&prog, "converting", true);
+    o.progress = tc_progress_cb;
+    o.progress_ctx = &prog;
+    int rc = tc_gguf_convert(c, &o, out, &rep, &d);
+    tc_progress_end(&prog);
+    if (rc) {
+        if (rc != TC_ERR_USAGE)
+            tc_diag_subject(&d, in);
+        ex = tc_err_diag(&d);
+        goto done;
+    }
+    if (rep.r.ndropped)
+        tc_warn_list(out, "not representable, dropped", rep.r.dropped, rep.r.ndropped);
+    if (rep.no_arch)
+        tc_warn(out, "no general.architecture: llama.cpp and transformers need it, with the model's hyperparameters "
+                "and tokenizer (--kv KEY=TYPE:VALUE, or convert from a GGUF that has them)");
+    if (rep.low_align)
+        tc_warn(out, "alignment below 32: llama.cpp aborts on such a file when it mmaps it (-lm none loads it)");
+    if (rep.nfallback)
+        tc_warn(out, "%zu tensors have rows that are not whole %s blocks: written F16, as llama.cpp's converter does",
+                rep.nfallback, tc_qtype_name(q));
+    if (tc_verbosity > 0) {
+        fprintf(stderr, "tensorctl: wrote %s", rep.first);
+        if (rep.nfiles > 1)
+            fprintf(stderr, " and %zu more split files", rep.nfiles - 1);
+        fprintf(stderr, ": %zu tensors", rep.r.ntensors);
+        if (q != TC_Q_NONE)
+            fprintf(stderr, "; %zu to %s, %zu 1-D in F32, %zu kept as they were", rep.nquant, tc_qtype_name(q),
+                    rep.n1d, rep.nkept);
+        if (rep.nfallback)
+            fprintf(stderr, ", %zu in F16 (rows not whole blocks)", rep.nfallback);
+        if (rep.r.nleft_out)
+            fprintf(stderr, "; %zu left out by --drop/--only-keys", rep.r.nleft_out);
+        fprintf(stderr, "; %.1f MB of tensor data\n", rep.r.data_bytes / 1e6);
+    }
+    ex = TC_EXIT_OK;
+done:
+    for (size_t i = 0; i < nkv; i++)
+        free(keys[i]);
+    tc_gguf_report_free(&rep);
+    tc_ckpt_close(c);
+    return ex;
+}
+
+static bool gguf_named(const tc_args *a, const char *out)
+{
+    return a->set[OPT_FORMAT] ? !strcmp(a->val[OPT_FORMAT], "gguf") : tc_ends_with(out, ".gguf");
+}
+
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
@@ -165,10 +288,29 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     memset(&r, 0, sizeof r);
-    if (tc_move_parse_common(&a, &r))
-        goto done;
     const char *in = a.pos[0], *out = a.pos[1];
-    int fmt = tc_output_format(&a, out);
+    bool gguf = gguf_named(&a, out);
+    tc_qtype gq = TC_Q_NONE;
+    /* --dtype, --keep and --only of a GGUF output take ggml's types: not parsed as casts */
+    static tc_args m;
+    m = a;
+    if (gguf) {
+        if (gguf_dtype(&a, &gq))
+            goto done;
+        m.set[OPT_DTYPE] = false;
+        m.nrep[OPT_KEEP] = m.nrep[OPT_ONLY] = 0;
+        if ((a.nrep[OPT_KEEP] || a.nrep[OPT_ONLY]) && !a.set[OPT_DTYPE]) {
+            tc_err(NULL, "--keep and --only choose what --dtype converts; give --dtype too");
+            goto done;
+        }
+    }
+    if (tc_move_parse_common(&m, &r))
+        goto done;
+    if (a.nrep[OPT_KV] && !gguf) {
+        tc_err(NULL, "--kv sets GGUF metadata; it applies to a .gguf output");
+        goto done;
+    }
+    int fmt = gguf ? TC_OUTNAME_NONE : tc_output_format(&a, out);
     if (fmt < 0)
         goto done;
     tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
@@ -178,6 +320,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     if (a.set[OPT_DEVICE]) {
         const char *dv = a.val[OPT_DEVICE];
+        if (gguf) {
+            tc_err(NULL, "--device '%s': GGUF files carry no device tags; it applies to .pt output", dv);
+            goto done;
+        }
         if (fmt != TC_OUTNAME_PT) {
             tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
             goto done;
@@ -186,7 +332,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             goto done;
         o.device = device_tag;
     }
-    if (o.key && fmt != TC_OUTNAME_ST) {
+    if (o.key && (gguf || fmt != TC_OUTNAME_ST)) {
         tc_err(NULL, "--key '%s' selects what goes into a safetensors file; it does not apply to .pt output", o.key);
         goto done;
     }
@@ -200,7 +346,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     tc_dst_cleanup_on_signals();
-    if (tc_index_path(in)) {
+    if (gguf) {
+        if (a.set[OPT_PART])
+            tc_err(NULL, "--part splits the writing of a sharded set of safetensors or .bin shards; not of GGUF");
+        else
+            ex = convert_gguf(in, out, &r, &a, gq, max_shard, tc_dst_flags_from_args(&a));
+        goto done;
+    }
+    /* a GGUF file (split or not) into a set of safetensors or .bin shards: the set driver takes any checkpoint */
+    if (tc_index_path(in) || (tc_ends_with(in, ".gguf") && (tc_index_path(out) || tc_names_folder(out) || max_shard))) {
         ex = convert_index(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, max_shard, &a);
         goto done;
     }
@@ -268,9 +422,10 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 
 const tc_cmd tc_cmd_convert = {
     "convert", "convert [options] IN OUT",
-    "Convert a checkpoint between torch's format (.pt/.bin/.pth/.ckpt) and safetensors, or a sharded set\n"
+    "Convert a checkpoint between torch's format (.pt/.bin/.pth/.ckpt), safetensors and GGUF, or a sharded set\n"
     "through its index (*.index.json): into a new set (OUT a folder or an .index.json) or joined into one\n"
     "file (OUT a file's name). Tensors are copied bit for bit (or cast with --dtype); shared storages\n"
     "are written once (other names go to __metadata__ \"" TC_ST_ALIASES_KEY "\" and come back as views);\n"
-    "objects that are not tensors cannot go into safetensors and are listed as dropped.",
+    "objects that are not tensors cannot go into safetensors and are listed as dropped. To GGUF, --dtype takes\n"
+    "ggml's types (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1), quantised bit for bit as gguf-py.",
     opts, run};

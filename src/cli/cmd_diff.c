@@ -69,7 +69,7 @@ static const tc_opt o_threads = {OPT_THREADS, 0, "threads", "N", "compare on N t
                                  "is the same whatever \\fIN\\fR."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_atol, &o_rtol, &o_equal_nan, &o_strict, &o_strip,
                                      &o_stats, &o_json, &o_quiet, &o_verbose, &o_threads, &tc_opt_max_expand, &tc_opt_safe_globals,
-                                     TC_LIMIT_OPTS, NULL};
+                                     &tc_opt_names, TC_LIMIT_OPTS, NULL};
 
 
 /* ---- pieces of the report ---------------------------------------------------------------- */

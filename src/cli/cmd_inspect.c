@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "cli.h"
 #include "format.h"
+#include "gguf.h"
 #include "hash.h"
 #include "inspect_weights.h"
 #include "safety.h"
@@ -30,7 +31,7 @@ static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", 0, NULL,
                                  "Also list the globals that are allowed."};
 static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &tc_opt_max_expand,  &o_quiet,
-                                     &tc_opt_safe_globals, &o_verbose, TC_LIMIT_OPTS, NULL};
+                                     &tc_opt_safe_globals, &o_verbose, &tc_opt_names, TC_LIMIT_OPTS, NULL};
 
 
 /* One line per top-level entry that is not all tensors; for an entry holding
@@ -140,6 +141,40 @@ static const char *tensor_hash(const tc_ckpt *c, size_t i, char hex[65])
     return hex;
 }
 
+/* A GGUF tensor is shown with its ggml type and the bytes its file holds. */
+static const char *type_shown(const tc_ckpt *c, size_t i, uint64_t *bytes)
+{
+    tc_gguf_tensor g;
+    const tc_tensor *t = tc_ckpt_tensor(c, i);
+    *bytes = t->nbytes;
+    if (!tc_gguf_tensor_info(c, i, &g))
+        return tc_dtype_name(t->dtype);
+    *bytes = g.n_bytes;
+    return tc_qtype_name(g.type);
+}
+
+/* The metadata of a GGUF file, one line each. */
+static void gguf_meta_text(const tc_ckpt *c)
+{
+    size_t n = tc_gguf_nkv(c, 0);
+    if (n)
+        printf("\nmetadata:\n");
+    for (size_t i = 0; i < n; i++) {
+        tc_buf b = TC_BUF_INIT(600);
+        tc_diag d = TC_DIAG_INIT;
+        char e1[512];
+        const char *key = tc_gguf_kv_key(c, 0, i, NULL, NULL, NULL);
+        if (tc_gguf_kv_text(c, 0, i, &b, &d)) {
+            tc_buf_free(&b);
+            tc_diag_subject(&d, tc_ckpt_path(c));
+            tc_err_diag(&d);
+            continue;
+        }
+        printf("  %-40s %s\n", tc_esc(key, e1, sizeof e1), tc_buf_str(&b));
+        tc_buf_free(&b);
+    }
+}
+
 /* Terminal columns of UTF-8 text (one per code point; control bytes are escaped before this). */
 static size_t columns(const char *s)
 {
@@ -237,8 +272,10 @@ static void print_text(const tc_ckpt *c)
             tc_buf_printf(&nb, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
+        uint64_t bytes;
+        const char *type = type_shown(c, i, &bytes);
         put_padded(tc_esc(t->name, e1, sizeof e1), w);
-        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", tc_dtype_name(t->dtype), shape, tc_esc(device_of(c, t), e2, sizeof e2), t->nbytes, notes, h ? h : "");
+        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", type, shape, tc_esc(device_of(c, t), e2, sizeof e2), bytes, notes, h ? h : "");
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -255,9 +292,13 @@ static void print_text(const tc_ckpt *c)
             nparts++;
             continue;
         }
-        agg_add(dev, &ndev, 64, s->location, s->nbytes);
-        agg_add(dt, &ndt, 64, tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype), s->nbytes);
-        total += s->nbytes;
+        uint64_t bytes = s->nbytes;
+        const char *type = tc_dtype_name(s->untyped ? TC_DT_U8 : s->dtype);
+        if (tc_gguf_nfiles(c)) /* one tensor per storage */
+            type = type_shown(c, i, &bytes);
+        agg_add(dev, &ndev, 64, s->location, bytes);
+        agg_add(dt, &ndt, 64, type, bytes);
+        total += bytes;
     }
     char h[32];
     tc_human_bytes(total, h, sizeof h);
@@ -277,6 +318,7 @@ static void print_text(const tc_ckpt *c)
         printf("  %s %s", dt[i].key, h);
     }
     printf("\n");
+    gguf_meta_text(c);
     if (tc_ckpt_nmeta(c)) {
         printf("\nmetadata:\n");
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
@@ -310,10 +352,14 @@ static void print_text(const tc_ckpt *c)
             reader = tc_ckpt_global(c, i)->reader;
         }
     }
-    printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", ngl, nunsafe);
-    if (nreader)
-        printf(" (%zu of them %s, which the format's own reader imports)", nreader, reader);
-    printf("\n");
+    if (tc_gguf_nfiles(c)) {
+        printf(tc_ckpt_nhazards(c) ? "\nsafety:\n" : "\n");
+    } else {
+        printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", ngl, nunsafe);
+        if (nreader)
+            printf(" (%zu of them %s, which the format's own reader imports)", nreader, reader);
+        printf("\n");
+    }
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
@@ -330,7 +376,10 @@ static void print_text(const tc_ckpt *c)
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
         printf("  %-10s %s\n", "HAZARD", tc_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
-    if (tc_ckpt_is_safe(c) && nreader)
+    if (tc_gguf_nfiles(c))
+        printf(tc_ckpt_is_safe(c) ? "verdict: safe: GGUF holds no code, and ggml and gguf-py read this file alike\n"
+                                  : "verdict: UNSAFE: ggml and gguf-py read it differently (above)\n");
+    else if (tc_ckpt_is_safe(c) && nreader)
         printf("verdict: safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
                "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
     else if (tc_ckpt_is_safe(c)) {
@@ -406,9 +455,108 @@ static cJSON *tensor_json(const tc_ckpt *c, size_t i)
     if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
         cJSON_AddNumberToObject(o, "chunks", (double)nch);
     char hex[65];
-    if (want_hash && tensor_hash(c, i, hex))
+    bool hashed = want_hash && tensor_hash(c, i, hex);
+    if (hashed)
         cJSON_AddStringToObject(o, "sha256", hex);
+    tc_gguf_tensor g;
+    if (tc_gguf_tensor_info(c, i, &g)) { /* as the GGUF file lists it */
+        cJSON *q = cJSON_AddObjectToObject(o, "gguf");
+        cJSON_AddStringToObject(q, "ggml_type", tc_qtype_name(g.type));
+        cJSON_AddNumberToObject(q, "ggml_type_id", tc_qtype_get(g.type)->ggml);
+        cJSON_AddItemToObject(q, "ne", int_array(g.ne, (int)g.n_dims));
+        cJSON_AddNumberToObject(q, "n_bytes", (double)g.n_bytes);
+        cJSON_AddNumberToObject(q, "offset", (double)g.offset);
+        cJSON_AddNumberToObject(q, "file_offset", (double)g.file_offset);
+        if (tc_gguf_nfiles(c) > 1)
+            cJSON_AddNumberToObject(q, "file", (double)g.file);
+        /* with --hash: of the bytes as stored (little-endian); the values' hash above when they are the same bytes */
+        const tc_storage *s = t->storage >= 0 ? tc_ckpt_storage(c, (size_t)t->storage) : NULL;
+        tc_diag d = TC_DIAG_INIT;
+        if (hashed && s && s->enc == TC_Q_NONE)
+            cJSON_AddStringToObject(q, "sha256", hex);
+        else if (want_hash && s && !tc_storage_sha256(c, (size_t)t->storage, hex, &d))
+            cJSON_AddStringToObject(q, "sha256", hex);
+        else if (want_hash && s) {
+            tc_diag_subject(&d, tc_ckpt_path(c));
+            int ex = tc_err_diag(&d);
+            if (!hash_failed)
+                hash_failed = ex;
+        }
+    }
     return o;
+}
+
+/* tc_gguf_kv_json's flush: what it made so far, to stdout. */
+static void flush_stdout(void *ctx, tc_buf *b)
+{
+    (void)ctx;
+    fwrite(tc_buf_str(b), 1, tc_buf_len(b), stdout);
+    tc_buf_reset(b);
+}
+
+/* A GGUF file's header; with_path: which file it is. */
+static cJSON *gguf_file_json(const tc_gguf_file *g, bool with_path)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (with_path)
+        cJSON_AddStringToObject(o, "file", g->path);
+    cJSON_AddNumberToObject(o, "version", g->version);
+    cJSON_AddStringToObject(o, "endianness", g->big_endian ? "big" : "little");
+    cJSON_AddNumberToObject(o, "alignment", g->alignment);
+    cJSON_AddNumberToObject(o, "data_offset", (double)g->data_offset);
+    cJSON_AddNumberToObject(o, "tensor_count", (double)g->ntensors);
+    cJSON_AddNumberToObject(o, "kv_count", (double)g->nkv);
+    return o;
+}
+
+/* The headers and metadata of a GGUF checkpoint (each KV typed, read from the file). */
+static void gguf_json(const tc_ckpt *c, bool *first)
+{
+    size_t nf = tc_gguf_nfiles(c);
+    if (!nf)
+        return;
+    jnext(first, "gguf", "  ");
+    fputs("{", stdout);
+    bool f2 = true;
+    tc_gguf_file g;
+    tc_gguf_file_info(c, 0, &g);
+    cJSON *h = gguf_file_json(&g, false);
+    for (cJSON *x = h ? h->child : NULL; x; x = x->next) {
+        jnext(&f2, x->string, "    ");
+        char *v = cJSON_PrintUnformatted(x);
+        fputs(v ? v : "null", stdout);
+        free(v);
+    }
+    cJSON_Delete(h);
+    if (nf > 1) {
+        cJSON *files = cJSON_CreateArray();
+        for (size_t k = 0; k < nf && tc_gguf_file_info(c, k, &g); k++)
+            cJSON_AddItemToArray(files, gguf_file_json(&g, true));
+        jnext(&f2, "files", "    ");
+        jput(files);
+    }
+    jnext(&f2, "kv", "    ");
+    fputs("[", stdout);
+    bool f3 = true;
+    for (size_t i = 0; i < tc_gguf_nkv(c, 0); i++) {
+        tc_buf b = TC_BUF_INIT(0);
+        tc_diag d = TC_DIAG_INIT;
+        jnext(&f3, NULL, "      ");
+        /* the values were walked when the file opened, so a failure here is a read error; what a long
+         * value already flushed stays written, cut where it failed, and the exit status says so */
+        if (tc_gguf_kv_json(c, 0, i, &b, flush_stdout, NULL, &d)) {
+            fputs("null", stdout);
+            tc_diag_subject(&d, tc_ckpt_path(c));
+            int ex = tc_err_diag(&d);
+            if (!hash_failed)
+                hash_failed = ex;
+        } else {
+            fputs(tc_buf_str(&b), stdout);
+        }
+        tc_buf_free(&b);
+    }
+    fputs(f3 ? "]" : "\n    ]", stdout);
+    fputs("\n  }", stdout);
 }
 
 /* The tensors of each storage, in order: storage s has by[at[s] .. at[s + 1]). NULL when out of memory. */
@@ -544,6 +692,7 @@ static void print_json(const tc_ckpt *c)
         jnext(&first, "contents", "  ");
         jput(m);
     }
+    gguf_json(c, &first);
     jnext(&first, "weights", "  ");
     jput(tc_inspect_weights_json(c));
     fputs("\n}\n", stdout);

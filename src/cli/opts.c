@@ -430,6 +430,16 @@ int tc_max_expand_from_args(const tc_args *a, uint64_t *out)
     return 0;
 }
 
+const tc_opt tc_opt_names = {
+    OPT_NAMES, 0, "names", "file|hf", "GGUF input: its own tensor names (file), or Hugging Face's for the llama family (hf)",
+    0, "file",
+    "The tensor names a GGUF input is read with:\n.B file\n(its own: blk.0.attn_q.weight) or\n.B hf\n"
+    "(Hugging Face's, for general.architecture llama: model.layers.0.self_attn.q_proj.weight),\n"
+    "with the rows of attn_q and attn_k put back in Hugging Face's order (llama.cpp's\n"
+    "converter permutes them for its rotary embedding), as transformers' GGUF loader\n"
+    "gives them. Tensors without a Hugging Face name keep their own. Other formats'\n"
+    "names are left as they are."};
+
 int tc_limits_from_args(const tc_args *a, tc_limits *lim)
 {
     static const struct {
@@ -461,6 +471,14 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim)
             lim->max_inflate_ratio = v;
         else
             lim->max_objects = v;
+    }
+    if (a->set[OPT_NAMES]) {
+        const char *n = a->val[OPT_NAMES];
+        if (strcmp(n, "file") && strcmp(n, "hf")) {
+            tc_err(NULL, "--names '%s': choose file or hf", n);
+            return -1;
+        }
+        lim->names = strcmp(n, "hf") ? TC_NAMES_FILE : TC_NAMES_HF;
     }
     return 0;
 }

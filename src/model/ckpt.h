@@ -23,6 +23,7 @@
 
 #include "diag.h"
 #include "dtype.h"
+#include "qtype.h"
 #include "source.h"
 
 typedef enum tc_tensor_kind {
@@ -49,6 +50,11 @@ typedef struct tc_storage {
     bool untyped;        /* UntypedStorage (numel counts bytes) */
     bool stored;
     bool crc_known;
+    /* Stored as blocks of a ggml block type (qtype.h) that read as float32 (dtype): numel and
+     * nbytes count the float32 values, enc_bytes the blocks its driver's reader returns; the
+     * operations layer decodes them. TC_Q_NONE: the bytes are the elements themselves. */
+    tc_qtype enc;
+    uint64_t enc_bytes;
 } tc_storage;
 
 /* A tensor costs the same whatever else the file holds: a fixed record, its
@@ -135,7 +141,14 @@ typedef struct tc_limits {
     uint64_t max_entries;  /* zip entries, safetensors tensors, index entries */
     uint64_t max_header;   /* safetensors JSON header */
     uint64_t max_inflate_ratio; /* a deflated pickle inflates to at most this times its size, past 1 MiB */
+    int names;             /* not a limit, a reading: the tensor names a driver gives (TC_NAMES_*) */
 } tc_limits;
+
+/* TC_NAMES_HF: a driver whose format has names of its own that Hugging Face's loaders map back
+ * (GGUF's llama family, as transformers' GGUF loader does) gives those names, and the tensors as
+ * that loader builds them. Other drivers' names are Hugging Face's already, or have no mapping:
+ * they ignore it. */
+enum { TC_NAMES_FILE, TC_NAMES_HF };
 
 #define TC_LIMITS_DEFAULT                                                                          \
     {.max_pickle_bytes = 1ull << 30, .max_objects = 20000000, .max_depth = 1000,                   \

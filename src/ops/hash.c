@@ -1,6 +1,7 @@
 #include "hash.h"
 
 #include "assemble.h"
+#include "format.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -109,4 +110,27 @@ int tc_dst_commit_hashed(tc_dst *o, char blob[65], tc_diag *d)
         return rc;
     }
     return tc_dst_publish(o, d);
+}
+
+int tc_storage_sha256(const tc_ckpt *c, size_t i, char hex[65], tc_diag *d)
+{
+    tc_rd r;
+    int rc = tc_storage_open(c, i, &r, d);
+    if (rc)
+        return rc;
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    uint8_t *buf = malloc(HASH_CHUNK);
+    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL))
+        rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
+    for (size_t got; !rc;) {
+        if ((rc = tc_rd_read(&r, buf, HASH_CHUNK, &got, d)) || !got)
+            break;
+        rc = sha_sink(m, buf, got, d);
+    }
+    if (!rc)
+        rc = hex_of(m, hex, d);
+    tc_rd_close(&r);
+    EVP_MD_CTX_free(m);
+    free(buf);
+    return rc;
 }

@@ -9,6 +9,9 @@
 
 /* A view that reads out past tc_expand_limit(max_expand) is not hashed (TC_ERR_LIMIT). */
 int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, char hex[65], tc_diag *d);
+/* SHA-256 of storage i's bytes as its driver reads them out: for one stored
+ * as blocks (tc_storage.enc), the blocks, little-endian. */
+int tc_storage_sha256(const tc_ckpt *c, size_t i, char hex[65], tc_diag *d);
 /* The same from a reader opened on the tensor (read to its end here), for
  * callers that open readers on one thread and hash on others. */
 int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d);

@@ -9,6 +9,7 @@
 #include "cast_cuda.h"
 #include "assemble.h"
 #include "format.h"
+#include "quant.h"
 #include "xfer.h"
 
 #define CHUNK (8u << 20)        /* sequential streams: bytes per step on the larger side */
@@ -35,15 +36,16 @@ static void xfer_progress(void *ctx, uint64_t in_done)
 }
 
 
-/* A plain range through the parallel transfer. */
-static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                      tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
-                      tc_diag *d)
+/* A plain range through the parallel transfer, decoded from blocks of dec or encoded as blocks of enc when
+ * one is not TC_Q_NONE. */
+static int xfer_coded(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                      tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, uint32_t *crc,
+                      tc_cast_stats *stats, tc_diag *d)
 {
     xprog xp = {p, p->done};
     tc_xfer x = {
         .src = src, .in_off = in_off, .in_bytes = in_bytes, .what = what, .out = dst, .out_off = off,
-        .from = from, .to = to, .want_crc = crc != NULL,
+        .from = from, .to = to, .dec = dec, .enc = enc, .want_crc = crc != NULL,
         .progress = p->o && p->o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
     };
     int rc = tc_xfer_run(tc_plan_pool(p), &x, d);
@@ -60,6 +62,37 @@ static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t i
     }
     p->done += in_bytes;
     return 0;
+}
+
+static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                      tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
+                      tc_diag *d)
+{
+    return xfer_coded(p, src, in_off, in_bytes, what, TC_Q_NONE, from, to, TC_Q_NONE, dst, off, crc, stats, d);
+}
+
+int tc_stream_blocks(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                     tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, tc_diag *d)
+{
+    return xfer_coded(p, src, in_off, in_bytes, what, dec, from, to, enc, dst, off, NULL, NULL, d);
+}
+
+/* A storage stored as blocks, as a plain range of its file: decoded and cast by the parallel transfer.
+ * 1 when it is not one (read it through open_values). */
+static int xfer_blocks(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
+                       tc_cast_stats *stats, tc_diag *d)
+{
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    tc_rd r;
+    int rc = tc_storage_open(c, i, &r, d);
+    if (rc)
+        return rc;
+    const tc_src *src = r.src;
+    uint64_t in_off = r.off, in_bytes = r.size;
+    tc_rd_close(&r);
+    if (!src || !tc_quant_can_decode(s->enc) || in_bytes != s->enc_bytes)
+        return 1;
+    return xfer_coded(p, src, in_off, in_bytes, s->key, s->enc, TC_DT_F32, to, TC_Q_NONE, dst, off, crc, stats, d);
 }
 
 /* n elements of `from` at in, as `to` at out, counted into stats: on the
@@ -98,6 +131,104 @@ int tc_stream_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_
 }
 
 void tc_stream_progress(tc_plan *p, uint64_t add) { progress(p, add); }
+
+/* ---- storages stored as blocks (tc_storage.enc) ---------------------------------------- */
+
+#define DEC_CHUNK (4u << 20) /* bytes of blocks decoded per step */
+
+/* A reader of a storage's float32 values over its driver's reader of blocks. */
+typedef struct dec {
+    tc_rd raw;
+    tc_qtype q;
+    size_t in_unit, out_unit, cap;  /* bytes per block in and out; blocks per step */
+    uint8_t *in;
+    float *stage;                   /* one block decoded for a read of less than a block */
+    size_t stage_at, stage_n;       /* bytes of stage not yet returned */
+} dec;
+
+static int dec_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
+{
+    dec *x = r->state;
+    uint8_t *o = buf;
+    size_t done = 0;
+    if (x->stage_n) {
+        size_t k = x->stage_n < n ? x->stage_n : n;
+        memcpy(o, (uint8_t *)x->stage + x->stage_at, k);
+        x->stage_at += k;
+        x->stage_n -= k;
+        *got = k;
+        return 0;
+    }
+    size_t nb = n / x->out_unit < x->cap ? n / x->out_unit : x->cap;
+    bool staged = nb == 0;
+    nb += staged;
+    size_t g = 0;
+    int rc = tc_rd_read(&x->raw, x->in, nb * x->in_unit, &g, d);
+    if (!rc && g != nb * x->in_unit)
+        rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends inside a %s block", r->what, tc_qtype_name(x->q));
+    if (!rc && tc_quant_decode(x->q, staged ? x->stage : (float *)(void *)o, x->in, nb))
+        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", tc_qtype_name(x->q));
+    if (rc)
+        return rc;
+    if (staged) {
+        done = n;
+        memcpy(o, x->stage, n);
+        x->stage_at = n;
+        x->stage_n = x->out_unit - n;
+    } else {
+        done = nb * x->out_unit;
+    }
+    *got = done;
+    return 0;
+}
+
+static void dec_close(tc_rd *r)
+{
+    dec *x = r->state;
+    tc_rd_close(&x->raw);
+    free(x->in);
+    free(x->stage);
+    free(x);
+    r->state = NULL;
+}
+
+/* Storage i's values as its dtype says: through its driver, decoded when it is stored as blocks. */
+static int open_values(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    const tc_storage *s = tc_ckpt_storage(c, i);
+    int rc = tc_storage_open(c, i, r, d);
+    if (rc || s->enc == TC_Q_NONE)
+        return rc;
+    const tc_qtype_info *q = tc_qtype_get(s->enc);
+    dec *x = NULL;
+    if (!tc_quant_can_decode(s->enc))
+        rc = tc_fail_at(d, TC_ERR_UNSUPPORTED, tc_ckpt_path(c), s->file_off,
+                        "tensor data '%s' is %s blocks, which cannot be dequantised (gguf-py 0.19 has no dequantiser "
+                        "for them)", s->key, q->name);
+    else if (!(x = calloc(1, sizeof *x)) || !(x->in = malloc(DEC_CHUNK / q->bytes * q->bytes)) ||
+             !(x->stage = malloc((size_t)q->block * 4)))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (rc) {
+        if (x) {
+            free(x->in);
+            free(x);
+        }
+        tc_rd_close(r);
+        return rc;
+    }
+    x->raw = *r;
+    x->q = s->enc;
+    x->in_unit = q->bytes;
+    x->out_unit = (size_t)q->block * 4;
+    x->cap = DEC_CHUNK / q->bytes;
+    const char *what = r->what;
+    tc_rd_range(r, NULL, 0, s->nbytes);
+    r->what = what;
+    r->read = dec_read;
+    r->close = dec_close;
+    r->state = x;
+    return 0;
+}
 
 /* Sequential: read a chunk, cast it (on the GPU when the plan says so), write it. */
 static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
@@ -166,8 +297,15 @@ int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint6
         stat->underflow += cs.underflow;
         return arc;
     }
+    if (s->enc != TC_Q_NONE && !(ps->cast && p->cuda)) { /* blocks: decoded in parallel when they are a plain range */
+        int brc = xfer_blocks(p, c, i, to, dst, off, crc, &cs, d);
+        stat->overflow += cs.overflow;
+        stat->underflow += cs.underflow;
+        if (brc <= 0)
+            return brc;
+    }
     tc_rd r;
-    int rc = tc_storage_open(c, i, &r, d);
+    int rc = open_values(c, i, &r, d);
     if (rc)
         return rc;
     /* unchanged bytes keep the CRC-32 the input gives them, unless asked to check it */
@@ -233,9 +371,14 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
             return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
         return tc_assemble(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
     }
+    if (s->enc != TC_Q_NONE && tc_tensor_contiguous(t) && !start && t->nbytes == s->nbytes) {
+        int rc = xfer_blocks(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
+        if (rc <= 0)
+            return rc;
+    }
     if (tc_tensor_contiguous(t) && start <= s->nbytes && t->nbytes <= s->nbytes - start) {
         tc_rd r;
-        int rc = tc_storage_open(c, (size_t)t->storage, &r, d);
+        int rc = open_values(c, (size_t)t->storage, &r, d);
         if (rc)
             return rc;
         const tc_src *src = r.src;
@@ -363,7 +506,7 @@ int tc_elems_open(tc_elems **out, const tc_ckpt *c, const tc_tensor *t, tc_diag 
         return 0;
     }
     e->s = tc_ckpt_storage(c, (size_t)t->storage);
-    int rc = tc_storage_open(c, (size_t)t->storage, &e->r, d);
+    int rc = open_values(c, (size_t)t->storage, &e->r, d);
     if (rc)
         goto fail;
     e->open = true;

@@ -72,6 +72,11 @@ int tc_stream_cast(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, cons
 int tc_stream_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
                     tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
                     tc_diag *d);
+/* The same for the block codecs (xfer.h): a plain range of blocks of dec
+ * decoded and cast to `to`, or of `from` elements encoded as blocks of enc
+ * (one of dec and enc TC_Q_NONE). */
+int tc_stream_blocks(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
+                     tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, tc_diag *d);
 /* Progress of p: add input bytes streamed. */
 void tc_stream_progress(tc_plan *p, uint64_t add);
 

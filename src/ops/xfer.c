@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "quant.h"
+
 /* ---- pool ----------------------------------------------------------------- */
 
 /* The larger of a chunk's input and output: small enough that a chunk stays
@@ -166,7 +168,8 @@ typedef struct job {
     tc_xfer *x;
     tc_pool *pool;             /* whose threads' scratch buffers the workers use */
     bool cast;
-    size_t ein, eout;
+    size_t ein, eout;          /* bytes per element (for the block codecs: per block) in and out */
+    size_t emid;               /* the block codecs: bytes of a block as float32; 0 otherwise */
     uint8_t *own;              /* scratch when there is no pool */
     /* the span being run: elements [lo, hi) */
     uint64_t lo, hi;
@@ -216,14 +219,38 @@ static int read_cast_write(job *j, worker *w, uint64_t e0, size_t n, uint32_t *c
         w->in = *sc;
         w->out = *sc + CHUNK_BYTES;
     }
-    size_t piece = CHUNK_BYTES / (j->ein > j->eout ? j->ein : j->eout);
+    size_t big = j->ein > j->eout ? j->ein : j->eout, piece = CHUNK_BYTES / (big > j->emid ? big : j->emid);
     for (size_t done = 0; done < n;) {
         size_t ne = n - done < piece ? n - done : piece;
         uint64_t el = e0 + done;
         if (tc_src_read(x->src, x->in_off + el * j->ein, w->in, ne * j->ein, x->what, &w->d))
             return -1;
         const uint8_t *o = w->in;
-        if (j->cast) {
+        if (x->dec != TC_Q_NONE) { /* blocks -> float32 in out -> `to` in in */
+            float *f = (float *)(void *)w->out;
+            size_t nv = ne * tc_qtype_get(x->dec)->block;
+            if (tc_quant_decode(x->dec, f, w->in, ne))
+                return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", tc_qtype_name(x->dec));
+            o = w->out;
+            if (x->to != TC_DT_F32) {
+                if (tc_cast_cpu_counted(&w->stats, x->to, w->in, TC_DT_F32, f, nv))
+                    return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot cast float32 to %s", tc_dtype_name(x->to));
+                o = w->in;
+            }
+        } else if (x->enc != TC_Q_NONE) { /* `from` -> float32 -> blocks, in whichever buffer is free */
+            const tc_qtype_info *q = tc_qtype_get(x->enc);
+            size_t nv = ne * q->block;
+            uint8_t *f = w->in, *b = w->out;
+            if (x->from != TC_DT_F32) { /* only float64 can lose range here: the rest widen exactly, uncounted */
+                if (x->from == TC_DT_F64 ? tc_cast_cpu_counted(&w->stats, TC_DT_F32, w->out, x->from, w->in, nv)
+                                         : tc_cast_cpu(TC_DT_F32, w->out, x->from, w->in, nv))
+                    return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot cast %s to float32", tc_dtype_name(x->from));
+                f = w->out, b = w->in;
+            }
+            if (tc_quant_encode(x->enc, b, (const float *)(const void *)f, q->block == 1 ? nv : ne))
+                return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot write %s", q->name);
+            o = b;
+        } else if (j->cast) {
             if (tc_cast_cpu_counted(&w->stats, x->to, w->out, x->from, w->in, ne))
                 return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from),
                                tc_dtype_name(x->to));
@@ -270,6 +297,10 @@ failed:
 
 uint64_t tc_xfer_out_bytes(const tc_xfer *x)
 {
+    if (x->dec != TC_Q_NONE)
+        return x->in_bytes / tc_qtype_get(x->dec)->bytes * tc_qtype_get(x->dec)->block * tc_dtype_size(x->to);
+    if (x->enc != TC_Q_NONE)
+        return x->in_bytes / (tc_qtype_get(x->enc)->block * tc_dtype_size(x->from)) * tc_qtype_get(x->enc)->bytes;
     if (x->from == x->to)
         return x->in_bytes;
     return x->in_bytes / tc_dtype_size(x->from) * tc_dtype_size(x->to);
@@ -366,13 +397,24 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     j->x = x;
     j->pool = pool;
-    j->cast = x->from != x->to;
-    if (j->cast && !tc_cast_supported(x->to, x->from)) {
+    j->cast = x->from != x->to || x->dec != TC_Q_NONE || x->enc != TC_Q_NONE;
+    tc_dtype cf = x->dec != TC_Q_NONE ? TC_DT_F32 : x->from, ct = x->enc != TC_Q_NONE ? TC_DT_F32 : x->to;
+    if ((cf != ct && !tc_cast_supported(ct, cf)) || (x->dec != TC_Q_NONE && !tc_quant_can_decode(x->dec)) ||
+        (x->enc != TC_Q_NONE && !tc_quant_can_encode(x->enc))) {
         free(j);
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(x->from), tc_dtype_name(x->to));
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot convert %s to %s",
+                       x->dec != TC_Q_NONE ? tc_qtype_name(x->dec) : tc_dtype_name(x->from),
+                       x->enc != TC_Q_NONE ? tc_qtype_name(x->enc) : tc_dtype_name(x->to));
     }
     j->ein = j->cast ? tc_dtype_size(x->from) : 1;
     j->eout = j->cast ? tc_dtype_size(x->to) : 1;
+    if (x->dec != TC_Q_NONE) { /* units of a block */
+        const tc_qtype_info *q = tc_qtype_get(x->dec);
+        j->ein = q->bytes, j->eout = q->block * tc_dtype_size(x->to), j->emid = q->block * 4;
+    } else if (x->enc != TC_Q_NONE) {
+        const tc_qtype_info *q = tc_qtype_get(x->enc);
+        j->ein = q->block * tc_dtype_size(x->from), j->eout = q->bytes, j->emid = q->block * 4;
+    }
     uint64_t n = x->in_bytes / j->ein, head = n, whole = 0;
     uint64_t at = x->src->base + x->in_off; /* in the file (a window's byte 0 lies at its base) */
     /* unchanged bytes at the same place within a block in both files: the

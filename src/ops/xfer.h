@@ -28,6 +28,7 @@
 #include "dest.h"
 #include "diag.h"
 #include "dtype.h"
+#include "qtype.h"
 #include "source.h"
 
 /* Threads for tc_xfer_run; the caller's thread is one of them. */
@@ -58,6 +59,11 @@ typedef struct tc_xfer {
     /* element types; equal: the bytes are copied unchanged. A cast converts
      * in_bytes / size(from) elements (a trailing partial element is dropped). */
     tc_dtype from, to;
+    /* block codecs (kernels/quant.h), at most one of them: dec, the input is
+     * blocks of that type, decoded to float32 and cast to `to` (from is
+     * ignored); enc, the input's `from` elements are cast to float32 and
+     * encoded as blocks of that type (to is ignored). TC_Q_NONE: neither. */
+    tc_qtype dec, enc;
     bool want_crc;           /* compute crc of the output */
     /* called on the caller's thread every few MiB with the input bytes done */
     void (*progress)(void *ctx, uint64_t in_done);

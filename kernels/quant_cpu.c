@@ -1,0 +1,323 @@
+/* The fast block codecs: the types the benchmarks and common files use
+ * written as straight loops over whole blocks that the compiler vectorises
+ * (AVX2 clones on x86), every other type through the reference. Large
+ * inputs are split over two threads. Results equal the reference bit for
+ * bit (tests/gguf/test_quant.c); the operations are the same, in the same
+ * order, only batched. */
+#include "quant_internal.h"
+
+#include <pthread.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TC_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+static bool force_scalar;
+
+void tc_quant_force_scalar(bool scalar) { force_scalar = scalar; }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HOT __attribute__((target_clones("avx2", "default"), optimize("O3")))
+#else
+#define HOT
+#endif
+
+HOT static void dec_q8_0(float *restrict y, const uint8_t *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 34, y += 32) {
+        float d = tcq_half_at(b);
+        for (int j = 0; j < 32; j++)
+            y[j] = (float)(int8_t)b[2 + j] * d;
+    }
+}
+
+HOT static void dec_q4_0(float *restrict y, const uint8_t *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 18, y += 32) {
+        float d = tcq_half_at(b);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)((b[2 + j] & 0xf) - 8);
+            y[j + 16] = d * (float)((b[2 + j] >> 4) - 8);
+        }
+    }
+}
+
+HOT static void dec_q4_k(float *restrict y, const uint8_t *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 144, y += 256) {
+        float d = tcq_half_at(b), dmin = tcq_half_at(b + 2);
+        const uint8_t *s = b + 4, *qs = b + 16;
+        for (int c = 0; c < 4; c++) { /* 32 bytes of qs: sub-blocks 2c (low nibbles) and 2c+1 (high) */
+            int j0 = 2 * c, j1 = 2 * c + 1;
+            int sc0 = j0 < 4 ? s[j0] & 0x3f : (s[8 + j0 - 4] & 0xf) | ((s[j0 - 4] >> 2) & 0x30);
+            int mn0 = j0 < 4 ? s[4 + j0] & 0x3f : (s[8 + j0 - 4] >> 4) | ((s[4 + j0 - 4] >> 2) & 0x30);
+            int sc1 = j1 < 4 ? s[j1] & 0x3f : (s[8 + j1 - 4] & 0xf) | ((s[j1 - 4] >> 2) & 0x30);
+            int mn1 = j1 < 4 ? s[4 + j1] & 0x3f : (s[8 + j1 - 4] >> 4) | ((s[4 + j1 - 4] >> 2) & 0x30);
+            float d0 = d * (float)sc0, m0 = dmin * (float)mn0, d1 = d * (float)sc1, m1 = dmin * (float)mn1;
+            const uint8_t *q = qs + 32 * c;
+            float *y0 = y + 64 * c, *y1 = y0 + 32;
+            for (int l = 0; l < 32; l++) {
+                y0[l] = d0 * (float)(q[l] & 0xf) - m0;
+                y1[l] = d1 * (float)(q[l] >> 4) - m1;
+            }
+        }
+    }
+}
+
+HOT static void dec_q6_k(float *restrict y, const uint8_t *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 210, y += 256) {
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = tcq_half_at(b + 208);
+        for (int a = 0; a < 2; a++) {
+            const uint8_t *ql = b + 64 * a, *qh = b + 128 + 32 * a;
+            float *ya = y + 128 * a;
+            for (int r = 0; r < 128; r++) {
+                int lo = (ql[r % 64] >> (4 * (r / 64))) & 0xf, hi = (qh[r % 32] >> (2 * (r / 32))) & 3;
+                ya[r] = (d * (float)sc[(128 * a + r) / 16]) * (float)((int8_t)(lo | hi << 4) - 32);
+            }
+        }
+    }
+}
+
+HOT static void enc_q8_0(uint8_t *restrict b, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 34, x += 32) {
+        float amax = 0.0f;
+        int nan = 0;
+        for (int j = 0; j < 32; j++) {
+            float a = __builtin_fabsf(x[j]);
+            nan |= a != a;
+            amax = a > amax ? a : amax;
+        }
+        for (int j = 0; nan && j < 32; j++) /* numpy's max is the first NaN's |x| */
+            if (__builtin_fabsf(x[j]) != __builtin_fabsf(x[j])) {
+                amax = __builtin_fabsf(x[j]);
+                break;
+            }
+        float d = amax / 127.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+        tcq_put16(b, tcq_to_half(d));
+        for (int j = 0; j < 32; j++)
+            b[2 + j] = tcq_low_byte(tcq_round_away(x[j] * id));
+    }
+}
+
+HOT static void enc_q4_0(uint8_t *restrict b, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b += 18, x += 32) {
+        int best = 0, nan = -1;
+        for (int j = 0; j < 32; j++) {
+            float a = __builtin_fabsf(x[j]);
+            if (a != a && nan < 0)
+                nan = j;
+            best = a > __builtin_fabsf(x[best]) ? j : best;
+        }
+        float d = x[nan >= 0 ? nan : best] / -8.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+        tcq_put16(b, tcq_to_half(d));
+        uint8_t q[32];
+        for (int j = 0; j < 32; j++) {
+            uint8_t v = tcq_low_byte(__builtin_truncf(x[j] * id + 8.5f));
+            q[j] = v > 15 ? 15 : v;
+        }
+        for (int j = 0; j < 16; j++)
+            b[2 + j] = (uint8_t)(q[j] | q[j + 16] << 4);
+    }
+}
+
+#ifdef TC_X86
+/* AVX2 (without FMA: numpy never fuses) versions of the two encoders the compiler does not vectorise:
+ * the same float32 operations as the reference, eight lanes at a time. A block holding a NaN goes
+ * through the reference (numpy's NaN choices are the reference's to keep); the others' scale is
+ * finite or infinite, where F16C rounds to half exactly as numpy does. */
+#define AVX2 __attribute__((target("avx2,f16c")))
+
+static bool avx2_ok(void)
+{
+    static int ok = -1;
+    if (ok < 0) {
+        __builtin_cpu_init();
+        unsigned a, b, c, d;
+        ok = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)); /* F16C */
+    }
+    return ok;
+}
+
+/* The low byte of each lane of v[0..4) truncated to an integer, in order (cvttps2dq gives 0x80000000,
+ * low byte 0, for NaN and out-of-range values: numpy's cast on x86). */
+AVX2 static inline __m256i low_bytes(const __m256 *v)
+{
+    const __m256i ff = _mm256_set1_epi32(0xff);
+    __m256i a = _mm256_and_si256(_mm256_cvttps_epi32(v[0]), ff), b = _mm256_and_si256(_mm256_cvttps_epi32(v[1]), ff);
+    __m256i c = _mm256_and_si256(_mm256_cvttps_epi32(v[2]), ff), d = _mm256_and_si256(_mm256_cvttps_epi32(v[3]), ff);
+    __m256i x = _mm256_packus_epi16(_mm256_packus_epi32(a, b), _mm256_packus_epi32(c, d));
+    return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+AVX2 static inline uint16_t half_of(float d)
+{
+    return (uint16_t)_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT));
+}
+
+/* Loads a block of 32, its |x| largest (no NaN among them: *nan says whether there is one). */
+AVX2 static inline float block_absmax(const float *x, __m256 *v, bool *nan)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps(), u = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        m = _mm256_max_ps(m, _mm256_and_ps(v[k], absm));
+        u = _mm256_or_ps(u, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
+    }
+    *nan = _mm256_movemask_ps(u) != 0;
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+
+AVX2 static void enc_q8_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), sgn = _mm256_set1_ps(-0.0f);
+    for (size_t i = 0; i < n; i++, b += 34, x += 32) {
+        __m256 v[4], r[4];
+        bool nan;
+        float amax = block_absmax(x, v, &nan);
+        if (nan) {
+            tc_quant_encode_ref(TC_Q_Q8_0, b, x, 1);
+            continue;
+        }
+        float d = amax / 127.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+        tcq_put16(b, half_of(d));
+        __m256 vid = _mm256_set1_ps(id), two = _mm256_set1_ps(2.0f);
+        for (int k = 0; k < 4; k++) { /* sign(p) * (floor(a) + floor(2 (a - floor(a)))), a = |p| */
+            __m256 p = _mm256_mul_ps(v[k], vid), a = _mm256_and_ps(p, absm), fl = _mm256_floor_ps(a);
+            __m256 q = _mm256_add_ps(fl, _mm256_floor_ps(_mm256_mul_ps(two, _mm256_sub_ps(a, fl))));
+            r[k] = _mm256_or_ps(q, _mm256_and_ps(p, sgn));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(b + 2), low_bytes(r));
+    }
+}
+
+AVX2 static void enc_q4_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (size_t i = 0; i < n; i++, b += 18, x += 32) {
+        __m256 v[4], r[4];
+        bool nan;
+        float amax = block_absmax(x, v, &nan);
+        if (nan) {
+            tc_quant_encode_ref(TC_Q_Q4_0, b, x, 1);
+            continue;
+        }
+        /* numpy's argmax of |x|: the first element equal to the largest */
+        __m256 big = _mm256_set1_ps(amax);
+        uint32_t eq = 0;
+        for (int k = 0; k < 4; k++)
+            eq |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v[k], absm), big, _CMP_EQ_OQ)) << (8 * k);
+        float d = x[__builtin_ctz(eq)] / -8.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+        tcq_put16(b, half_of(d));
+        __m256 vid = _mm256_set1_ps(id), h = _mm256_set1_ps(8.5f);
+        for (int k = 0; k < 4; k++)
+            r[k] = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(v[k], vid), h), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m256i q = _mm256_min_epu8(low_bytes(r), _mm256_set1_epi8(15));
+        __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+        _mm_storeu_si128((__m128i *)(void *)(b + 2), _mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
+    }
+}
+#endif
+
+HOT static void enc_f16(uint8_t *restrict b, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tcq_put16(b + 2 * i, tcq_to_half(x[i]));
+}
+
+HOT static void enc_bf16(uint8_t *restrict b, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tcq_put16(b + 2 * i, tcq_to_bf16(x[i]));
+}
+
+typedef struct job {
+    bool enc;
+    tc_qtype q;
+    void *dst;
+    const void *src;
+    size_t n;
+    int rc;
+} job;
+
+static void *run(void *arg)
+{
+    job *j = arg;
+    j->rc = 0;
+    if (j->enc) {
+        switch (force_scalar ? TC_Q_NONE : j->q) {
+#ifdef TC_X86
+        case TC_Q_Q8_0: (avx2_ok() ? enc_q8_0_avx2 : enc_q8_0)(j->dst, j->src, j->n); return NULL;
+        case TC_Q_Q4_0: (avx2_ok() ? enc_q4_0_avx2 : enc_q4_0)(j->dst, j->src, j->n); return NULL;
+#else
+        case TC_Q_Q8_0: enc_q8_0(j->dst, j->src, j->n); return NULL;
+        case TC_Q_Q4_0: enc_q4_0(j->dst, j->src, j->n); return NULL;
+#endif
+        case TC_Q_F16: enc_f16(j->dst, j->src, j->n); return NULL;
+        case TC_Q_BF16: enc_bf16(j->dst, j->src, j->n); return NULL;
+        default: j->rc = tc_quant_encode_ref(j->q, j->dst, j->src, j->n); return NULL;
+        }
+    }
+    switch (force_scalar ? TC_Q_NONE : j->q) {
+    case TC_Q_Q8_0: dec_q8_0(j->dst, j->src, j->n); return NULL;
+    case TC_Q_Q4_0: dec_q4_0(j->dst, j->src, j->n); return NULL;
+    case TC_Q_Q4_K: dec_q4_k(j->dst, j->src, j->n); return NULL;
+    case TC_Q_Q6_K: dec_q6_k(j->dst, j->src, j->n); return NULL;
+    default: j->rc = tc_quant_decode_ref(j->q, j->dst, j->src, j->n); return NULL;
+    }
+}
+
+/* Above this many values the work is split over two threads. */
+#define THREAD_MIN ((size_t)1 << 20)
+
+/* n blocks (encoding: n values for the element types) split in two at a block boundary. */
+static int split(bool enc, tc_qtype q, void *dst, const void *src, size_t n)
+{
+    const tc_qtype_info *t = tc_qtype_get(q);
+    size_t in = enc ? t->block * 4 : t->bytes, out = enc ? t->bytes : t->block * 4;
+    if (enc && t->block == 1) /* element types: sizes per value */
+        in = 4, out = t->bytes;
+    job a = {enc, q, dst, src, n, 0};
+    if (n * t->block <= THREAD_MIN) {
+        run(&a);
+        return a.rc;
+    }
+    size_t h = n / 2;
+    job b = a;
+    a.n = h;
+    b.dst = (uint8_t *)dst + h * out;
+    b.src = (const uint8_t *)src + h * in;
+    b.n = n - h;
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, run, &b) == 0;
+    run(&a);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        run(&b);
+    return a.rc ? a.rc : b.rc;
+}
+
+int tc_quant_decode(tc_qtype q, float *dst, const void *src, size_t n)
+{
+    if (!tc_quant_can_decode(q))
+        return -1;
+    return split(false, q, dst, src, n);
+}
+
+int tc_quant_encode(tc_qtype q, void *dst, const float *src, size_t n)
+{
+    if (!tc_quant_can_encode(q))
+        return -1;
+    if (q == TC_Q_F32)
+        return tc_quant_encode_ref(q, dst, src, n);
+    return split(true, q, dst, src, n);
+}
