@@ -29,6 +29,10 @@
  * writers regenerate the record from the tensors they write. */
 #define TC_ST_ALIASES_KEY "tensorctl.aliases"
 
+/* How many of a file's first bytes a probe sees (fewer when the file is shorter): a
+ * tar header block is 512. */
+#define TC_PROBE_BYTES 512
+
 typedef struct tc_probe {
     const uint8_t *head;
     size_t n;

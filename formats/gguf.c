@@ -684,7 +684,8 @@ static int open_gguf(tc_ckpt *c, tc_diag *d)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     tc_ckpt_set_driver(c, &tc_format_gguf, tc_format_gguf.name, g, priv_free);
     gg_file *f = tc_vec_extend(&g->files, 1);
-    info **names = calloc(2, sizeof *names);
+    size_t names_cap = 2;
+    info **names = calloc(names_cap, sizeof *names);
     tc_map seen = {0};
     int rc = 0;
     if (!f || !names || !(f->path = strdup(tc_ckpt_path(c)))) {
@@ -699,12 +700,10 @@ static int open_gguf(tc_ckpt *c, tc_diag *d)
     unsigned count = 1;
     if (cnt && cnt->type == TC_GGUF_UINT16 && cnt->bits > 1 && no && no->type == TC_GGUF_UINT16 && no->bits == 0) {
         count = (unsigned)cnt->bits;
-        info **n2 = realloc(names, (count + 1) * sizeof *n2);
-        if (!n2) {
+        if (tc_grow(&names, &names_cap, (size_t)count + 1, sizeof *names)) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             goto done;
         }
-        names = n2;
         memset(names + 1, 0, count * sizeof *names);
         if ((rc = open_shards(c, g, count, &names, d)))
             goto done;

@@ -75,7 +75,7 @@ static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const t
     if (rc)
         return rc;
     const tc_src *src = tc_ckpt_src(c);
-    uint8_t head[64] = {0};
+    uint8_t head[TC_PROBE_BYTES] = {0};
     size_t hn = src->size < sizeof head ? (size_t)src->size : sizeof head;
     const tc_format *fmt = NULL;
     if ((rc = tc_src_read(src, 0, head, hn, "header", d)))

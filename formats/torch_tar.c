@@ -760,9 +760,14 @@ static int build_tensors(tar *T, tc_diag *d)
 
 /* ---- the driver --------------------------------------------------------------------------- */
 
-/* Whether the file could be a tar archive: torch.load tries the tar reading
- * first for any file that is no zip; open looks at its first block. */
-static bool probe(const tc_probe *p) { return p->size >= 512 && !(p->n >= 4 && !memcmp(p->head, "PK\x03\x04", 4)); }
+/* Whether the file is a tar archive as torch.load's tarfile.open sees it: a
+ * first block that is a tar header (its checksum right). torch tries the tar
+ * reading first for any file that is no zip; any other file goes on to the
+ * next driver, as torch goes on to its legacy reading. */
+static bool probe(const tc_probe *p)
+{
+    return p->size >= 512 && p->n >= 512 && memcmp(p->head, "PK\x03\x04", 4) && tc_tar_header(p->head, 512);
+}
 
 /* What is named before a reading stops, as tc_torch_read_failed says it. */
 static int failed(tar *T, int rc, const char *what, tc_diag *d) { return tc_torch_read_failed(&T->tg, rc, what, d); }

@@ -134,7 +134,7 @@ static int from_ckpt(scan_job *j, tc_ckpt *c, const char *kind, const char *wrap
  * their first bytes or the name), or NULL: the kind of a file none could read. */
 static const char *probed(const tc_src *src, const char *name)
 {
-    uint8_t head[64] = {0};
+    uint8_t head[TC_PROBE_BYTES] = {0};
     size_t hn = src->size < sizeof head ? (size_t)src->size : sizeof head;
     tc_diag d = TC_DIAG_INIT;
     if (tc_src_read(src, 0, head, hn, "header", &d))
