@@ -195,55 +195,74 @@ static void drop_cache(int fd, uint64_t off, uint64_t n)
         (void)posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
 }
 
-/* Threads dropping an old file's cache now; past a few (a set of many shards
- * replaced at once) the caller drops it itself rather than pile up threads
- * and descriptors. */
+/* Threads dropping an old file's cache now: past a few (a set of many shards
+ * replaced at once) the cache is left to the rename, rather than pile up
+ * threads and descriptors. */
 #define DROP_THREADS 2
+#define DROP_STEP ((uint64_t)32 << 20)
 static atomic_uint ndropping;
+
+struct tc_dst_drop {
+    pthread_t thread;
+    int fd;
+    uint64_t size;
+    atomic_bool stop;
+};
 
 static void *drop_main(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
-    drop_cache(fd, 0, 0);
-    /* after the rename this close is the old file's last reference, and frees
-     * its blocks here rather than in the rename */
-    close(fd);
-    atomic_fetch_sub(&ndropping, 1);
+    struct tc_dst_drop *w = arg;
+    /* in steps, so that drop_end waits for one step at most */
+    for (uint64_t off = 0; off < w->size && !atomic_load(&w->stop); off += DROP_STEP)
+        drop_cache(w->fd, off, DROP_STEP);
     return NULL;
 }
 
 /* Drop the clean cache of the regular file at path, which o is about to
  * replace, on a thread of its own where one can start. Read-only: the file
  * itself is left as it is. Any failure only leaves the cache where it is. */
-static void drop_old(const char *path)
+static void drop_old(tc_dst *o, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    struct tc_dst_drop *w = calloc(1, sizeof *w);
     struct stat st;
-    if (fd < 0)
+    if (!w)
         return;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    w->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    bool started = false;
+    if (w->fd >= 0 && fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        atomic_fetch_add(&ndropping, 1) < DROP_THREADS) {
+        w->size = (uint64_t)st.st_size;
+        /* every signal blocked: the handler runs on the threads that do the work */
+        sigset_t old;
+        block(&old);
+        started = !pthread_create(&w->thread, NULL, drop_main, w);
+        unblock(&old);
+        if (!started)
+            atomic_fetch_sub(&ndropping, 1);
+    }
+    if (started) {
+        o->drop = w;
         return;
     }
-    if (atomic_fetch_add(&ndropping, 1) < DROP_THREADS) {
-        pthread_attr_t at;
-        pthread_t t;
-        bool started = false;
-        if (!pthread_attr_init(&at)) {
-            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-            /* every signal blocked: the signal handler runs on the threads that do the work */
-            sigset_t old;
-            block(&old);
-            started = !pthread_create(&t, &at, drop_main, (void *)(intptr_t)fd);
-            unblock(&old);
-            pthread_attr_destroy(&at);
-        }
-        if (started)
-            return;
-    }
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w);
+}
+
+/* The drop of o's old file stopped (within a step) and its descriptor closed:
+ * before the rename, so that the old file's last reference is never this
+ * thread's, which the process would wait for as it ends (free_later). */
+static void drop_end(tc_dst *o)
+{
+    struct tc_dst_drop *w = o->drop;
+    if (!w)
+        return;
+    atomic_store(&w->stop, true);
+    pthread_join(w->thread, NULL);
     atomic_fetch_sub(&ndropping, 1);
-    drop_cache(fd, 0, 0);
-    close(fd);
+    close(w->fd);
+    free(w);
+    o->drop = NULL;
 }
 
 void tc_dst_consumed(const tc_dst *o, int fd, uint64_t off, uint64_t n)
@@ -505,7 +524,7 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
             return TC_ERR_IO;
         }
         if (exists)
-            drop_old(path); /* --force over a regular file (checked above; never the input) */
+            drop_old(o, path); /* --force over a regular file (checked above; never the input) */
     }
     return 0;
 }
@@ -683,6 +702,7 @@ static void sync_dir_of(const char *path)
 
 static void release(tc_dst *o)
 {
+    drop_end(o);
     if (o->finished && o->fd >= 0 && nkept_open)
         nkept_open--;
     if (o->fd >= 0)
@@ -806,23 +826,36 @@ static int publish_blob(tc_dst *o, tc_diag *d)
 static void free_later(int fd)
 {
     struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_nlink == 0 && st.st_size >= FREE_LATER_MIN) {
-        /* every signal blocked in the new processes: they close and end, whatever comes */
-        sigset_t old;
-        block(&old);
-        pid_t p = fork();
-        if (p == 0) {
-            if (fork() == 0) /* a grandchild: no one's child to reap once it ends */
-                close(fd);
-            _exit(0);
-        }
-        unblock(&old);
-        if (p > 0) {
-            while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
-                ;
-        }
+    int gate[2];
+    if (fstat(fd, &st) < 0 || st.st_nlink || st.st_size < FREE_LATER_MIN || pipe2(gate, O_CLOEXEC) < 0) {
+        close(fd);
+        return;
     }
+    /* every signal blocked in the new processes: they close and end, whatever comes */
+    sigset_t old;
+    block(&old);
+    pid_t p = fork();
+    if (p == 0) {
+        if (fork() == 0) { /* a grandchild: no one's child to reap once it ends */
+            /* nothing else of ours held open (a pipe someone reads to its end), then wait
+             * until every other reference is gone, so that this close is the last */
+            for (int i = 0; i < 1024; i++)
+                if (i != fd && i != gate[0])
+                    close(i);
+            char c;
+            while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+                ;
+            close(fd);
+        }
+        _exit(0);
+    }
+    unblock(&old);
+    if (p > 0)
+        while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+            ;
     close(fd);
+    close(gate[1]); /* the grandchild's read ends: the file is its alone now */
+    close(gate[0]);
 }
 
 /* o's finished file, named o->tmp, as o->target, over the file there. ext4
@@ -839,17 +872,18 @@ static void free_later(int fd)
  * exchange cannot be made (a file system without it), a plain rename. */
 static int put_over(tc_dst *o)
 {
+    drop_end(o);
     /* a reference to the old file, so that losing its name does not free it on the way (free_later) */
     int old = open(o->target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     int rc = -1;
 #ifdef RENAME_EXCHANGE
     if (!o->sync && !renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->target, RENAME_EXCHANGE)) {
-        /* what was there, if no file (a folder put there since it was
-         * checked), goes back where it was, and rename says why not */
-        if (!unlink(o->tmp))
+        /* what was there, if it cannot be unlinked (a folder put there since
+         * it was checked), goes back where it was, and rename says why not;
+         * where even that fails, the new file is in place, and what was there
+         * stays under the hidden name, not ours to remove */
+        if (!unlink(o->tmp) || renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->target, RENAME_EXCHANGE) < 0)
             rc = 0;
-        else if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->target, RENAME_EXCHANGE) < 0)
-            old = old < 0 ? old : (close(old), -1);
     }
 #endif
     if (rc)

@@ -82,6 +82,7 @@ typedef struct tc_dst {
     bool drop_behind;    /* in place: the input is the old file, its cache dropped as it is read */
     dev_t old_dev;       /* the old file, while drop_behind */
     ino_t old_ino;
+    struct tc_dst_drop *drop; /* --force: the thread dropping the old file's cache */
 } tc_dst;
 
 #define TC_DST_INIT {.fd = -1}
