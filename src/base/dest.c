@@ -817,17 +817,22 @@ static int publish_blob(tc_dst *o, tc_diag *d)
 /* The last reference to a replaced file, fd: its blocks (and what is left of
  * its cache) are freed when it closes, which on ext4 waits for the journal
  * (0.4 s for 400 MB on a busy disk; cp over an old file waits as long in its
- * truncation). A big one is closed by a process of its own that nothing waits
- * for, as XFS frees unlinked files in the background; its name is gone
- * already, so nothing of it is left to see. Where no process can be made,
- * or the file has another name still, here. */
+ * truncation). A big one is handed to a process of its own that nothing
+ * waits for, as XFS frees unlinked files in the background; its name is gone
+ * already, so nothing of it is left to see. That process closes it once this
+ * one has ended (the read end of a pipe whose write end only this process
+ * holds, till it ends), so that its close is the last even in place, where
+ * the input, the same file, stays open until the command is done. Where no
+ * process can be made, or the file has another name still, it closes here. */
 #define FREE_LATER_MIN ((off_t)64 << 20)
+
+static int gate[2] = {-1, -1};
 
 static void free_later(int fd)
 {
     struct stat st;
-    int gate[2];
-    if (fstat(fd, &st) < 0 || st.st_nlink || st.st_size < FREE_LATER_MIN || pipe2(gate, O_CLOEXEC) < 0) {
+    if (fstat(fd, &st) < 0 || st.st_nlink || st.st_size < FREE_LATER_MIN ||
+        (gate[0] < 0 && pipe2(gate, O_CLOEXEC) < 0)) {
         close(fd);
         return;
     }
@@ -837,8 +842,8 @@ static void free_later(int fd)
     pid_t p = fork();
     if (p == 0) {
         if (fork() == 0) { /* a grandchild: no one's child to reap once it ends */
-            /* nothing else of ours held open (a pipe someone reads to its end), then wait
-             * until every other reference is gone, so that this close is the last */
+            /* nothing else of ours held open (a pipe someone reads to its end, the gate's
+             * write end), then wait for the end of the process that made it */
             for (int i = 0; i < 1024; i++)
                 if (i != fd && i != gate[0])
                     close(i);
@@ -854,8 +859,6 @@ static void free_later(int fd)
         while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
             ;
     close(fd);
-    close(gate[1]); /* the grandchild's read ends: the file is its alone now */
-    close(gate[0]);
 }
 
 /* o's finished file, named o->tmp, as o->target, over the file there. ext4

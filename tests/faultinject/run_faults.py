@@ -48,6 +48,10 @@ folder; a success, the new OUT alone. kill also freezes and kills (SIGKILL,
 SIGTERM) rewrites over an existing OUT and in place: the old file stays, byte
 for byte, and nothing beside it.
 
+freed: a 200 MiB OUT replaced (-f, -f --no-sync, --in-place) through pipes read
+to their end: exit 0, OUT new and alone, and within a minute no process holds
+anything in its folder open (the old file, freed in the background, is freed).
+
 A part that checked nothing fails: a clean run that logged no call to fail
 (the shim not loaded?), or no conversion caught midway.
 """
@@ -376,12 +380,57 @@ def part_kill(a, tmp, fails):
         fails.append('the input changed')
 
 
+def holders(folder):
+    """(pid, fd target) for every process holding a file in folder open."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            for fd in open_in(int(pid), folder):
+                try:
+                    found.append((int(pid), os.readlink(fd)))
+                except OSError:
+                    pass
+    return found
+
+
+def part_freed(a, tmp, fails):
+    src = os.path.join(tmp, 'big.pt')
+    big_checkpoint(src)
+    old = digest(src)
+    for variant in (['to-cpu', '-f', '--no-sync'], ['to-cpu', '-f'], ['to-cpu', '--in-place']):
+        outdir = os.path.join(tmp, 'freed-out')
+        shutil.rmtree(outdir, ignore_errors=True)
+        os.makedirs(outdir)
+        out = os.path.join(outdir, 'out.pt')
+        shutil.copy(src, out)
+        args = [out] if '--in-place' in variant else [src, '-o', out]
+        what = ' '.join(variant) + ' over a 200 MiB OUT'
+        # through pipes read to their end: nothing left running may hold them
+        p = subprocess.run([a.tensorctl] + variant + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        if p.returncode != 0:
+            fails.append('%s: exit %d: %s' % (what, p.returncode, p.stderr.decode(errors='replace')))
+            continue
+        if sorted(os.listdir(outdir)) != ['out.pt'] or digest(out) == old:
+            fails.append('%s: the folder holds %s, OUT %s' % (what, sorted(os.listdir(outdir)),
+                                                              'unchanged' if digest(out) == old else 'new'))
+        chk = subprocess.run([a.tensorctl, 'inspect', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if chk.returncode != 0:
+            fails.append('%s: OUT does not read back: %s' % (what, chk.stderr.decode(errors='replace')))
+        # the old file is freed soon after, by whatever frees it: nothing holds it for long
+        deadline = time.time() + 60
+        while holders(outdir) and time.time() < deadline:
+            time.sleep(0.05)
+        if holders(outdir):
+            fails.append('%s: a minute on, still held open: %s' % (what, holders(outdir)))
+        print('%s: exit 0, %s, nothing held open' % (what, sorted(os.listdir(outdir))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--tensorctl', required=True)
     ap.add_argument('--shim', required=True)
     ap.add_argument('--input', required=True)
-    ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync'], default='calls')
+    ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync', 'freed'], default='calls')
     ap.add_argument('--fstype', choices=['nfs'], help='calls: the output passes for one on this file system')
     ap.add_argument('--no-tmpfile', action='store_true',
                     help='calls: O_TMPFILE is refused, as where the file system has no unnamed files')
@@ -396,7 +445,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix='faultinject-')
     fails = []
     try:
-        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill, 'sync': part_sync}[a.part](a, tmp, fails)
+        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill, 'sync': part_sync,
+         'freed': part_freed}[a.part](a, tmp, fails)
     except Skip as e:
         print('SKIP: %s' % e)
         return 77
