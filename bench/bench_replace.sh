@@ -22,8 +22,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 bench_init tensorctl-bench-replace "${1:-}"
-ckpt=${BENCH_CKPT:-}
-gen_ckpt=
 cleanup() {
     rm -f "$dir/out.pt" "$dir/out.safetensors" "$dir/work.pt"
     [ -n "$gen_ckpt" ] && rm -f "$gen_ckpt"
@@ -32,13 +30,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ -z "$ckpt" ]; then
-    gen_ckpt="$dir/gpt2_medium_cuda0.pt"
-    ckpt=$gen_ckpt
-    echo "bench: generating $ckpt" >&2
-    # shellcheck disable=SC2086
-    "$py" "$here/make_bench_ckpt.py" "$ckpt" $gen_args >&2
-fi
+bench_gpt2_ckpt
 before=$(bench_machine_state)
 
 out=$dir/out.pt
@@ -84,7 +76,6 @@ END {
     }
 }' "$results"
 echo
-echo "- after: $(bench_machine_state)"
 if awk -v c="$(nproc)" '{ exit !($1 > c) }' /proc/loadavg; then
-    echo "- the load average is above the number of CPUs: these figures are indicative only"
+    echo "- the load average is above the number of CPUs (other work shares them): these figures are indicative only"
 fi

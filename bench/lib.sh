@@ -57,6 +57,21 @@ bench_check_py() {
         { echo "bench: $py cannot run '${1:-import torch}' (BENCH_PYTHON names another Python)" >&2; exit 2; }
 }
 
+# bench_gpt2_ckpt: $ckpt, BENCH_CKPT or else the GPT-2-medium-shaped checkpoint make_bench_ckpt.py
+# generates in $dir (with $gen_args); $gen_ckpt names the generated one (for the cleanup to
+# remove), empty when BENCH_CKPT was given. A cleanup trap set before may test $gen_ckpt.
+gen_ckpt=
+bench_gpt2_ckpt() {
+    ckpt=${BENCH_CKPT:-}
+    if [ -z "$ckpt" ]; then
+        gen_ckpt="$dir/gpt2_medium_cuda0.pt"
+        ckpt=$gen_ckpt
+        echo "bench: generating $ckpt" >&2
+        # shellcheck disable=SC2086
+        "$py" "$here/make_bench_ckpt.py" "$ckpt" $gen_args >&2
+    fi
+}
+
 # the files bench_init and bench_run make, and the folder when bench_init made it
 bench_rm_dir() {
     rm -f "$dir/time.txt" "$dir/err.txt" "$dir/results.txt"
@@ -151,7 +166,7 @@ bench_header() {
     echo "- $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
     v=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null) || v=
     echo "- ${v:+torch $v, }tensorctl: $tool"
-    echo "- $(bench_machine_state)"
+    echo "- at the end: $(bench_machine_state)"
     echo "- $n runs each after one untimed run, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo synced and dropped || echo warm, synced) before each run$( [ "${bench_clock:-}" = precise ] && echo "; wall time measured around each process, to the microsecond; peak RSS from the untimed run")"
     echo
 }
