@@ -828,6 +828,21 @@ static int publish_blob(tc_dst *o, tc_diag *d)
 
 static int gate[2] = {-1, -1};
 
+/* Close every descriptor but a and b (async-signal-safe: after a fork). */
+static void close_all_but(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+#ifdef SYS_close_range
+    if ((lo == 0 || !syscall(SYS_close_range, 0u, (unsigned)lo - 1, 0u)) &&
+        (hi == lo + 1 || !syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u)) &&
+        !syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u))
+        return;
+#endif
+    for (int i = 0; i < 1024; i++) /* before Linux 5.9: the usual limit's worth */
+        if (i != a && i != b)
+            close(i);
+}
+
 static void free_later(int fd)
 {
     struct stat st;
@@ -842,11 +857,10 @@ static void free_later(int fd)
     pid_t p = fork();
     if (p == 0) {
         if (fork() == 0) { /* a grandchild: no one's child to reap once it ends */
-            /* nothing else of ours held open (a pipe someone reads to its end, the gate's
-             * write end), then wait for the end of the process that made it */
-            for (int i = 0; i < 1024; i++)
-                if (i != fd && i != gate[0])
-                    close(i);
+            /* nothing else of ours held open (the gate's write end, a pipe someone reads
+             * to its end), then wait for the end of the process that made it */
+            close(gate[1]);
+            close_all_but(fd, gate[0]);
             char c;
             while (read(gate[0], &c, 1) < 0 && errno == EINTR)
                 ;
