@@ -1,3 +1,9 @@
+/* Output files that appear whole or not at all (dest.h). Over 800 lines: one
+ * promise kept in one place, for every way a name is given (unnamed file,
+ * hidden name, exchange, a content-addressed store's blob and link), the
+ * signal cleanup that must see every hidden name, and replacing an old file
+ * at the cost of a new one (its cache, its rename, its freeing); split up,
+ * each part would need the others' internals. */
 #include "dest.h"
 
 #include <errno.h>
