@@ -25,8 +25,6 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 bench_init tensorctl-bench "${1:-}"
-ckpt=${BENCH_CKPT:-}
-gen_ckpt=
 cleanup() {
     rm -f "$dir/out.pt" "$dir/out.safetensors"
     [ -n "$gen_ckpt" ] && rm -f "$gen_ckpt"
@@ -35,13 +33,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ -z "$ckpt" ]; then
-    gen_ckpt="$dir/gpt2_medium_cuda0.pt"
-    ckpt=$gen_ckpt
-    echo "bench: generating $ckpt" >&2
-    # shellcheck disable=SC2086
-    "$py" "$here/make_bench_ckpt.py" "$ckpt" $gen_args >&2
-fi
+bench_gpt2_ckpt
 
 torch_cpu='import sys, torch
 torch.save(torch.load(sys.argv[1], map_location="cpu"), sys.argv[2])'

@@ -57,6 +57,21 @@ bench_check_py() {
         { echo "bench: $py cannot run '${1:-import torch}' (BENCH_PYTHON names another Python)" >&2; exit 2; }
 }
 
+# bench_gpt2_ckpt: $ckpt, BENCH_CKPT or else the GPT-2-medium-shaped checkpoint make_bench_ckpt.py
+# generates in $dir (with $gen_args); $gen_ckpt names the generated one (for the cleanup to
+# remove), empty when BENCH_CKPT was given. A cleanup trap set before may test $gen_ckpt.
+gen_ckpt=
+bench_gpt2_ckpt() {
+    ckpt=${BENCH_CKPT:-}
+    if [ -z "$ckpt" ]; then
+        gen_ckpt="$dir/gpt2_medium_cuda0.pt"
+        ckpt=$gen_ckpt
+        echo "bench: generating $ckpt" >&2
+        # shellcheck disable=SC2086
+        "$py" "$here/make_bench_ckpt.py" "$ckpt" $gen_args >&2
+    fi
+}
+
 # the files bench_init and bench_run make, and the folder when bench_init made it
 bench_rm_dir() {
     rm -f "$dir/time.txt" "$dir/err.txt" "$dir/results.txt"
@@ -93,8 +108,13 @@ sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(s
 
 # bench_run NAME OUT OKMAX CMD...: one untimed run (it warms the page cache), then $n timed
 # runs, each after a sync (not timed) so that it starts with no dirty data left from an earlier
-# run; an exit status above OKMAX is a failure. OUT is the output file or folder, removed before
-# each run and sized after the last ("-": none). With bench_clock=precise the wall and CPU times
+# run, and a pause of $BENCH_PAUSE seconds (default 1) so that the write-back the sync started
+# has settled; an exit status above OKMAX is a failure. OUT is the output file or folder, removed
+# before each run and sized after the last ("-": none). Two settings change that, for one call:
+#   bench_state=replace  OUT is not removed: each run replaces the one before it (the untimed
+#                        run makes the first), and OUT is removed only after the last
+#   bench_prep=CMD       CMD (sh -c) runs before each run, the untimed one included, untimed
+#                        (e.g. a fresh copy of the input that --in-place rewrites) With bench_clock=precise the wall and CPU times
 # come from $BENCH_CLOCK and the peak RSS from the untimed run, under /usr/bin/time. Appends to
 # $results the line NAME<TAB>seconds...<TAB>peak RSS KB...<TAB>output bytes<TAB>exit
 # status<TAB>CPU seconds (user + system)..., or NAME<TAB>FAILED.
@@ -102,12 +122,15 @@ bench_run() {
     name=$1; out=$2; okmax=$3; shift 3
     times=; rsss=; cpus=; i=0; st=0
     [ "$out" = - ] || rm -rf "$out"
+    [ -z "${bench_prep:-}" ] || sh -c "$bench_prep"
     /usr/bin/time -f %M -o "$dir/time.txt" "$@" >/dev/null 2>&1 || true
     rss0=$(tail -n 1 "$dir/time.txt" 2>/dev/null) || rss0=0
     while [ $i -lt "$n" ]; do
-        [ "$out" = - ] || rm -rf "$out"
+        [ "$out" = - ] || [ "${bench_state:-new}" = replace ] || rm -rf "$out"
+        [ -z "${bench_prep:-}" ] || sh -c "$bench_prep"
         sync
         drop_caches
+        sleep "${BENCH_PAUSE:-1}"
         st=0
         if [ "${bench_clock:-}" = precise ]; then
             python3 -c "$BENCH_CLOCK" "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt" || st=$?
@@ -143,8 +166,17 @@ bench_header() {
     echo "- $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)"
     v=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null) || v=
     echo "- ${v:+torch $v, }tensorctl: $tool"
+    echo "- at the end: $(bench_machine_state)"
     echo "- $n runs each after one untimed run, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo synced and dropped || echo warm, synced) before each run$( [ "${bench_clock:-}" = precise ] && echo "; wall time measured around each process, to the microsecond; peak RSS from the untimed run")"
     echo
+}
+
+# The machine's state now: load average and memory free and available (the figures of a loaded
+# machine are indicative only)
+bench_machine_state() {
+    awk '{ printf "load average %s %s %s", $1, $2, $3 }' /proc/loadavg
+    awk '/^MemFree:/ { f = $2 } /^MemAvailable:/ { a = $2 } /^Cached:/ { c = $2 }
+         END { printf ", memory free %.1f GiB, available %.1f GiB, page cache %.1f GiB\n", f / 1048576, a / 1048576, c / 1048576 }' /proc/meminfo
 }
 
 # An awk program's first part for $results: median(list), and per line i: name[i], failed[i],

@@ -1,3 +1,9 @@
+/* Output files that appear whole or not at all (dest.h). Over 800 lines: one
+ * promise kept in one place, for every way a name is given (unnamed file,
+ * hidden name, exchange, a content-addressed store's blob and link), the
+ * signal cleanup that must see every hidden name, and replacing an old file
+ * at the cost of a new one (its cache, its rename, its freeing); split up,
+ * each part would need the others' internals. */
 #include "dest.h"
 
 #include <errno.h>
@@ -5,14 +11,18 @@
 #include <libgen.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -150,6 +160,125 @@ static void dirs_forget(bool remove)
 
 void tc_dst_dirs_keep(void) { dirs_forget(false); }
 void tc_dst_dirs_remove(void) { dirs_forget(true); }
+
+/* ---- the old file's page cache -------------------------------------------------
+ * Replacing a file: its clean cached pages go early, so that the rename frees
+ * only its blocks and the new file's pages come from memory just freed (see
+ * dest.h). Dirty pages are left to the rename, which discards them: dropping
+ * them would first write to disk the bytes of a file about to be deleted. */
+
+#if !defined(__NR_cachestat) && (defined(__x86_64__) || defined(__aarch64__) || defined(__riscv))
+#define __NR_cachestat 451 /* the same on every architecture (Linux 6.5) */
+#endif
+
+/* cachestat(2)'s range and answer, as <linux/mman.h> declares them where it is new enough */
+struct cache_range {
+    uint64_t off, len;
+};
+struct cache_stat {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* Whether [off, off + n) of fd (n == 0: to its end) has cached pages and none
+ * waiting for the disk. Where the kernel cannot say (before 6.5), no: then
+ * nothing is dropped, and the rename frees the cache as it always did. */
+static bool cached_and_clean(int fd, uint64_t off, uint64_t n)
+{
+#ifdef __NR_cachestat
+    struct cache_range r = {off, n};
+    struct cache_stat cs;
+    if (syscall(__NR_cachestat, fd, &r, &cs, 0) == 0)
+        return cs.nr_cache && !cs.nr_dirty && !cs.nr_writeback;
+#else
+    (void)fd, (void)off, (void)n;
+#endif
+    return false;
+}
+
+static void drop_cache(int fd, uint64_t off, uint64_t n)
+{
+    if (cached_and_clean(fd, off, n))
+        (void)posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+}
+
+/* Threads dropping an old file's cache now: past a few (a set of many shards
+ * replaced at once) the cache is left to the rename, rather than pile up
+ * threads and descriptors. */
+#define DROP_THREADS 2
+#define DROP_STEP ((uint64_t)32 << 20)
+static atomic_uint ndropping;
+
+struct tc_dst_drop {
+    pthread_t thread;
+    int fd;
+    uint64_t size;
+    atomic_bool stop;
+};
+
+static void *drop_main(void *arg)
+{
+    struct tc_dst_drop *w = arg;
+    /* in steps, so that drop_end waits for one step at most */
+    for (uint64_t off = 0; off < w->size && !atomic_load(&w->stop); off += DROP_STEP)
+        drop_cache(w->fd, off, DROP_STEP);
+    return NULL;
+}
+
+/* Drop the clean cache of the regular file at path, which o is about to
+ * replace, on a thread of its own where one can start. Read-only: the file
+ * itself is left as it is. Any failure only leaves the cache where it is. */
+static void drop_old(tc_dst *o, const char *path)
+{
+    struct tc_dst_drop *w = calloc(1, sizeof *w);
+    struct stat st;
+    if (!w)
+        return;
+    w->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    bool started = false;
+    if (w->fd >= 0 && fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        atomic_fetch_add(&ndropping, 1) < DROP_THREADS) {
+        w->size = (uint64_t)st.st_size;
+        /* every signal blocked: the handler runs on the threads that do the work */
+        sigset_t old;
+        block(&old);
+        started = !pthread_create(&w->thread, NULL, drop_main, w);
+        unblock(&old);
+        if (!started)
+            atomic_fetch_sub(&ndropping, 1);
+    }
+    if (started) {
+        o->drop = w;
+        return;
+    }
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w);
+}
+
+/* The drop of o's old file stopped (within a step) and its descriptor closed:
+ * before the rename, so that the old file's last reference is never this
+ * thread's, which the process would wait for as it ends (free_old). */
+static void drop_end(tc_dst *o)
+{
+    struct tc_dst_drop *w = o->drop;
+    if (!w)
+        return;
+    atomic_store(&w->stop, true);
+    pthread_join(w->thread, NULL);
+    atomic_fetch_sub(&ndropping, 1);
+    close(w->fd);
+    free(w);
+    o->drop = NULL;
+}
+
+void tc_dst_consumed(const tc_dst *o, int fd, uint64_t off, uint64_t n)
+{
+    struct stat st;
+    if (!o || !o->drop_behind || fd < 0 || !n || fstat(fd, &st) < 0 || st.st_dev != o->old_dev ||
+        st.st_ino != o->old_ino)
+        return;
+    drop_cache(fd, off, n);
+}
 
 /* ---- opening ----------------------------------------------------------------- */
 
@@ -336,6 +465,10 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
             }
             o->blobs = blobs;
         }
+        /* the input is the old file: its cache goes as it is read (a store's old blob stays, shared) */
+        o->drop_behind = !o->blobs;
+        o->old_dev = st.st_dev;
+        o->old_ino = st.st_ino;
     } else if (!(o->target = strdup(path))) {
         return nomem(o, d);
     }
@@ -396,6 +529,8 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
             tc_dst_abort(o);
             return TC_ERR_IO;
         }
+        if (exists)
+            drop_old(o, path); /* --force over a regular file (checked above; never the input) */
     }
     return 0;
 }
@@ -573,6 +708,7 @@ static void sync_dir_of(const char *path)
 
 static void release(tc_dst *o)
 {
+    drop_end(o);
     if (o->finished && o->fd >= 0 && nkept_open)
         nkept_open--;
     if (o->fd >= 0)
@@ -684,6 +820,51 @@ static int publish_blob(tc_dst *o, tc_diag *d)
     return 0;
 }
 
+/* The last reference to a replaced file, fd: its blocks (and what is left of
+ * its cache) are freed as it closes, which on ext4 waits for the journal
+ * (0.4 s for 400 MB on a busy disk; cp over an old file waits as long in its
+ * truncation). It is freed here, before the command ends: a process left
+ * behind to free it later would hold the file system busy after tensorctl
+ * has exited (an umount right after would fail). */
+static void free_old(int fd) { close(fd); }
+
+/* o's finished file, named o->tmp, as o->target, over the file there. ext4
+ * (unless mounted noauto_da_alloc) starts writing out a file renamed over
+ * another inside the rename itself, all of it, a guard for programs that
+ * replace files without fsync; a new output, or cp over an old one, never
+ * waits for that (a fresh rewrite took 0.05 s, the same over its previous
+ * output 0.5 s, most of it in that rename). Where durability is asked for,
+ * the file is on disk already and a rename costs nothing; without it
+ * (TC_DST_NO_SYNC) the two names are exchanged instead, which is as atomic
+ * (the name holds the old file, then the new, never neither) and starts no
+ * write-out, and the old file, now at o->tmp, is unlinked (a signal before
+ * that removes it, as it would the new file before the exchange). Where the
+ * exchange cannot be made (a file system without it), a plain rename. */
+static int put_over(tc_dst *o)
+{
+    drop_end(o);
+    /* a reference to the old file, so that losing its name does not free it on the way (free_old) */
+    int old = open(o->target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    int rc = -1;
+#ifdef RENAME_EXCHANGE
+    if (!o->sync && !renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->target, RENAME_EXCHANGE)) {
+        /* what was there, if it cannot be unlinked (a folder put there since
+         * it was checked), goes back where it was, and rename says why not;
+         * where even that fails, the new file is in place, and what was there
+         * stays under the hidden name, not ours to remove */
+        if (!unlink(o->tmp) || renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->target, RENAME_EXCHANGE) < 0)
+            rc = 0;
+    }
+#endif
+    if (rc)
+        rc = rename(o->tmp, o->target);
+    int e = errno;
+    if (old >= 0)
+        free_old(old);
+    errno = e;
+    return rc;
+}
+
 int tc_dst_publish(tc_dst *o, tc_diag *d)
 {
     if (o->blobs)
@@ -712,7 +893,7 @@ int tc_dst_publish(tc_dst *o, tc_diag *d)
     }
     if (!rc)
         rc = close_fd(o, d);
-    if (!rc && rename(o->tmp, o->target) < 0)
+    if (!rc && put_over(o) < 0)
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot rename the finished file into place: %s",
                         strerror(errno));
     if (rc) {

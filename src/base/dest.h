@@ -10,9 +10,11 @@
  * tc_dst_abort throws the file away. An unnamed file has no name to leave
  * behind, however the process ends, SIGKILL included; a name is given only to
  * a complete file: at once where nothing is there, else a hidden name renamed
- * over the old file (a process killed with SIGKILL between the two leaves a
- * complete hidden copy), and every signal that ends the process removes such
- * names when tc_dst_cleanup_on_signals was called.
+ * over the old file, or with TC_DST_NO_SYNC exchanged with it and the old
+ * file then unlinked (a process killed with SIGKILL between the two steps
+ * leaves a complete hidden copy of the new file, or of the old one), and every
+ * signal that ends the process removes such names when
+ * tc_dst_cleanup_on_signals was called.
  *
  * Only a regular file, or a name that is free, is ever replaced: a folder, a
  * link, a named pipe, a device or a socket at the output's name is refused,
@@ -26,6 +28,18 @@
  * that links to it and its name is its content's hash, so the new content
  * becomes a new blob, named by the caller (tc_dst_set_blob_name) with its
  * SHA-256, and only that one link is pointed at it; the old blob stays.
+ *
+ * Replacing (--force over an existing file, or in place) must cost no more
+ * than writing a new file. The old file's page cache would otherwise stay
+ * until the rename, which then frees all of it on the critical path, while
+ * the new file's pages are allocated from memory the old one still holds (on
+ * a virtual machine that hands freed memory back to its host, each of those
+ * pages is fetched back from the host). So the old file's clean cached pages
+ * are dropped early: over --force, all of them at once on a thread of their
+ * own from tc_dst_open on; in place, where the old file is the input, each
+ * range as soon as it has been read (tc_dst_consumed). Only the cache goes:
+ * the old file's bytes stay on disk, untouched, until the rename, and a
+ * dirty page (written but not yet on disk) is never pushed out for this.
  *
  * Every failure names the output path as its subject.
  *
@@ -65,6 +79,10 @@ typedef struct tc_dst {
     bool finished;
     char *blobs;         /* in place in a content-addressed store: its blobs folder */
     char *blob_name;     /* the new blob's name (tc_dst_set_blob_name) */
+    bool drop_behind;    /* in place: the input is the old file, its cache dropped as it is read */
+    dev_t old_dev;       /* the old file, while drop_behind */
+    ino_t old_ino;
+    struct tc_dst_drop *drop; /* --force: the thread dropping the old file's cache */
 } tc_dst;
 
 #define TC_DST_INIT {.fd = -1}
@@ -101,6 +119,11 @@ bool tc_dst_clone(const tc_dst *o, uint64_t off, int fd, uint64_t in_off, uint64
 void tc_dst_writeback(const tc_dst *o, uint64_t off, uint64_t n);
 /* Start write-back of everything before the position, in 32 MiB steps. */
 void tc_dst_writeback_pos(tc_dst *o);
+/* In place, the input's bytes [off, off + n) of the file fd have been read
+ * and are not needed again: when fd is the file o replaces, its clean cached
+ * pages there are dropped (whole pages; a range with dirty pages is left
+ * alone). Anything else: nothing. */
+void tc_dst_consumed(const tc_dst *o, int fd, uint64_t off, uint64_t n);
 /* A failure writing to o (from errno e), with o's path as subject. */
 int tc_dst_fail(const tc_dst *o, int e, tc_diag *d);
 

@@ -377,6 +377,10 @@ static int run_span(tc_pool *pool, job *j, uint64_t lo, uint64_t hi, bool write,
             olen += ne * j->eout;
         }
         x->out_bytes += olen;
+        /* in place, the input's cache goes as it is read (tc_dst_consumed) */
+        uint64_t i0 = (lo + r0 * j->celems) * j->ein, iend = (lo + j->end * j->celems) * j->ein;
+        iend = iend < hi * j->ein ? iend : hi * j->ein;
+        tc_dst_consumed(x->out, x->src->fd, x->src->base + x->in_off + i0, iend - i0);
         if (write) {
             tc_dst_writeback(x->out, x->out_off + o0, olen);
             if (!j->cast)

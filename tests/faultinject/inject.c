@@ -4,7 +4,9 @@
  *
  *   TC_FAULT_CALL=write   which function (write pwrite fsync close rename
  *                         copy_file_range read pread open mkostemp ioctl
- *                         linkat: an unnamed output taking its name)
+ *                         linkat: an unnamed output taking its name;
+ *                         renameat2: the names exchanged over an old output;
+ *                         unlink: the old output's name removed after that)
  *   TC_FAULT_NTH=3        fail its 3rd call (1-based)
  *   TC_FAULT_ERRNO=ENOSPC ENOSPC, EIO, EACCES, EROFS or a number
  *   TC_FAULT_LOG=path     append "counts: write=N ..." at exit and
@@ -35,9 +37,10 @@
 #include <unistd.h>
 
 enum { F_WRITE, F_PWRITE, F_FSYNC, F_CLOSE, F_RENAME, F_CFR, F_READ, F_PREAD, F_OPEN, F_MKOSTEMP, F_IOCTL, F_LINKAT,
-       F_N };
+       F_RENAMEAT2, F_UNLINK, F_N };
 static const char *const names[F_N] = {"write", "pwrite", "fsync", "close", "rename", "copy_file_range",
-                                       "read", "pread", "open", "mkostemp", "ioctl", "linkat"};
+                                       "read", "pread", "open", "mkostemp", "ioctl", "linkat", "renameat2",
+                                       "unlink"};
 static unsigned long counts[F_N];
 static int target = -1;
 static unsigned long nth;
@@ -160,6 +163,18 @@ int rename(const char *a, const char *b)
 {
     REAL(int, "rename", const char *, const char *);
     return hit(F_RENAME) ? -1 : real(a, b);
+}
+
+int renameat2(int fa, const char *a, int fb, const char *b, unsigned int flags)
+{
+    REAL(int, "renameat2", int, const char *, int, const char *, unsigned int);
+    return hit(F_RENAMEAT2) ? -1 : real(fa, a, fb, b, flags);
+}
+
+int unlink(const char *a)
+{
+    REAL(int, "unlink", const char *);
+    return hit(F_UNLINK) ? -1 : real(a);
 }
 
 int linkat(int fa, const char *a, int fb, const char *b, int flags)

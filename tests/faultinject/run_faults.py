@@ -40,6 +40,18 @@ copies them), and those calls fail in turn too. Without it, on a local file
 system, a clean run of a big record must make no copy_file_range call at all
 (read and written: faster there); with it, at least one.
 
+--replace: OUT exists, a copy of the input, and is replaced: to-cpu -f, with and
+without --no-sync (the names exchanged, then the old one unlinked), and
+to-cpu --in-place; each call fails in turn as above, renameat2 and unlink
+included. A failure must leave the old OUT byte for byte, alone in its
+folder; a success, the new OUT alone. kill also freezes and kills (SIGKILL,
+SIGTERM) rewrites over an existing OUT and in place: the old file stays, byte
+for byte, and nothing beside it.
+
+freed: a 200 MiB OUT replaced (-f, -f --no-sync, --in-place) through pipes read
+to their end: exit 0, OUT new and alone, and within a minute no process holds
+anything in its folder open (the old file, freed in the background, is freed).
+
 A part that checked nothing fails: a clean run that logged no call to fail
 (the shim not loaded?), or no conversion caught midway.
 """
@@ -49,7 +61,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from judge import open_in  # noqa: E402
 
 CALLS = ['write', 'pwrite', 'fsync', 'close', 'rename', 'copy_file_range', 'read', 'pread', 'open', 'mkostemp',
-         'ioctl', 'linkat']
+         'ioctl', 'linkat', 'renameat2', 'unlink']
 ERRNOS = ['ENOSPC', 'EIO', 'EACCES']
 MUST_FAIL = {'write', 'pwrite', 'copy_file_range', 'rename', 'mkostemp', 'linkat'}
 
@@ -84,14 +96,24 @@ def counts_of(log):
 
 
 def part_calls(a, tmp, fails):
-    for variant in (['to-cpu'], ['to-cpu', '--dtype', 'bfloat16']):
+    variants = [['to-cpu'], ['to-cpu', '--dtype', 'bfloat16']]
+    if a.replace:  # over an existing OUT (a copy of the input): -f with and without --no-sync, and --in-place
+        variants = [['to-cpu', '-f'], ['to-cpu', '-f', '--no-sync'], ['to-cpu', '-f', '--no-sync', '--dtype', 'bfloat16'],
+                    ['to-cpu', '--in-place']]
+    old = digest(a.input)
+    for variant in variants:
         outdir = os.path.join(tmp, 'out')
         os.makedirs(outdir, exist_ok=True)
         out = os.path.join(outdir, 'out.pt')
         log = os.path.join(tmp, 'clean.log')
         if os.path.exists(log):
             os.unlink(log)
-        cmd = [a.tensorctl] + variant + ['-q', a.input, '-o', out]
+        if '--in-place' in variant:
+            cmd = [a.tensorctl] + variant + ['-q', out]
+        else:
+            cmd = [a.tensorctl] + variant + ['-q', a.input, '-o', out]
+        if a.replace:
+            shutil.copy(a.input, out)
         base = {'LD_PRELOAD': a.shim, 'TC_FAULT_LOG': log}
         if a.fstype:
             base['TC_FAULT_FSTYPE'] = a.fstype
@@ -104,6 +126,8 @@ def part_calls(a, tmp, fails):
         counts = counts_of(log)
         if os.path.exists(log):
             os.unlink(log)
+        if a.replace and digest(out) == old:
+            fails.append('%s: the clean run left OUT as it was' % ' '.join(variant))
         os.unlink(out)
         print('%s: calls %s' % (' '.join(variant), counts))
         if a.kernel_copy and variant == ['to-cpu']:
@@ -118,6 +142,8 @@ def part_calls(a, tmp, fails):
                     runs += 1
                     if os.path.exists(log):
                         os.unlink(log)
+                    if a.replace:
+                        shutil.copy(a.input, out)
                     p = subprocess.run(cmd, env=env_with(dict(base, TC_FAULT_CALL=call, TC_FAULT_NTH=str(n),
                                                               TC_FAULT_ERRNO=err)),
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
@@ -139,10 +165,16 @@ def part_calls(a, tmp, fails):
                         if fired:
                             tolerated += 1
                             print('note: %s: tolerated (exit 0, OUT complete)' % what)
+                        if a.replace and digest(out) == old:
+                            fails.append('%s: success, but OUT is the old file' % what)
                     else:
                         if len(errl) != 1 or not errl[0].startswith('tensorctl: '):
                             fails.append('%s: expected one error line, got %r' % (what, errl))
-                        if left:
+                        if a.replace:  # the old OUT, byte for byte, and nothing beside it
+                            if left != ['out.pt'] or digest(out) != old:
+                                fails.append('%s: failed, but the old OUT is not left as it was (folder: %s)'
+                                             % (what, left))
+                        elif left:
                             fails.append('%s: left %s behind' % (what, left))
                     for n2 in left:
                         os.unlink(os.path.join(outdir, n2))
@@ -275,12 +307,21 @@ def part_kill(a, tmp, fails):
     cases = [(s, v, False) for s, v in cases]
     # where the file system has no unnamed files: a hidden temporary, removed by every signal that can be caught
     cases += [(s, plain, True) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGPIPE)]
+    # over an existing OUT (a copy of the input; its cache dropped from the start) and in place (the input's
+    # cache dropped as it is read): the old file stays, byte for byte
+    cases += [(signal.SIGKILL, ['to-cpu', '-f', '--no-sync'], False), (signal.SIGKILL, ['to-cpu', '-f'], False),
+              (signal.SIGTERM, ['to-cpu', '-f', '--no-sync', '--dtype', 'bfloat16'], False),
+              (signal.SIGKILL, ['to-cpu', '--in-place'], False), (signal.SIGTERM, ['to-cpu', '--in-place'], False)]
     for sig, variant, named in cases:
         outdir = os.path.join(tmp, 'kill-out')
         shutil.rmtree(outdir, ignore_errors=True)
         os.makedirs(outdir)
         out = os.path.join(outdir, 'out.pt')
-        p = subprocess.Popen([a.tensorctl] + variant + ['-q', src, '-o', out],
+        replacing = '-f' in variant or '--in-place' in variant
+        if replacing:
+            shutil.copy(src, out)
+        args = [out] if '--in-place' in variant else [src, '-o', out]
+        p = subprocess.Popen([a.tensorctl] + variant + ['-q'] + args,
                              env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_NO_TMPFILE': '1'}) if named else None,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              preexec_fn=lambda: __import__('resource').setrlimit(__import__('resource').RLIMIT_CORE,
@@ -293,6 +334,8 @@ def part_kill(a, tmp, fails):
             sizes = []
             for fd in open_in(p.pid, outdir):
                 try:
+                    if os.readlink(fd) == out:
+                        continue  # the old OUT (read, or its cache dropped), not the new one
                     sizes.append(os.stat(fd).st_size)
                 except OSError:
                     pass
@@ -315,7 +358,7 @@ def part_kill(a, tmp, fails):
         midway = sorted(os.listdir(outdir))
         if named and not midway:
             fails.append('%s: no hidden temporary while frozen (was O_TMPFILE refused?)' % what)
-        if 'out.pt' in midway:
+        if 'out.pt' in midway and not replacing:
             fails.append('%s: OUT exists while the conversion is frozen midway' % what)
         p.send_signal(sig)
         if sig != signal.SIGKILL:
@@ -324,7 +367,11 @@ def part_kill(a, tmp, fails):
         left = sorted(os.listdir(outdir))
         if p.returncode != -sig:
             fails.append('%s: ended with %s, not the signal' % (what, p.returncode))
-        if left:  # an unnamed output leaves nothing, whatever the signal, SIGKILL included
+        if replacing:
+            what += ' over an existing OUT'
+            if left != ['out.pt'] or digest(out) != before:
+                fails.append('%s: the old OUT is not left byte for byte, alone (folder: %s)' % (what, left))
+        elif left:  # an unnamed output leaves nothing, whatever the signal, SIGKILL included
             fails.append('%s: left %s behind' % (what, left))
         print('%s: frozen with %s visible, exit %s, then %s' % (what, midway, p.returncode, left))
     if frozen == 0:
@@ -333,15 +380,63 @@ def part_kill(a, tmp, fails):
         fails.append('the input changed')
 
 
+def holders(folder):
+    """(pid, fd target) for every process holding a file in folder open."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            for fd in open_in(int(pid), folder):
+                try:
+                    found.append((int(pid), os.readlink(fd)))
+                except OSError:
+                    pass
+    return found
+
+
+def part_freed(a, tmp, fails):
+    src = os.path.join(tmp, 'big.pt')
+    big_checkpoint(src)
+    old = digest(src)
+    for variant in (['to-cpu', '-f', '--no-sync'], ['to-cpu', '-f'], ['to-cpu', '--in-place']):
+        outdir = os.path.join(tmp, 'freed-out')
+        shutil.rmtree(outdir, ignore_errors=True)
+        os.makedirs(outdir)
+        out = os.path.join(outdir, 'out.pt')
+        shutil.copy(src, out)
+        args = [out] if '--in-place' in variant else [src, '-o', out]
+        what = ' '.join(variant) + ' over a 200 MiB OUT'
+        # through pipes read to their end: nothing left running may hold them
+        p = subprocess.run([a.tensorctl] + variant + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        if p.returncode != 0:
+            fails.append('%s: exit %d: %s' % (what, p.returncode, p.stderr.decode(errors='replace')))
+            continue
+        if sorted(os.listdir(outdir)) != ['out.pt'] or digest(out) == old:
+            fails.append('%s: the folder holds %s, OUT %s' % (what, sorted(os.listdir(outdir)),
+                                                              'unchanged' if digest(out) == old else 'new'))
+        chk = subprocess.run([a.tensorctl, 'inspect', out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if chk.returncode != 0:
+            fails.append('%s: OUT does not read back: %s' % (what, chk.stderr.decode(errors='replace')))
+        # the old file is freed soon after, by whatever frees it: nothing holds it for long
+        deadline = time.time() + 60
+        while holders(outdir) and time.time() < deadline:
+            time.sleep(0.05)
+        if holders(outdir):
+            fails.append('%s: a minute on, still held open: %s' % (what, holders(outdir)))
+        print('%s: exit 0, %s, nothing held open' % (what, sorted(os.listdir(outdir))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--tensorctl', required=True)
     ap.add_argument('--shim', required=True)
     ap.add_argument('--input', required=True)
-    ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync'], default='calls')
+    ap.add_argument('--part', choices=['calls', 'rofs', 'kill', 'sync', 'freed'], default='calls')
     ap.add_argument('--fstype', choices=['nfs'], help='calls: the output passes for one on this file system')
     ap.add_argument('--no-tmpfile', action='store_true',
                     help='calls: O_TMPFILE is refused, as where the file system has no unnamed files')
+    ap.add_argument('--replace', action='store_true',
+                    help='calls: OUT exists (a copy of the input) and is replaced (-f, -f --no-sync, --in-place); '
+                         'a failure must leave it byte for byte')
     ap.add_argument('--kernel-copy', choices=['yes', 'no'],
                     help='calls: whether to-cpu must copy with copy_file_range (a big record)')
     a = ap.parse_args()
@@ -350,7 +445,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix='faultinject-')
     fails = []
     try:
-        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill, 'sync': part_sync}[a.part](a, tmp, fails)
+        {'calls': part_calls, 'rofs': part_rofs, 'kill': part_kill, 'sync': part_sync,
+         'freed': part_freed}[a.part](a, tmp, fails)
     except Skip as e:
         print('SKIP: %s' % e)
         return 77
