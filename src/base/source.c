@@ -21,6 +21,20 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
         close(fd);
         return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "is a directory");
     }
+    /* Every reader seeks (a zip's directory is at its end, a safetensors header
+     * gives offsets) and takes the size from fstat: a pipe, terminal or device
+     * would read as empty or truncated, so it is refused by what it is. */
+    if (!S_ISREG(st.st_mode)) {
+        const char *kind = S_ISFIFO(st.st_mode)  ? "a pipe"
+                           : S_ISCHR(st.st_mode) ? "a character device"
+                           : S_ISBLK(st.st_mode) ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "not a regular file";
+        close(fd);
+        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                          "is %s; tensorctl reads checkpoints by seeking and needs a seekable regular file "
+                          "(save the stream to a file first)", kind);
+    }
     out->fd = fd;
     out->size = (uint64_t)st.st_size;
     out->mem = NULL;

@@ -157,6 +157,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
+    char *in_path = NULL;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
@@ -167,7 +168,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     memset(&r, 0, sizeof r);
     if (tc_move_parse_common(&a, &r))
         goto done;
-    const char *in = a.pos[0], *out = a.pos[1];
+    if ((ex = tc_input_path(a.pos[0], &in_path)) != 0)
+        goto done;
+    ex = TC_EXIT_USAGE;
+    const char *in = in_path, *out = a.pos[1];
     int fmt = tc_output_format(&a, out);
     if (fmt < 0)
         goto done;
@@ -220,6 +224,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o);
 done:
     tc_move_req_free(&r);
+    free(in_path);
     free(a.pos);
     return ex;
 }

@@ -532,7 +532,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_ckpt *c;
         tc_diag d = TC_DIAG_INIT;
         hash_failed = 0;
-        int rc = tc_open(&c, a.pos[i], &lim, &d);
+        char *in = NULL;
+        int rc = tc_input_path(a.pos[i], &in);
+        if (rc) {
+            if (ex == TC_EXIT_OK || rc > ex)
+                ex = rc;
+            continue;
+        }
+        rc = tc_open(&c, in, &lim, &d);
+        free(in);
         if (rc) {
             int e = tc_err_diag(&d);
             if (ex == TC_EXIT_OK || e > ex)

@@ -370,7 +370,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_args a;
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
-    char *out = NULL;
+    char *out = NULL, *in_path = NULL;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
@@ -397,7 +397,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     r.o.all_to = dev;
     r.o.cuda_device = 0;
-    const char *in = a.pos[0];
+    if ((ex = tc_input_path(a.pos[0], &in_path)) != 0)
+        goto done;
+    ex = TC_EXIT_USAGE;
+    const char *in = in_path;
     if (a.set[OPT_IN_PLACE] && a.set[OPT_OUTPUT]) {
         tc_err(NULL, "--in-place and --output exclude each other");
         goto done;
@@ -423,9 +426,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (a.set[OPT_IN_PLACE])
         out = strdup(in);
-    else if (a.set[OPT_OUTPUT])
-        out = strdup(a.val[OPT_OUTPUT]);
-    else {
+    else if (a.set[OPT_OUTPUT]) {
+        if ((ex = tc_output_path(a.val[OPT_OUTPUT], in, &out)) != 0)
+            goto done;
+        ex = TC_EXIT_USAGE;
+    } else {
         /* named after where the storages go; --map moves only some (the others keep their device) */
         char tag[40];
         snprintf(tag, sizeof tag, "%s", r.nmaps ? "mapped" : dev);
@@ -448,6 +453,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
 done:
     tc_move_req_free(&r);
     free(out);
+    free(in_path);
     free(a.pos);
     return ex;
 }
