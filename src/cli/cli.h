@@ -198,6 +198,9 @@ int tc_input_path(const char *arg, char **path);
  * component) when out names a folder, as cp writes into one. *path: free() it.
  * 0, or the exit status after printing why. */
 int tc_output_path(const char *out, const char *in, char **path);
+/* The integrity test of c, opened from path (test and inspect --verify-crc):
+ * "PATH: OK (...)" on stdout when say, or the failure on stderr; the exit status. */
+int tc_test_ckpt(const char *path, const tc_ckpt *c, const tc_limits *lim, bool say);
 /* "tensorctl: OUT: WHAT: a, b, c" on stderr, the list cut short (with its count) past a line. */
 void tc_warn_list(const char *out, const char *what, char *const *v, size_t n);
 /* After a tensors-only output of an unsafe input: what stayed behind, or for

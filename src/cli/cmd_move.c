@@ -18,9 +18,12 @@
 #include "shard_index.h"
 
 static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN, or .mapped, before its extension)",
+    OPT_OUTPUT, 'o', "output", "OUT",
+    "write here, or into folder OUT under FILE's name (default: FILE with .cpu/.cudaN, or .mapped, before its "
+    "extension)",
     0, NULL,
-    "Write to \\fIOUT\\fR. Without it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
+    "Write to \\fIOUT\\fR; when \\fIOUT\\fR is a folder, into it under \\fIFILE\\fR's own name,\n"
+    "as\n.B cp\ndoes (\\fB\\-o cpu/\\fR writes\n.BR cpu/model.pt ).\nWithout it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
     "for to-cuda) before its extension:\n.B model.pt\nbecomes\n.BR model.cpu.pt .\n"
     "With \\fB\\-\\-map\\fR, which moves only some storages, it is\n.B .mapped\ninstead:\n"
     ".BR model.mapped.pt .\n"
