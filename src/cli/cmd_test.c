@@ -42,39 +42,39 @@ int tc_test_ckpt(const char *path, const tc_ckpt *c, const tc_limits *lim, bool 
     return TC_EXIT_OK;
 }
 
+/* One file tested: its exit status. */
+static int test_one(const char *arg, const tc_limits *lim)
+{
+    char *in = NULL;
+    tc_ckpt *c = NULL;
+    tc_diag d = TC_DIAG_INIT;
+    int ex = tc_input_path(arg, &in);
+    if (!ex && tc_open(&c, in, lim, &d))
+        ex = tc_err_diag(&d);
+    if (!ex)
+        ex = tc_test_ckpt(arg, c, lim, true);
+    tc_ckpt_close(c);
+    free(in);
+    return ex;
+}
+
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
+    tc_limits lim;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
-    int ex = TC_EXIT_OK;
-    tc_limits lim;
-    if (a.npos < 1) {
+    bool usable = a.npos > 0 && !tc_limits_from_args(&a, &lim);
+    if (a.npos < 1)
         tc_err(NULL, "test: no FILE given (see 'tensorctl test --help')");
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
-    if (tc_limits_from_args(&a, &lim)) {
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
     /* the worst status over the files, as inspect's: a failure of one file does not stop the others */
-    for (int i = 0; i < a.npos; i++) {
-        char *in = NULL;
-        tc_ckpt *c = NULL;
-        tc_diag d = TC_DIAG_INIT;
-        int e = tc_input_path(a.pos[i], &in);
-        if (!e && tc_open(&c, in, &lim, &d))
-            e = tc_err_diag(&d);
-        if (!e)
-            e = tc_test_ckpt(a.pos[i], c, &lim, true);
-        tc_ckpt_close(c);
-        free(in);
+    int ex = usable ? TC_EXIT_OK : TC_EXIT_USAGE;
+    for (int i = 0; usable && i < a.npos; i++) {
+        int e = test_one(a.pos[i], &lim);
         if (e > ex)
             ex = e;
     }
-out:
     free(a.pos);
     return ex;
 }
