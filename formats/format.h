@@ -152,6 +152,13 @@ extern const tc_format *const tc_formats[];
 /* Open path with the first driver whose probe accepts it. On failure *out
  * is NULL and d (its subject: path) says why. */
 int tc_open(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d);
+/* The checkpoint a model folder holds (a Hugging Face save: model.safetensors,
+ * pytorch_model.bin, or a sharded set's *.index.json): 0 and *file, the
+ * folder's path joined with the file's name (the caller frees it); 1 when
+ * path is not a folder, opens itself (a distributed checkpoint's .metadata,
+ * a DeepSpeed ZeRO save) or holds none of them; TC_ERR_USAGE when it holds
+ * several, d listing them. tc_open reads a model folder so too. */
+int tc_model_folder(const char *path, char **file, tc_diag *d);
 /* The same for bytes that are not a file of their own (a member of an
  * archive): src (kept alive by the caller until the checkpoint is closed),
  * named name in messages and to the probes. A driver that reads other files

@@ -2,8 +2,10 @@
 #include "buf.h"
 #include "format.h"
 #include "readings.h"
+#include "vec.h"
 #include "zero.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,98 @@ const tc_format *tc_format_named(const char *name)
     return NULL;
 }
 
+/* The names a model folder's checkpoint goes by, as Hugging Face's save_pretrained
+ * writes it: one file, or a sharded set's index (the shards beside it are not
+ * candidates of their own). */
+static bool model_file_name(const char *n)
+{
+    static const char *const whole[] = {"model.safetensors", "pytorch_model.bin"};
+    static const char *const index[] = {".safetensors.index.json", ".bin.index.json", ".pt.index.json",
+                                        ".pth.index.json"};
+    for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
+        if (!strcmp(n, whole[i]))
+            return true;
+    size_t l = strlen(n);
+    for (size_t i = 0; i < sizeof index / sizeof *index; i++) {
+        size_t k = strlen(index[i]);
+        if (l > k && !strcmp(n + l - k, index[i]))
+            return true;
+    }
+    return false;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A folder opens through a file of its own (DCP's .metadata, ZeRO's rank files). */
+static bool opens_itself(const char *path, size_t l)
+{
+    tc_buf m = TC_BUF_INIT(0);
+    tc_buf_printf(&m, "%.*s/.metadata", (int)l, path);
+    struct stat st;
+    bool dcp = !tc_buf_oom(&m) && !stat(tc_buf_str(&m), &st) && !S_ISDIR(st.st_mode);
+    tc_buf_free(&m);
+    if (dcp)
+        return true;
+    tc_diag scratch = TC_DIAG_INIT;
+    char *zf = NULL;
+    int rc = tc_zero_folder(path, &zf, &scratch);
+    free(zf);
+    return rc != 1; /* a ZeRO folder, or a broken one: tc_open says what is wrong with it */
+}
+
+int tc_model_folder(const char *path, char **file, tc_diag *d)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode))
+        return 1;
+    size_t l = strlen(path);
+    while (l > 1 && path[l - 1] == '/')
+        l--;
+    if (opens_itself(path, l))
+        return 1;
+    DIR *dir = opendir(path);
+    if (!dir)
+        return 1; /* tc_open says why it cannot be read */
+    TC_VEC(char *) found = {0};
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(dir));) {
+        if (!model_file_name(e->d_name))
+            continue;
+        tc_buf f = TC_BUF_INIT(0);
+        tc_buf_printf(&f, "%.*s/%s", (int)l, path, e->d_name);
+        char *p = tc_buf_oom(&f) ? NULL : strdup(tc_buf_str(&f));
+        tc_buf_free(&f);
+        if (!p || tc_vec_push(&found, p)) {
+            free(p);
+            rc = tc_fail_at(d, TC_ERR_NOMEM, path, TC_NO_OFFSET, "out of memory");
+        } else if (stat(p, &st) || !S_ISREG(st.st_mode)) {
+            free(found.v[--found.n]); /* a folder or a dangling link by that name is no checkpoint */
+        }
+    }
+    closedir(dir);
+    if (!rc && found.n == 0)
+        rc = 1;
+    if (!rc && found.n > 1) {
+        qsort(found.v, found.n, sizeof *found.v, by_name);
+        char list[900];
+        tc_buf b = tc_buf_fixed(list, sizeof list);
+        for (size_t i = 0; i < found.n; i++) {
+            tc_buf_sep(&b, ", ");
+            tc_buf_escs(&b, found.v[i] + l + 1);
+        }
+        rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                        "is a model folder holding %zu checkpoints: %s; name the one to read", found.n, list);
+    }
+    if (!rc) {
+        *file = found.v[0];
+        found.n = 0;
+    }
+    for (size_t i = 0; i < found.n; i++)
+        free(found.v[i]);
+    tc_vec_free(&found);
+    return rc;
+}
+
 /* A folder is read through the file that describes it: a distributed checkpoint's .metadata. */
 static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d)
 {
@@ -54,9 +148,12 @@ static int open_folder(tc_ckpt **out, const char *path, const tc_limits *lim, tc
         rc = tc_open(out, m, lim, d);
     else if (!(rc = tc_zero_folder(path, &zf, d))) /* a DeepSpeed save folder, through its rank 0 file */
         rc = tc_open(out, zf, lim, d);
+    else if (rc == 1 && !(rc = tc_model_folder(path, &zf, d))) /* a model folder, through its checkpoint */
+        rc = tc_open(out, zf, lim, d);
     else if (rc == 1)
         rc = tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET,
-                        "is a directory without a .metadata file or DeepSpeed's 'latest' (not a distributed checkpoint)");
+                        "is a directory without a .metadata file, DeepSpeed's 'latest', model.safetensors, "
+                        "pytorch_model.bin or an *.index.json (not a checkpoint folder)");
     free(zf);
     free(m);
     return rc;

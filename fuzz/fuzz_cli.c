@@ -4,7 +4,7 @@
  * modulo its table):
  *
  *   [0] command  [1] output name  [2] name of file A  [3] name of file B
- *   [4] bit 0: inspect and diff take both files; bits 1-3: the number of options
+ *   [4] bit 0: inspect and test take both files (diff always does); bits 1-3: the number of options
  *   per option: [option of the command's table] [value]; value 255: [len] then len bytes
  *   of the value itself; value 254: none (an option whose value may be left out)
  *   [len lo] [len hi] of file A, A's bytes; the rest is file B
@@ -350,7 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tc_vec_push(&argv, (char *)cmd->name);
     for (size_t i = 0; i < offs.n; i++)
         tc_vec_push(&argv, arena.p + offs.v[i]);
-    if (!strcmp(cmd->name, "inspect") || !strcmp(cmd->name, "diff")) {
+    if (!strcmp(cmd->name, "inspect") || !strcmp(cmd->name, "test") || !strcmp(cmd->name, "diff")) {
         tc_vec_push(&argv, pa);
         if (both || !strcmp(cmd->name, "diff"))
             tc_vec_push(&argv, pb);

@@ -425,7 +425,8 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
     o->fd = -1;
     if (!strcmp(path, "-"))
         return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
-                          "writing to standard output is not supported; name an output file");
+                          "writing to standard output is not supported: outputs are written by seeking, "
+                          "into a seekable regular file; name one");
     struct stat st;
     bool exists = lstat(path, &st) == 0;
     const char *kind = exists ? not_regular(st.st_mode) : NULL;

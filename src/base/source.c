@@ -6,12 +6,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Every reader seeks (a zip's directory is at its end, a safetensors header
+ * gives offsets) and takes the size from fstat: a pipe, terminal or device
+ * would read as empty or truncated, so it is refused by what it is. */
+static int refuse_unseekable(const char *path, mode_t m, tc_diag *d)
+{
+    const char *kind = S_ISFIFO(m)   ? "a pipe"
+                       : S_ISCHR(m)  ? "a character device"
+                       : S_ISBLK(m)  ? "a block device"
+                       : S_ISSOCK(m) ? "a socket"
+                                     : "not a regular file";
+    return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
+                      "is %s; tensorctl reads checkpoints by seeking and needs a seekable regular file "
+                      "(save the stream to a file first)", kind);
+}
+
 int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
 {
+    struct stat st;
+    /* before open, which waits for a writer on a named pipe */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return refuse_unseekable(path, st.st_mode, d);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot open: %s", strerror(errno));
-    struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = errno;
         close(fd);
@@ -20,6 +38,10 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
     if (S_ISDIR(st.st_mode)) {
         close(fd);
         return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "is a directory");
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return refuse_unseekable(path, st.st_mode, d);
     }
     out->fd = fd;
     out->size = (uint64_t)st.st_size;

@@ -191,6 +191,18 @@ bool tc_ends_with(const char *s, const char *suffix);
 bool tc_names_folder(const char *path);
 /* path names one checkpoint file (a name tc_outname_format knows, not an index, not a folder). */
 bool tc_names_one_file(const char *path);
+/* The checkpoint an input operand names, in *path (free() it): the operand
+ * itself, or the file a model folder holds (said on stderr: which one was
+ * chosen). "-" is refused: checkpoints are read by seeking. 0, or the exit
+ * status after printing why. */
+int tc_input_path(const char *arg, char **path);
+/* Where one output file goes: out itself, or out/NAME (NAME the input's last
+ * component) when out names a folder, as cp writes into one. *path: free() it.
+ * 0, or the exit status after printing why. */
+int tc_output_path(const char *out, const char *in, char **path);
+/* The integrity test of c, opened from path (test and inspect --verify-crc):
+ * "PATH: OK (...)" on stdout when say, or the failure on stderr; the exit status. */
+int tc_test_ckpt(const char *path, const tc_ckpt *c, const tc_limits *lim, bool say);
 /* "tensorctl: OUT: WHAT: a, b, c" on stderr, the list cut short (with its count) past a line. */
 void tc_warn_list(const char *out, const char *what, char *const *v, size_t n);
 /* After a tensors-only output of an unsafe input: what stayed behind, or for

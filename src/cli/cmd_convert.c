@@ -280,6 +280,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
+    char *in_path = NULL;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
@@ -288,7 +289,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     }
     memset(&r, 0, sizeof r);
-    const char *in = a.pos[0], *out = a.pos[1];
+    if ((ex = tc_input_path(a.pos[0], &in_path)) != 0)
+        goto done;
+    ex = TC_EXIT_USAGE;
+    const char *in = in_path, *out = a.pos[1];
     bool gguf = gguf_named(&a, out);
     tc_qtype gq = TC_Q_NONE;
     /* --dtype, --keep and --only of a GGUF output take ggml's types: not parsed as casts */
@@ -374,6 +378,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o);
 done:
     tc_move_req_free(&r);
+    free(in_path);
     free(a.pos);
     return ex;
 }

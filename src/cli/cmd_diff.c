@@ -523,7 +523,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (pr)
         return tc_parse_exit(pr);
     int ex = TC_EXIT_USAGE;
-    char **safe = NULL, *safe_buf = NULL;
+    char **safe = NULL, *safe_buf = NULL, *in[2] = {NULL, NULL};
     tc_diff_report rep = {0};
     tc_diff_opts o = {.rule = {.equal_nan = a.set[OPT_EQUAL_NAN], .sums = a.set[OPT_STATS]},
                       .strict = a.set[OPT_STRICT], .strip = a.set[OPT_STRIP_PREFIX],
@@ -556,8 +556,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_progress_init(&prog, "comparing", true);
     o.progress = tc_progress_cb;
     o.progress_ctx = &prog;
+    for (int s = 0; s < 2; s++)
+        if ((ex = tc_input_path(a.pos[s], &in[s])) != 0) {
+            if (ex == TC_EXIT_FAIL)
+                ex = TC_EXIT_DIFF_FAIL;
+            goto done;
+        }
+    ex = TC_EXIT_USAGE;
     tc_diag d = TC_DIAG_INIT;
-    int rc = tc_diff_files(&rep, a.pos[0], a.pos[1], &o, &d);
+    int rc = tc_diff_files(&rep, in[0], in[1], &o, &d);
     tc_progress_end(&prog);
     if (rc) {
         tc_err_diag(&d);
@@ -586,6 +593,8 @@ done:
     tc_diff_report_free(&rep);
     free(safe);
     free(safe_buf);
+    free(in[0]);
+    free(in[1]);
     free(a.pos);
     return ex;
 }

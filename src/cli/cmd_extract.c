@@ -99,6 +99,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_args a;
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
+    char *in_path = NULL;
     tc_ckpt *c = NULL;
     tc_weights ws = {0};
     tc_wcand w = {0};
@@ -115,7 +116,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (tc_move_parse_common(&a, &r))
         goto done;
-    const char *in = a.pos[0], *out = a.val[OPT_OUTPUT];
+    if ((ex = tc_input_path(a.pos[0], &in_path)) != 0)
+        goto done;
+    ex = TC_EXIT_USAGE;
+    const char *in = in_path, *out = a.val[OPT_OUTPUT];
     tc_extract_opts o = {.co = {.ro = r.o}};
     if (tc_keyops_from_args(&a, &o.co.keys) || tc_max_expand_from_args(&a, &o.co.max_expand))
         goto done;
@@ -211,6 +215,7 @@ done:
     tc_weights_free(&ws);
     tc_ckpt_close(c);
     tc_move_req_free(&r);
+    free(in_path);
     free(a.pos);
     return ex;
 }

@@ -30,7 +30,13 @@ static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors
                                0, NULL, "Print only errors; the exit status gives the verdict."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", 0, NULL,
                                  "Also list the globals that are allowed."};
-static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &tc_opt_max_expand,  &o_quiet,
+static const tc_opt o_verify_crc = {
+    OPT_VERIFY_CRC, 0, "verify-crc", NULL, "also read every byte and check every CRC-32 and size (as 'tensorctl test')",
+    0, NULL,
+    "After the report, test the file's integrity as\n.B tensorctl test\ndoes: read every byte and check each zip "
+    "record's CRC-32 and every tensor's\nsize and offset; a mismatch is exit status 3. With \\fB\\-\\-json\\fR "
+    "only a failure is said\n(on standard error)."};
+static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &o_verify_crc, &tc_opt_max_expand,  &o_quiet,
                                      &tc_opt_safe_globals, &o_verbose, &tc_opt_names, TC_LIMIT_OPTS, NULL};
 
 
@@ -731,7 +737,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_ckpt *c;
         tc_diag d = TC_DIAG_INIT;
         hash_failed = 0;
-        int rc = tc_open(&c, a.pos[i], &lim, &d);
+        char *in = NULL;
+        int rc = tc_input_path(a.pos[i], &in);
+        if (rc) {
+            if (ex == TC_EXIT_OK || rc > ex)
+                ex = rc;
+            continue;
+        }
+        rc = tc_open(&c, in, &lim, &d);
+        free(in);
         if (rc) {
             int e = tc_err_diag(&d);
             if (ex == TC_EXIT_OK || e > ex)
@@ -745,6 +759,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             print_text(c);
         if (hash_failed && (ex == TC_EXIT_OK || hash_failed > ex))
             ex = hash_failed;
+        if (a.set[OPT_VERIFY_CRC]) {
+            int e = tc_test_ckpt(a.pos[i], c, &lim, !a.set[OPT_JSON]);
+            if (e > ex)
+                ex = e;
+        }
         if (!tc_ckpt_is_safe(c)) {
             char why[1024];
             tc_safety_why(c, why, sizeof why);

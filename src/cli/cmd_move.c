@@ -18,9 +18,12 @@
 #include "shard_index.h"
 
 static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT", "write here (default: FILE with .cpu/.cudaN, or .mapped, before its extension)",
+    OPT_OUTPUT, 'o', "output", "OUT",
+    "write here, or into folder OUT under FILE's name (default: FILE with .cpu/.cudaN, or .mapped, before its "
+    "extension)",
     0, NULL,
-    "Write to \\fIOUT\\fR. Without it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
+    "Write to \\fIOUT\\fR; when \\fIOUT\\fR is a folder, into it under \\fIFILE\\fR's own name,\n"
+    "as\n.B cp\ndoes (\\fB\\-o cpu/\\fR writes\n.BR cpu/model.pt ).\nWithout it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
     "for to-cuda) before its extension:\n.B model.pt\nbecomes\n.BR model.cpu.pt .\n"
     "With \\fB\\-\\-map\\fR, which moves only some storages, it is\n.B .mapped\ninstead:\n"
     ".BR model.mapped.pt .\n"
@@ -370,7 +373,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_args a;
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
-    char *out = NULL;
+    char *out = NULL, *in_path = NULL;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
@@ -397,7 +400,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     r.o.all_to = dev;
     r.o.cuda_device = 0;
-    const char *in = a.pos[0];
+    if ((ex = tc_input_path(a.pos[0], &in_path)) != 0)
+        goto done;
+    ex = TC_EXIT_USAGE;
+    const char *in = in_path;
     if (a.set[OPT_IN_PLACE] && a.set[OPT_OUTPUT]) {
         tc_err(NULL, "--in-place and --output exclude each other");
         goto done;
@@ -423,9 +429,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (a.set[OPT_IN_PLACE])
         out = strdup(in);
-    else if (a.set[OPT_OUTPUT])
-        out = strdup(a.val[OPT_OUTPUT]);
-    else {
+    else if (a.set[OPT_OUTPUT]) {
+        if ((ex = tc_output_path(a.val[OPT_OUTPUT], in, &out)) != 0)
+            goto done;
+        ex = TC_EXIT_USAGE;
+    } else {
         /* named after where the storages go; --map moves only some (the others keep their device) */
         char tag[40];
         snprintf(tag, sizeof tag, "%s", r.nmaps ? "mapped" : dev);
@@ -448,6 +456,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
 done:
     tc_move_req_free(&r);
     free(out);
+    free(in_path);
     free(a.pos);
     return ex;
 }

@@ -1,6 +1,7 @@
 /* Messages, exit statuses, progress. */
 #include "buf.h"
 #include "cli.h"
+#include "format.h"
 #include "safety.h"
 #include "shard_index.h"
 
@@ -144,6 +145,63 @@ bool tc_names_folder(const char *path)
 bool tc_names_one_file(const char *path)
 {
     return !tc_index_path(path) && tc_outname_format(path) != TC_OUTNAME_NONE && !tc_names_folder(path);
+}
+
+int tc_input_path(const char *arg, char **path)
+{
+    if (!strcmp(arg, "-")) {
+        tc_err(NULL, "'-': reading a checkpoint from standard input is not supported: tensorctl reads by seeking "
+               "and needs a seekable regular file (save the stream to a file first; ./- names a file called -)");
+        return TC_EXIT_USAGE;
+    }
+    tc_diag d = TC_DIAG_INIT;
+    char *file = NULL;
+    int rc = tc_model_folder(arg, &file, &d);
+    if (rc < 0)
+        return tc_err_diag(&d);
+    if (rc == 0) {
+        if (tc_verbosity > 0)
+            fprintf(stderr, "tensorctl: %s: a model folder: reading %s\n", TC_ESC(arg), TC_ESC(file));
+        *path = file;
+        return 0;
+    }
+    if (!(*path = strdup(arg))) {
+        tc_err(NULL, "out of memory");
+        return TC_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int tc_output_path(const char *out, const char *in, char **path)
+{
+    struct stat st;
+    bool folder = stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!folder && tc_ends_with(out, "/")) {
+        tc_err(out, "is not a folder (create it first, or name the output file)");
+        return TC_EXIT_USAGE;
+    }
+    tc_buf b = TC_BUF_INIT(0);
+    if (folder) {
+        size_t l = strlen(in);
+        while (l > 1 && in[l - 1] == '/')
+            l--;
+        size_t k = l;
+        while (k > 0 && in[k - 1] != '/')
+            k--;
+        size_t o = strlen(out);
+        while (o > 1 && out[o - 1] == '/')
+            o--;
+        tc_buf_printf(&b, "%.*s/%.*s", (int)o, out, (int)(l - k), in + k);
+    } else {
+        tc_buf_puts(&b, out);
+    }
+    *path = tc_buf_oom(&b) ? NULL : strdup(tc_buf_str(&b));
+    tc_buf_free(&b);
+    if (!*path) {
+        tc_err(NULL, "out of memory");
+        return TC_EXIT_FAIL;
+    }
+    return 0;
 }
 
 const tc_outsuffix tc_outsuffixes[] = {

@@ -3,8 +3,8 @@
 
     check_dest.py TENSORCTL SAMPLES_DIR OUTDIR
 
-  - -o naming a named pipe, a character device (a node made here, as root), a socket, a symbolic link, a folder,
-    or "-" (standard output, not written to): exit 2, one line saying what it is, the thing left
+  - -o naming a named pipe, a character device (a node made here, as root), a socket, a symbolic link, a folder
+    (but to-cpu's -o FOLDER, which writes FOLDER/NAME as cp does), or "-" (standard output, not written to): exit 2, one line saying what it is, the thing left
     as it was (still a pipe, a device, a link), --force or not; nothing else written.
   - --in-place through a link into a Hugging Face cache (snapshots/<rev>/model.pt ->
     ../../blobs/<sha256>, two revisions sharing the blob): a new blob named by the SHA-256 of its
@@ -89,6 +89,16 @@ def main(argv):
                      ["convert", src, target, "--force", "--format", "safetensors"],
                      ["extract", src, "-o", target, "--force", "--format", "pt"]):
             rc, _, err = run(tc, *args, timeout=60)
+            if k == "dir" and args[0] == "to-cpu":
+                # one file into a folder: written inside it under the input's name, as cp does
+                inside = os.path.join(target, os.path.basename(src))
+                probs = [] if rc == 0 else ["exit %d, want 0: %r" % (rc, err.strip())]
+                if kind(target) != k:
+                    probs.append("it is now a %s" % kind(target))
+                elif not os.path.isfile(inside) or tags(inside) != ["cpu"]:
+                    probs.append("%s was not written with every storage on the CPU" % inside)
+                rep.check("to-cpu: -o %s writes %s inside it" % (" ".join(args[3:]), os.path.basename(src)), probs)
+                continue
             lines = err.strip().splitlines()
             probs = [] if rc == 2 else ["exit %d, want 2" % rc]
             if len(lines) != 1 or needle not in lines[0] or "replaces only regular files" not in lines[0]:
@@ -98,8 +108,9 @@ def main(argv):
             rep.check("%s: %s %s is refused and left as it is" % (args[0], what, " ".join(args[3:])), probs)
     rc, _, err = run(tc, "to-cpu", src, "-o", "-")
     rep.check("-o - (standard output) is refused in one line",
-              [] if rc == 2 and err.strip() == "tensorctl: -: writing to standard output is not supported; "
-                                              "name an output file" else ["exit %d: %r" % (rc, err)])
+              [] if rc == 2 and err.strip() == "tensorctl: -: writing to standard output is not supported: "
+                                              "outputs are written by seeking, into a seekable regular file; "
+                                              "name one" else ["exit %d: %r" % (rc, err)])
 
     # ---- --in-place into a content-addressed store
     repo = p("models--x")
