@@ -46,7 +46,8 @@ extern const tc_exit_info tc_exits[];
 /* One option: drives parsing, --help and the man page. */
 enum {
     TC_OPT_REPEAT = 1u << 0,         /* may be given more than once; the values accumulate */
-    TC_OPT_VALUE_OPTIONAL = 1u << 1, /* the value may be left out; given only as --name=VALUE */
+    TC_OPT_VALUE_OPTIONAL = 1u << 1, /* the value may be left out; given as --name=VALUE, or as
+                                        --name VALUE when VALUE ends with '.' (a dotted prefix) */
 };
 
 typedef struct tc_opt {
@@ -86,6 +87,12 @@ enum {
 
 /* The dtypes --dtype casts to (tc_opt_dtype): the completions offer them, the commands accept them. */
 bool tc_dtype_is_cast_target(tc_dtype t);
+/* --dtype's value: a cast target by torch's name or a common spelling (fp16, half,
+ * torch.half, BF16, ...); TC_DT_INVALID when none. */
+tc_dtype tc_dtype_from_arg(const char *s);
+/* Of names[0..n), the one len bytes of s are a likely slip for (a command, an
+ * option), or NULL. */
+const char *tc_nearest(const char *s, size_t len, const char *const *names, size_t n);
 
 /* Rows shared by several commands (opts.c). */
 extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
@@ -125,6 +132,8 @@ typedef struct tc_args {
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a);
 int tc_parse_exit(int parse_rc);
 void tc_print_cmd_help(const tc_cmd *cmd);
+/* What the command does, in a few words (tensorctl --help's list). */
+const char *tc_cmd_brief(const tc_cmd *cmd);
 /* tensorctl's own usage: the commands and the exit statuses. */
 void tc_print_usage(FILE *f);
 

@@ -47,7 +47,7 @@ static const tc_opt o_strict = {OPT_STRICT, 0, "strict", NULL,
                                 "values alone (so a float32 tensor and its exact float64 copy are equal)."};
 static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
                                "match names without the prefix P, or without the first component all of a side's "
-                               "names share",
+                               "names share; '--strip-prefix P' when P ends with '.'",
                                TC_OPT_VALUE_OPTIONAL, NULL,
                                "Match names without a prefix, on each side on its own. With \\fIP\\fR, every name\n"
                                "that starts with \\fIP\\fR loses it (others stay as they are); without, each\n"

@@ -117,9 +117,10 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.maps = r->maps;
     r->o.nmaps = r->nmaps;
     if (a->set[OPT_DTYPE]) {
-        tc_dtype t = tc_dtype_from_name(a->val[OPT_DTYPE]);
+        tc_dtype t = tc_dtype_from_arg(a->val[OPT_DTYPE]);
         if (!tc_dtype_is_cast_target(t)) {
-            tc_err(NULL, "--dtype '%s': choose float16, bfloat16, float32, float64, float8_e4m3fn or float8_e5m2",
+            tc_err(NULL, "--dtype '%s': choose float16 (fp16, half), bfloat16 (bf16), float32 (fp32), float64 (fp64), "
+                   "float8_e4m3fn or float8_e5m2",
                    a->val[OPT_DTYPE]);
             return -1;
         }
