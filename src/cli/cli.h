@@ -125,12 +125,18 @@ typedef struct tc_args {
     size_t nrep[OPT_COUNT_];
     char **pos;
     int npos;
+    /* An option whose value may be left out given bare, and the argument after it,
+     * taken as a FILE (for the hint after a wrong count of them); NULL when none. */
+    const char *bare_opt, *bare_next;
 } tc_args;
 
 /* Parse argv (after the command name): 0 to go on; -1 after printing a
  * misuse, 1 after printing --help (then return tc_parse_exit(rc)). */
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a);
 int tc_parse_exit(int parse_rc);
+/* After a wrong count of FILEs: when --NAME VALUE of an option whose value may be left out
+ * made VALUE a FILE, say to write --NAME=VALUE. */
+void tc_hint_bare_value(const tc_args *a);
 void tc_print_cmd_help(const tc_cmd *cmd);
 /* What the command does, in a few words (tensorctl --help's list). */
 const char *tc_cmd_brief(const tc_cmd *cmd);
@@ -206,7 +212,10 @@ void tc_unsafe_note(const tc_ckpt *c, const char *in);
 /* The earlier set's shards a set written over its index removed (names), listed. */
 void tc_print_removed(const char *index, char *const *names, size_t n);
 
-/* 1536 -> "1.5 KiB" */
+/* "s" after a count other than 1: "%zu shard%s", n, tc_s(n) */
+static inline const char *tc_s(size_t n) { return n == 1 ? "" : "s"; }
+
+/* 1536 -> "1.5 KB" (decimal units) */
 void tc_human_bytes(uint64_t b, char *out, size_t n);
 
 /* At -v: of the bytes of what was written (out), how many share the input's

@@ -60,15 +60,18 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
                 tc_dtype_name(o->ro.dtype));
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(wrote ? wrote : out), r->ntensors + r->ncopies);
+    size_t nt = r->ntensors + r->ncopies;
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(wrote ? wrote : out), nt, nt == 1 ? "" : "s");
     if (r->naliases)
-        fprintf(stderr, st ? " + %zu alias(es) of shared storage (in __metadata__ \"%s\")" : " + %zu shared view(s)",
-                r->naliases, TC_ST_ALIASES_KEY);
+        fprintf(stderr, st ? " + %zu alias%s of shared storage (in __metadata__ \"%s\")" : " + %zu shared view%s",
+                r->naliases, st ? (r->naliases == 1 ? "" : "es") : (r->naliases == 1 ? "" : "s"), TC_ST_ALIASES_KEY);
     if (o->ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", r->ncast, tc_dtype_name(o->ro.dtype), r->nkept);
     if (r->nleft_out)
         fprintf(stderr, "; %zu left out by --drop/--only-keys", r->nleft_out);
-    fprintf(stderr, "; %.1f MB of tensor data\n", r->data_bytes / 1e6);
+    char h[32];
+    tc_human_bytes(r->data_bytes, h, sizeof h);
+    fprintf(stderr, "; %s of tensor data\n", h);
     tc_print_sharing(out, file_bytes, r->shared_bytes, r->copied_bytes);
 }
 
@@ -161,7 +164,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (pr)
         return tc_parse_exit(pr);
     if (a.npos != 2) {
-        tc_err(NULL, "convert: expected IN and OUT, got %d argument(s) (see 'tensorctl convert --help')", a.npos);
+        tc_err(NULL, "convert: expected IN and OUT, got %d argument%s (see 'tensorctl convert --help')", a.npos,
+               tc_s((size_t)a.npos));
+        tc_hint_bare_value(&a);
         goto done;
     }
     memset(&r, 0, sizeof r);
@@ -251,13 +256,14 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
         tc_err_diag(&d);
     } else if (so.one_file) {
         char wrote[4200];
-        snprintf(wrote, sizeof wrote, "%s (the %zu shard(s) of the set joined)", rep.index_path, rep.ninputs);
+        snprintf(wrote, sizeof wrote, "%s (the %zu shard%s of the set joined)", rep.index_path, rep.ninputs,
+                 tc_s(rep.ninputs));
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     } else {
         char lim_text[32], wrote[4200];
         tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
-        snprintf(wrote, sizeof wrote, "%s and %zu shard(s) of at most %s (from %zu)", rep.index_path, rep.nshards,
-                 lim_text, rep.ninputs);
+        snprintf(wrote, sizeof wrote, "%s and %zu shard%s of at most %s (from %zu)", rep.index_path, rep.nshards,
+                 tc_s(rep.nshards), lim_text, rep.ninputs);
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     }
     if (!rc)

@@ -529,7 +529,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                       .strict = a.set[OPT_STRICT], .strip = a.set[OPT_STRIP_PREFIX],
                       .strip_prefix = a.val[OPT_STRIP_PREFIX], .quick = a.set[OPT_QUIET]};
     if (a.npos != 2) {
-        tc_err(NULL, "diff: expected A and B, got %d argument(s) (see 'tensorctl diff --help')", a.npos);
+        tc_err(NULL, "diff: expected A and B, got %d argument%s (see 'tensorctl diff --help')", a.npos,
+               tc_s((size_t)a.npos));
+        tc_hint_bare_value(&a);
         goto done;
     }
     if (a.set[OPT_QUIET] && (a.set[OPT_JSON] || a.set[OPT_VERBOSE] || a.set[OPT_STATS])) {

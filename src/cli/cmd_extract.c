@@ -62,9 +62,11 @@ static void summary(const char *out, const tc_wcand *w, const tc_extract_report 
     if (tc_verbosity < 1)
         return;
     tc_human_bytes(conv->data_bytes, b, sizeof b);
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(out), conv->ntensors + conv->ncopies);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(out), conv->ntensors + conv->ncopies,
+            tc_s(conv->ntensors + conv->ncopies));
     if (conv->naliases)
-        fprintf(stderr, st ? " + %zu alias(es) of shared storage" : " + %zu shared view(s)", conv->naliases);
+        fprintf(stderr, st ? " + %zu alias%s of shared storage" : " + %zu shared view%s", conv->naliases,
+                conv->naliases == 1 ? "" : st ? "es" : "s");
     if (conv->nleft_out)
         fprintf(stderr, " (%zu left out by --drop/--only-keys)", conv->nleft_out);
     fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "", w->prefix[0] ? TC_ESC(w->prefix) : "the whole file",
@@ -111,6 +113,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         return tc_parse_exit(pr);
     if (a.npos != 1 || !a.set[OPT_OUTPUT]) {
         tc_err(NULL, "extract: expected IN and -o OUT (see 'tensorctl extract --help')");
+        tc_hint_bare_value(&a);
         goto done;
     }
     if (tc_move_parse_common(&a, &r))
@@ -197,7 +200,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     bool stripped = o.co.keys.strip;
     if (set) {
         char wrote[4200];
-        snprintf(wrote, sizeof wrote, "%s and %zu shard(s)", srep.index_path, srep.nshards);
+        snprintf(wrote, sizeof wrote, "%s and %zu shard%s", srep.index_path, srep.nshards, tc_s(srep.nshards));
         summary(wrote, &w, &rep, &srep.sum, o.safetensors, stripped);
         tc_print_removed(srep.index_path, srep.removed, srep.nremoved);
     } else {

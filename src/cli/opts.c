@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "dest.h"
@@ -327,6 +329,10 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
                 val = eq + 1;
             else if (takes_next_as_value(o, i + 1 < argc ? argv[i + 1] : NULL))
                 val = argv[++i];
+            else if ((o->flags & TC_OPT_VALUE_OPTIONAL) && i + 1 < argc && argv[i + 1][0] != '-') {
+                a->bare_opt = o->lng;
+                a->bare_next = argv[i + 1];
+            }
         } else {
             for (const tc_opt *const *p = cmd->opts; *p; p++)
                 if ((*p)->shrt == s[1])
@@ -381,21 +387,77 @@ int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
 
 int tc_parse_exit(int parse_rc) { return parse_rc < 0 ? TC_EXIT_USAGE : TC_EXIT_OK; }
 
+void tc_hint_bare_value(const tc_args *a)
+{
+    if (a->bare_opt)
+        tc_err(NULL, "'%s' after --%s was taken as a FILE: give a value as --%s=%s (only a value ending with '.' may "
+               "follow as its own argument)", a->bare_next, a->bare_opt, a->bare_opt, a->bare_next);
+}
+
+/* The width help is wrapped to: the terminal's when stdout is one (at most 100, for
+ * lines that still read as lines), 80 otherwise, as man and most tools do. */
+static size_t help_width(void)
+{
+    struct winsize ws;
+    if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        return ws.ws_col > 100 ? 100 : ws.ws_col;
+    return 80;
+}
+
+/* text (its newlines taken as spaces) from column col, wrapped between words to width,
+ * every further line indented to column indent; a word longer than a line keeps whole. */
+static void put_wrapped(const char *text, size_t col, size_t indent, size_t width)
+{
+    const char *p = text;
+    bool first = true;
+    while (*p) {
+        while (*p == ' ' || *p == '\n')
+            p++;
+        size_t n = strcspn(p, " \n");
+        if (!n)
+            break;
+        if (!first && col + 1 + n > width) {
+            printf("\n%*s", (int)indent, "");
+            col = indent;
+        } else if (!first) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", (int)n, p);
+        col += n;
+        p += n;
+        first = false;
+    }
+    putchar('\n');
+}
+
 void tc_print_cmd_help(const tc_cmd *cmd)
 {
-    printf("usage: tensorctl %s\n\n%s\n\noptions:\n", cmd->synopsis, cmd->summary);
+    size_t width = help_width();
+    printf("usage: tensorctl %s\n\n", cmd->synopsis);
+    put_wrapped(cmd->summary, 0, 0, width);
+    printf("\noptions:\n");
     for (const tc_opt *const *p = cmd->opts; *p; p++) {
         const tc_opt *o = *p;
-        char left[64];
+        char left[64], help[1024];
         const char *sep = (o->flags & TC_OPT_VALUE_OPTIONAL) ? "[=" : o->arg ? " " : "", *close = (o->flags & TC_OPT_VALUE_OPTIONAL) ? "]" : "";
         if (o->shrt)
             snprintf(left, sizeof left, "-%c, --%s%s%s%s", o->shrt, o->lng, sep, o->arg ? o->arg : "", close);
         else
             snprintf(left, sizeof left, "    --%s%s%s%s", o->lng, sep, o->arg ? o->arg : "", close);
-        printf("  %-30s %s", left, o->help);
+        tc_buf h = tc_buf_fixed(help, sizeof help);
+        tc_buf_puts(&h, o->help);
         if (o->def)
-            printf(" (default %s)", o->def);
-        printf("\n");
+            tc_buf_printf(&h, " (default %s)", o->def);
+        /* the help beside the option, in a column of its own; on a narrow terminal, under it */
+        size_t llen = strlen(left);
+        if (width >= 72 && llen <= 30) {
+            printf("  %-30s ", left);
+            put_wrapped(help, 33, 33, width);
+        } else {
+            printf("  %s\n        ", left);
+            put_wrapped(help, 8, 8, width);
+        }
     }
 }
 
