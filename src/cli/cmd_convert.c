@@ -21,6 +21,9 @@ static const tc_opt o_key = {
     0, NULL,
     "Take the tensors under this top-level entry of a training checkpoint (for\nexample\n.B model\nor\n"
     ".BR state_dict ),\nnamed relative to it."};
+/* extract's and consolidate's name for the same choice */
+static const tc_opt o_from = {OPT_FROM, 0, "from", "K", "the same as --key (extract's and consolidate's name)", 0, NULL,
+                              "The same as \\-\\-key, as extract and consolidate name it."};
 static const tc_opt o_max_shard = {
     OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", 0,
     "5GB",
@@ -35,7 +38,7 @@ static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (b
                                  "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
                                  "unchanged, and were written (casts, the pickle, headers and padding)."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
+                                     &o_key, &o_from, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -177,6 +180,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (fmt < 0)
         goto done;
     tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
+    if (a.set[OPT_FROM]) {
+        o.key = a.val[OPT_FROM];
+        o.key_opt = "--from";
+    }
     if (tc_keyops_from_args(&a, &o.keys))
         goto done;
     if (tc_max_expand_from_args(&a, &o.max_expand))

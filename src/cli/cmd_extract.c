@@ -31,7 +31,10 @@ static const tc_opt o_max_shard = {
     "With an\n.B .index.json\noutput: the most tensor data one shard holds, as for convert."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL,
                                  "Also list every candidate set of weights."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_ema, &tc_opt_dtype,
+/* convert's name for the same choice */
+static const tc_opt o_key = {OPT_KEY, 0, "key", "KEY", "the same as --from (convert's name)", 0, NULL,
+                             "The same as \\-\\-from, as convert names it."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_key, &o_ema, &tc_opt_dtype,
                                      &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard,
                                      &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -111,6 +114,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
+    if (a.set[OPT_KEY] && !a.set[OPT_FROM]) { /* --key is --from */
+        a.set[OPT_FROM] = true;
+        a.val[OPT_FROM] = a.val[OPT_KEY];
+    }
     if (a.npos != 1 || !a.set[OPT_OUTPUT]) {
         tc_err(NULL, "extract: expected IN and -o OUT (see 'tensorctl extract --help')");
         tc_hint_bare_value(&a);
