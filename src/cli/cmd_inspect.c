@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "format.h"
@@ -158,6 +159,14 @@ static void put_padded(const char *s, size_t w)
     printf("%*s", (int)(n < w ? w - n : 0), "");
 }
 
+/* Red for UNSAFE and DANGEROUS, on a terminal only and never under NO_COLOR (no-color.org). */
+static bool colour(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    return isatty(1) && !(nc && *nc);
+}
+#define RED(s) (colour() ? "\033[1;31m" s "\033[0m" : s)
+
 static void print_text(const tc_ckpt *c)
 {
     char e1[1024], e2[1024];
@@ -302,7 +311,7 @@ static void print_text(const tc_ckpt *c)
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
-            printf("  %-10s %s: %s\n", "DANGEROUS", tc_esc(g->name, e1, sizeof e1), g->why);
+            printf("  %s  %s: %s\n", RED("DANGEROUS"), tc_esc(g->name, e1, sizeof e1), g->why);
         else if (!g->allowed)
             printf("  %-10s %s\n", "unsafe", tc_esc(g->name, e1, sizeof e1));
         else if (g->admitted)
@@ -324,8 +333,8 @@ static void print_text(const tc_ckpt *c)
         printf("safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
                nunsafe ? "" : " (loads with weights_only=True)");
     else
-        printf("UNSAFE: torch.load needs weights_only=False, which imports and calls what is listed above; "
-               "tensorctl never runs it\n");
+        printf("%s: torch.load needs weights_only=False, which imports and calls what is listed above; "
+               "tensorctl never runs it\n", RED("UNSAFE"));
 }
 
 static cJSON *int_array(const int64_t *v, int n)
