@@ -46,7 +46,8 @@ extern const tc_exit_info tc_exits[];
 /* One option: drives parsing, --help and the man page. */
 enum {
     TC_OPT_REPEAT = 1u << 0,         /* may be given more than once; the values accumulate */
-    TC_OPT_VALUE_OPTIONAL = 1u << 1, /* the value may be left out; given only as --name=VALUE */
+    TC_OPT_VALUE_OPTIONAL = 1u << 1, /* the value may be left out; given as --name=VALUE, or as
+                                        --name VALUE when VALUE ends with '.' (a dotted prefix) */
 };
 
 typedef struct tc_opt {
@@ -86,6 +87,12 @@ enum {
 
 /* The dtypes --dtype casts to (tc_opt_dtype): the completions offer them, the commands accept them. */
 bool tc_dtype_is_cast_target(tc_dtype t);
+/* --dtype's value: a cast target by torch's name or a common spelling (fp16, half,
+ * torch.half, BF16, ...); TC_DT_INVALID when none. */
+tc_dtype tc_dtype_from_arg(const char *s);
+/* Of names[0..n), the one len bytes of s are a likely slip for (a command, an
+ * option), or NULL. */
+const char *tc_nearest(const char *s, size_t len, const char *const *names, size_t n);
 
 /* Rows shared by several commands (opts.c). */
 extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
@@ -120,13 +127,21 @@ typedef struct tc_args {
     size_t nrep[OPT_COUNT_];
     char **pos;
     int npos;
+    /* An option whose value may be left out given bare, and the argument after it,
+     * taken as a FILE (for the hint after a wrong count of them); NULL when none. */
+    const char *bare_opt, *bare_next;
 } tc_args;
 
 /* Parse argv (after the command name): 0 to go on; -1 after printing a
  * misuse, 1 after printing --help (then return tc_parse_exit(rc)). */
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a);
 int tc_parse_exit(int parse_rc);
+/* After a wrong count of FILEs: when --NAME VALUE of an option whose value may be left out
+ * made VALUE a FILE, say to write --NAME=VALUE. */
+void tc_hint_bare_value(const tc_args *a);
 void tc_print_cmd_help(const tc_cmd *cmd);
+/* What the command does, in a few words (tensorctl --help's list). */
+const char *tc_cmd_brief(const tc_cmd *cmd);
 /* tensorctl's own usage: the commands and the exit statuses. */
 void tc_print_usage(FILE *f);
 
@@ -211,7 +226,10 @@ void tc_unsafe_note(const tc_ckpt *c, const char *in);
 /* The earlier set's shards a set written over its index removed (names), listed. */
 void tc_print_removed(const char *index, char *const *names, size_t n);
 
-/* 1536 -> "1.5 KiB" */
+/* "s" after a count other than 1: "%zu shard%s", n, tc_s(n) */
+static inline const char *tc_s(size_t n) { return n == 1 ? "" : "s"; }
+
+/* 1536 -> "1.5 KB" (decimal units) */
 void tc_human_bytes(uint64_t b, char *out, size_t n);
 
 /* At -v: of the bytes of what was written (out), how many share the input's

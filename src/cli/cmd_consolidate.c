@@ -68,26 +68,29 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
     if (tc_verbosity < 1)
         return;
     if (o->set.nparts)
-        fprintf(stderr, "tensorctl: wrote part %u of %u of %s: %zu shard(s)", o->set.part, o->set.nparts,
-                TC_ESC(r->set.index_path), r->set.nshards);
+        fprintf(stderr, "tensorctl: wrote part %u of %u of %s: %zu shard%s", o->set.part, o->set.nparts,
+                TC_ESC(r->set.index_path), r->set.nshards, tc_s(r->set.nshards));
     else if (o->sharded)
-        fprintf(stderr, "tensorctl: wrote %s%s and %zu shard(s)", TC_ESC(r->set.index_path),
-                o->set.index_only ? " (the shards checked)" : "", r->set.nshards);
+        fprintf(stderr, "tensorctl: wrote %s%s and %zu shard%s", TC_ESC(r->set.index_path),
+                o->set.index_only ? " (the shards checked)" : "", r->set.nshards, tc_s(r->set.nshards));
     else
         fprintf(stderr, "tensorctl: wrote %s", TC_ESC(out));
     if (!o->set.index_only && !o->set.nparts)
-        fprintf(stderr, ": %zu tensors", s->ntensors);
+        fprintf(stderr, ": %zu tensor%s", s->ntensors, tc_s(s->ntensors));
     if (!o->set.index_only && !o->set.nparts && s->naliases && !o->sharded)
-        fprintf(stderr, " (and %zu tied name(s) of them)", s->naliases);
+        fprintf(stderr, " (and %zu tied name%s of them)", s->naliases, tc_s(s->naliases));
     if (r->ncarried)
-        fprintf(stderr, " and %zu other item(s)", r->ncarried);
+        fprintf(stderr, " and %zu other item%s", r->ncarried, tc_s(r->ncarried));
     if (o->set.co.ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", s->ncast, tc_dtype_name(o->set.co.ro.dtype),
                 s->nkept);
     if (s->nleft_out && !o->set.index_only && !o->set.nparts)
         fprintf(stderr, "; %zu left out by --drop/--only-keys", s->nleft_out);
-    if (!o->set.index_only)
-        fprintf(stderr, "; %.1f MB of tensor data", s->data_bytes / 1e6);
+    if (!o->set.index_only) {
+        char h[32];
+        tc_human_bytes(s->data_bytes, h, sizeof h);
+        fprintf(stderr, "; %s of tensor data", h);
+    }
     fprintf(stderr, "\n");
     if (!o->set.index_only && !o->set.nparts)
         tc_print_sharing(o->sharded ? r->set.index_path : out, r->set.file_bytes, s->shared_bytes, s->copied_bytes);
@@ -115,6 +118,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (a.npos != 1) {
         tc_err(NULL, "consolidate: expected one DIR (a distributed checkpoint's folder, a DeepSpeed ZeRO save "
                "folder), got %d (see 'tensorctl consolidate --help')", a.npos);
+        tc_hint_bare_value(&a);
         goto done;
     }
     if (!a.set[OPT_OUTPUT]) {

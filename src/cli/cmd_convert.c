@@ -33,6 +33,9 @@ static const tc_opt o_key = {
     0, NULL,
     "Take the tensors under this top-level entry of a training checkpoint (for\nexample\n.B model\nor\n"
     ".BR state_dict ),\nnamed relative to it."};
+/* extract's and consolidate's name for the same choice */
+static const tc_opt o_from = {OPT_FROM, 0, "from", "K", "the same as --key (extract's and consolidate's name)", 0, NULL,
+                              "The same as \\-\\-key, as extract and consolidate name it."};
 static const tc_opt o_max_shard = {
     OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", 0,
     "5GB",
@@ -47,7 +50,7 @@ static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (b
                                  "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
                                  "unchanged, and were written (casts, the pickle, headers and padding)."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, TC_KEY_OPTS, &tc_opt_names, &o_kv, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
+                                     &o_key, &o_from, TC_KEY_OPTS, &tc_opt_names, &o_kv, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
                                      &tc_opt_allow_unsafe,
                                      &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -72,15 +75,18 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
                 tc_dtype_name(o->ro.dtype));
     if (tc_verbosity < 1)
         return;
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(wrote ? wrote : out), r->ntensors + r->ncopies);
+    size_t nt = r->ntensors + r->ncopies;
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(wrote ? wrote : out), nt, nt == 1 ? "" : "s");
     if (r->naliases)
-        fprintf(stderr, st ? " + %zu alias(es) of shared storage (in __metadata__ \"%s\")" : " + %zu shared view(s)",
-                r->naliases, TC_ST_ALIASES_KEY);
+        fprintf(stderr, st ? " + %zu alias%s of shared storage (in __metadata__ \"%s\")" : " + %zu shared view%s",
+                r->naliases, st ? (r->naliases == 1 ? "" : "es") : (r->naliases == 1 ? "" : "s"), TC_ST_ALIASES_KEY);
     if (o->ro.dtype != TC_DT_INVALID)
         fprintf(stderr, "; cast %zu to %s, kept %zu floating-point", r->ncast, tc_dtype_name(o->ro.dtype), r->nkept);
     if (r->nleft_out)
         fprintf(stderr, "; %zu left out by --drop/--only-keys", r->nleft_out);
-    fprintf(stderr, "; %.1f MB of tensor data\n", r->data_bytes / 1e6);
+    char h[32];
+    tc_human_bytes(r->data_bytes, h, sizeof h);
+    fprintf(stderr, "; %s of tensor data\n", h);
     tc_print_sharing(out, file_bytes, r->shared_bytes, r->copied_bytes);
 }
 
@@ -285,7 +291,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (pr)
         return tc_parse_exit(pr);
     if (a.npos != 2) {
-        tc_err(NULL, "convert: expected IN and OUT, got %d argument(s) (see 'tensorctl convert --help')", a.npos);
+        tc_err(NULL, "convert: expected IN and OUT, got %d argument%s (see 'tensorctl convert --help')", a.npos,
+               tc_s((size_t)a.npos));
+        tc_hint_bare_value(&a);
         goto done;
     }
     memset(&r, 0, sizeof r);
@@ -318,6 +326,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (fmt < 0)
         goto done;
     tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
+    if (a.set[OPT_FROM]) {
+        o.key = a.val[OPT_FROM];
+        o.key_opt = "--from";
+    }
     if (tc_keyops_from_args(&a, &o.keys))
         goto done;
     if (tc_max_expand_from_args(&a, &o.max_expand))
@@ -410,13 +422,14 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
         tc_err_diag(&d);
     } else if (so.one_file) {
         char wrote[4200];
-        snprintf(wrote, sizeof wrote, "%s (the %zu shard(s) of the set joined)", rep.index_path, rep.ninputs);
+        snprintf(wrote, sizeof wrote, "%s (the %zu shard%s of the set joined)", rep.index_path, rep.ninputs,
+                 tc_s(rep.ninputs));
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     } else {
         char lim_text[32], wrote[4200];
         tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
-        snprintf(wrote, sizeof wrote, "%s and %zu shard(s) of at most %s (from %zu)", rep.index_path, rep.nshards,
-                 lim_text, rep.ninputs);
+        snprintf(wrote, sizeof wrote, "%s and %zu shard%s of at most %s (from %zu)", rep.index_path, rep.nshards,
+                 tc_s(rep.nshards), lim_text, rep.ninputs);
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     }
     if (!rc)

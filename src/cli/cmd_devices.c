@@ -24,7 +24,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         if (!ci.available) {
             printf("cuda: not usable: %s\n", ci.why);
         } else {
-            printf("cuda: usable, %d device(s), driver %d.%d, runtime %d.%d\n", ci.count, ci.driver_version / 1000,
+            printf("cuda: usable, %d device%s, driver %d.%d, runtime %d.%d\n", ci.count, tc_s((size_t)ci.count),
+                   ci.driver_version / 1000,
                    ci.driver_version % 1000 / 10, ci.runtime_version / 1000, ci.runtime_version % 1000 / 10);
             for (int i = 0; i < ci.count; i++) {
                 tc_cuda_device d;

@@ -47,7 +47,7 @@ static const tc_opt o_strict = {OPT_STRICT, 0, "strict", NULL,
                                 "values alone (so a float32 tensor and its exact float64 copy are equal)."};
 static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
                                "match names without the prefix P, or without the first component all of a side's "
-                               "names share",
+                               "names share; '--strip-prefix P' when P ends with '.'",
                                TC_OPT_VALUE_OPTIONAL, NULL,
                                "Match names without a prefix, on each side on its own. With \\fIP\\fR, every name\n"
                                "that starts with \\fIP\\fR loses it (others stay as they are); without, each\n"
@@ -254,6 +254,53 @@ static bool noteworthy(const tc_diff_entry *e, bool all)
            (e->how == TC_DIFF_VALUES && (!e->bitwise || e->res.nan_a || e->res.nan_b || e->res.inf_a || e->res.inf_b));
 }
 
+/* An equal entry worth a line only for its saved device (to-cpu's output against its input). */
+static bool device_only(const tc_diff_entry *e)
+{
+    tc_diff_entry t = *e;
+    t.device_differs = false;
+    return e->equal && e->device_differs && !noteworthy(&t, false);
+}
+
+/* The first dotted component ("module.") every name of a side shares, into out; false when none. */
+static bool shared_first(const tc_diff_report *r, int side, char *out, size_t n)
+{
+    size_t len = 0;
+    bool any = false;
+    for (size_t i = 0; i < r->n; i++) {
+        const tc_diff_entry *e = &r->e[i];
+        if ((side ? e->ib : e->ia) < 0)
+            continue;
+        if (!any) {
+            const char *dot = strchr(e->name, '.');
+            if (!dot || (size_t)(dot - e->name) + 1 >= n)
+                return false;
+            len = (size_t)(dot - e->name) + 1;
+            memcpy(out, e->name, len);
+            out[len] = 0;
+            any = true;
+        } else if (strncmp(e->name, out, len) || !e->name[len]) {
+            return false;
+        }
+    }
+    return any;
+}
+
+/* No name on both sides, but one side's names all start with a component the other's lack:
+ * say how to match them, as extract does for a --from that names nothing. */
+static void prefix_hint(const tc_diff_report *r, bool stripped)
+{
+    if (stripped || tc_verbosity < 1 || !r->nonly_a || !r->nonly_b || r->ncompared)
+        return;
+    char pa[256], pb[256];
+    bool ha = shared_first(r, 0, pa, sizeof pa), hb = shared_first(r, 1, pb, sizeof pb);
+    if (ha && hb && !strcmp(pa, pb))
+        return;
+    if (ha || hb)
+        fprintf(stderr, "tensorctl: note: no name is in both; every name of %s starts with '%s': --strip-prefix "
+                "matches them without it\n", ha ? "A" : "B", TC_ESC(ha ? pa : pb));
+}
+
 /* ---- text ------------------------------------------------------------------------------------- */
 
 static void side_line(const char *mark, const tc_diff_side *s)
@@ -268,6 +315,8 @@ static void side_line(const char *mark, const tc_diff_side *s)
 static void print_text(const tc_diff_report *r, bool all, bool stats)
 {
     char x[1024];
+    size_t ndev = 0;
+    char dev_a[64] = "", dev_b[64] = "";
     side_line("---", &r->a);
     side_line("+++", &r->b);
     if (r->same_file)
@@ -287,12 +336,25 @@ static void print_text(const tc_diff_report *r, bool all, bool stats)
         }
         if (!e->done || !noteworthy(e, all || stats))
             continue;
+        if (!all && !stats && device_only(e)) { /* one line for them all, below */
+            if (!ndev) {
+                snprintf(dev_a, sizeof dev_a, "%s", dev(ma.device));
+                snprintf(dev_b, sizeof dev_b, "%s", dev(mb.device));
+            }
+            if (!strcmp(dev_a, dev(ma.device)) && !strcmp(dev_b, dev(mb.device))) {
+                ndev++;
+                continue;
+            }
+        }
         buf b;
         buf_init(&b);
         details(&b, e, &ma, &mb, stats);
         char y[8192];
         printf("%s %s: %s\n", e->equal ? "=" : "!", tc_esc(e->name, x, sizeof x), tc_esc(b.s, y, sizeof y));
     }
+    if (ndev)
+        printf("= %zu tensor%s equal in value, saved on %s in A and %s in B (-v lists them)\n", ndev, tc_s(ndev),
+               TC_ESC(dev_a), TC_ESC(dev_b));
     if (r->equal)
         printf("equal: %zu tensors, %zu bit for bit\n", r->nequal, r->nbitwise);
     else
@@ -529,7 +591,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                       .strict = a.set[OPT_STRICT], .strip = a.set[OPT_STRIP_PREFIX],
                       .strip_prefix = a.val[OPT_STRIP_PREFIX], .quick = a.set[OPT_QUIET]};
     if (a.npos != 2) {
-        tc_err(NULL, "diff: expected A and B, got %d argument(s) (see 'tensorctl diff --help')", a.npos);
+        tc_err(NULL, "diff: expected A and B, got %d argument%s (see 'tensorctl diff --help')", a.npos,
+               tc_s((size_t)a.npos));
+        tc_hint_bare_value(&a);
         goto done;
     }
     if (a.set[OPT_QUIET] && (a.set[OPT_JSON] || a.set[OPT_VERBOSE] || a.set[OPT_STATS])) {
@@ -583,6 +647,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         print_json(&rep, &o);
     else if (tc_verbosity > 0)
         print_text(&rep, a.set[OPT_VERBOSE], o.rule.sums);
+    prefix_hint(&rep, a.set[OPT_STRIP_PREFIX]);
     if (fflush(stdout) || ferror(stdout)) {
         tc_err(NULL, "diff: cannot write the report: %s", strerror(errno));
         ex = TC_EXIT_DIFF_FAIL;

@@ -31,7 +31,10 @@ static const tc_opt o_max_shard = {
     "With an\n.B .index.json\noutput: the most tensor data one shard holds, as for convert."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL,
                                  "Also list every candidate set of weights."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_ema, &tc_opt_dtype,
+/* convert's name for the same choice */
+static const tc_opt o_key = {OPT_KEY, 0, "key", "KEY", "the same as --from (convert's name)", 0, NULL,
+                             "The same as \\-\\-from, as convert names it."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_key, &o_ema, &tc_opt_dtype,
                                      &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard,
                                      &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
                                      &o_verbose, TC_LIMIT_OPTS, NULL};
@@ -62,9 +65,11 @@ static void summary(const char *out, const tc_wcand *w, const tc_extract_report 
     if (tc_verbosity < 1)
         return;
     tc_human_bytes(conv->data_bytes, b, sizeof b);
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(out), conv->ntensors + conv->ncopies);
+    fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(out), conv->ntensors + conv->ncopies,
+            tc_s(conv->ntensors + conv->ncopies));
     if (conv->naliases)
-        fprintf(stderr, st ? " + %zu alias(es) of shared storage" : " + %zu shared view(s)", conv->naliases);
+        fprintf(stderr, st ? " + %zu alias%s of shared storage" : " + %zu shared view%s", conv->naliases,
+                conv->naliases == 1 ? "" : st ? "es" : "s");
     if (conv->nleft_out)
         fprintf(stderr, " (%zu left out by --drop/--only-keys)", conv->nleft_out);
     fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "", w->prefix[0] ? TC_ESC(w->prefix) : "the whole file",
@@ -110,8 +115,13 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
+    if (a.set[OPT_KEY] && !a.set[OPT_FROM]) { /* --key is --from */
+        a.set[OPT_FROM] = true;
+        a.val[OPT_FROM] = a.val[OPT_KEY];
+    }
     if (a.npos != 1 || !a.set[OPT_OUTPUT]) {
         tc_err(NULL, "extract: expected IN and -o OUT (see 'tensorctl extract --help')");
+        tc_hint_bare_value(&a);
         goto done;
     }
     if (tc_move_parse_common(&a, &r))
@@ -201,7 +211,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     bool stripped = o.co.keys.strip;
     if (set) {
         char wrote[4200];
-        snprintf(wrote, sizeof wrote, "%s and %zu shard(s)", srep.index_path, srep.nshards);
+        snprintf(wrote, sizeof wrote, "%s and %zu shard%s", srep.index_path, srep.nshards, tc_s(srep.nshards));
         summary(wrote, &w, &rep, &srep.sum, o.safetensors, stripped);
         tc_print_removed(srep.index_path, srep.removed, srep.nremoved);
     } else {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "cli.h"
@@ -14,8 +15,11 @@
 #include "safety.h"
 
 static const tc_opt o_json = {
-    OPT_JSON, 0, "json", NULL, "print one JSON document instead of the table", 0, NULL,
-    "Print one JSON document: format, records, tensors (name, dtype, shape, stride,\n"
+    OPT_JSON, 0, "json", NULL, "print one JSON document per FILE, one a line (JSON Lines), instead of the table", 0,
+    NULL,
+    "Print one JSON document per \\fIFILE\\fR, each on one line (JSON Lines, as\n.B jq\n"
+    "reads them), instead of the table. A file that cannot be read gives\n"
+    "\\fB{\"file\": ..., \"error\": ..., \"exit_status\": N}\\fR; any other gives file, format, records, tensors (name, dtype, shape, stride,\n"
     "storage_offset, device, storage, nbytes, parameter, requires_grad, frozen,\n"
     "kind, same_as, shard, sha256), storages, verdict, weights_only (per torch, 1.13\n"
     "and 2.x: loads, or what it refuses), globals, unsafe_globals,\n"
@@ -28,7 +32,7 @@ static const tc_opt o_hash = {
     "tensor whose data cannot be read is an error and sets the exit status."};
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict",
                                0, NULL, "Print only errors; the exit status gives the verdict."};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list every global and storage", 0, NULL,
+static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list the globals torch allows", 0, NULL,
                                  "Also list the globals that are allowed."};
 static const tc_opt o_verify_crc = {
     OPT_VERIFY_CRC, 0, "verify-crc", NULL, "also read every byte and check every CRC-32 and size (as 'tensorctl test')",
@@ -223,6 +227,14 @@ static void weights_only_text(const tc_ckpt *c, bool admitted, tc_buf *b)
         tc_buf_printf(b, " (weights_only=True refuses it: torch 1.13: %s; torch 2.x: %s)", why[0], why[1]);
 }
 
+/* Red for UNSAFE and DANGEROUS, on a terminal only and never under NO_COLOR (no-color.org). */
+static bool colour(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    return isatty(1) && !(nc && *nc);
+}
+#define RED(s) (colour() ? "\033[1;31m" s "\033[0m" : s)
+
 static void print_text(const tc_ckpt *c)
 {
     char e1[1024], e2[1024];
@@ -239,13 +251,13 @@ static void print_text(const tc_ckpt *c)
     if (w > 60)
         w = 60;
     put_padded("name", w);
-    printf("  %-9s %-18s %-8s %10s  %s\n", "dtype", "shape", "device", "bytes", "notes");
+    printf("  %-9s %-18s %-8s %10s  notes\n", "dtype", "shape", "device", "bytes");
     agg dev[64], dt[64];
     size_t ndev = 0, ndt = 0, nparam = 0;
     uint64_t pnumel = 0;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
-        char shape[64], notes[256];
+        char shape[64], notes[512];
         tc_buf sb = tc_buf_fixed(shape, sizeof shape), nb = tc_buf_fixed(notes, sizeof notes);
         tc_buf_putc(&sb, '[');
         for (int k = 0; k < t->ndim; k++)
@@ -278,10 +290,16 @@ static void print_text(const tc_ckpt *c)
             tc_buf_printf(&nb, "%zu chunk%s ", nch, nch == 1 ? "" : "s");
         char hex[65];
         const char *h = want_hash ? tensor_hash(c, i, hex) : NULL;
+        if (h)
+            tc_buf_puts(&nb, h);
+        size_t nl = strlen(notes); /* no trailing spaces on a row */
+        while (nl && notes[nl - 1] == ' ')
+            notes[--nl] = 0;
+        put_padded(tc_esc(t->name, e1, sizeof e1), w);
         uint64_t bytes;
         const char *type = type_shown(c, i, &bytes);
-        put_padded(tc_esc(t->name, e1, sizeof e1), w);
-        printf("  %-9s %-18s %-8s %10" PRIu64 "  %s%s\n", type, shape, tc_esc(device_of(c, t), e2, sizeof e2), bytes, notes, h ? h : "");
+        printf("  %-9s %-18s %-8s %10" PRIu64 "%s%s\n", type, shape, tc_esc(device_of(c, t), e2, sizeof e2), bytes,
+               nl ? "  " : "", notes);
         if (t->alias_of < 0) {
             if (t->parameter) {
                 nparam++;
@@ -308,17 +326,20 @@ static void print_text(const tc_ckpt *c)
     }
     char h[32];
     tc_human_bytes(total, h, sizeof h);
-    printf("\n%zu tensors on %zu storages, %s of tensor data", nt, ns - nparts, h);
+    printf("\n%zu tensor%s on %zu storage%s, %s of tensor data", nt, nt == 1 ? "" : "s", ns - nparts,
+           ns - nparts == 1 ? "" : "s", h);
     if (nparts)
-        printf(" in %zu chunks", nparts);
+        printf(" in %zu chunk%s", nparts, nparts == 1 ? "" : "s");
     if (nparam)
-        printf("; %zu nn.Parameter objects with %" PRIu64 " elements", nparam, pnumel);
+        printf("; %zu nn.Parameter object%s with %" PRIu64 " element%s", nparam, nparam == 1 ? "" : "s", pnumel,
+               pnumel == 1 ? "" : "s");
     printf("\nbytes per device:");
     for (size_t i = 0; i < ndev; i++) {
         tc_human_bytes(dev[i].bytes, h, sizeof h);
-        printf("  %s %s (%zu storages)", tc_esc(dev[i].key, e1, sizeof e1), h, dev[i].count);
+        printf("  %s %s (%zu storage%s)", tc_esc(dev[i].key, e1, sizeof e1), h, dev[i].count,
+               dev[i].count == 1 ? "" : "s");
     }
-    printf("\nbytes per dtype: ");
+    printf("\nbytes per dtype:");
     for (size_t i = 0; i < ndt; i++) {
         tc_human_bytes(dt[i].bytes, h, sizeof h);
         printf("  %s %s", dt[i].key, h);
@@ -361,7 +382,8 @@ static void print_text(const tc_ckpt *c)
     if (tc_gguf_nfiles(c)) {
         printf(tc_ckpt_nhazards(c) ? "\nsafety:\n" : "\n");
     } else {
-        printf("\nsafety: %zu globals, %zu outside torch's weights_only allowlist", ngl, nunsafe);
+        printf("\nsafety: %zu global%s, %zu outside torch's weights_only allowlist", ngl, ngl == 1 ? "" : "s",
+               nunsafe);
         if (nreader)
             printf(" (%zu of them %s, which the format's own reader imports)", nreader, reader);
         printf("\n");
@@ -369,7 +391,7 @@ static void print_text(const tc_ckpt *c)
     for (size_t i = 0; i < ngl; i++) {
         const tc_global *g = tc_ckpt_global(c, i);
         if (!g->allowed && g->dangerous)
-            printf("  %-10s %s: %s\n", "DANGEROUS", tc_esc(g->name, e1, sizeof e1), g->why);
+            printf("  %s  %s: %s\n", RED("DANGEROUS"), tc_esc(g->name, e1, sizeof e1), g->why);
         else if (!g->allowed)
             printf("  %-10s %s\n", "unsafe", tc_esc(g->name, e1, sizeof e1));
         else if (g->admitted)
@@ -395,9 +417,18 @@ static void print_text(const tc_ckpt *c)
                tc_esc(tc_buf_str(&wo), e1, sizeof e1));
         tc_buf_free(&wo);
     }
+
+    /* "verdict: FILE: ...", so that grep verdict over many files says which */
+    printf("verdict: %s: ", tc_esc(tc_ckpt_path(c), e1, sizeof e1));
+    if (tc_ckpt_is_safe(c) && nreader)
+        printf("safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
+               "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
+    else if (tc_ckpt_is_safe(c))
+        printf("safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
+               nunsafe ? "" : " (loads with weights_only=True)");
     else
-        printf("verdict: UNSAFE: torch.load needs weights_only=False, which imports and calls what is listed above; "
-               "tensorctl never runs it\n");
+        printf("%s: torch.load needs weights_only=False, which imports and calls what is listed above; "
+               "tensorctl never runs it\n", RED("UNSAFE"));
 }
 
 static cJSON *int_array(const int64_t *v, int n)
@@ -420,15 +451,16 @@ static void jput(cJSON *v)
     cJSON_Delete(v);
 }
 
-/* Start the next member of an object (key) or item of an array (key NULL); *first: none written yet. */
-static void jnext(bool *first, const char *key, const char *indent)
+/* Start the next member of an object (key) or item of an array (key NULL); *first: none
+ * written yet. A document is one line: several files give JSON Lines. */
+static void jnext(bool *first, const char *key)
 {
-    fputs(*first ? "\n" : ",\n", stdout);
+    if (!*first)
+        fputc(',', stdout);
     *first = false;
-    fputs(indent, stdout);
     if (key) {
         jput(cJSON_CreateString(key));
-        fputs(": ", stdout);
+        fputc(':', stdout);
     }
 }
 
@@ -521,14 +553,14 @@ static void gguf_json(const tc_ckpt *c, bool *first)
     size_t nf = tc_gguf_nfiles(c);
     if (!nf)
         return;
-    jnext(first, "gguf", "  ");
+    jnext(first, "gguf");
     fputs("{", stdout);
     bool f2 = true;
     tc_gguf_file g;
     tc_gguf_file_info(c, 0, &g);
     cJSON *h = gguf_file_json(&g, false);
     for (cJSON *x = h ? h->child : NULL; x; x = x->next) {
-        jnext(&f2, x->string, "    ");
+        jnext(&f2, x->string);
         char *v = cJSON_PrintUnformatted(x);
         fputs(v ? v : "null", stdout);
         free(v);
@@ -538,16 +570,16 @@ static void gguf_json(const tc_ckpt *c, bool *first)
         cJSON *files = cJSON_CreateArray();
         for (size_t k = 0; k < nf && tc_gguf_file_info(c, k, &g); k++)
             cJSON_AddItemToArray(files, gguf_file_json(&g, true));
-        jnext(&f2, "files", "    ");
+        jnext(&f2, "files");
         jput(files);
     }
-    jnext(&f2, "kv", "    ");
+    jnext(&f2, "kv");
     fputs("[", stdout);
     bool f3 = true;
     for (size_t i = 0; i < tc_gguf_nkv(c, 0); i++) {
         tc_buf b = TC_BUF_INIT(0);
         tc_diag d = TC_DIAG_INIT;
-        jnext(&f3, NULL, "      ");
+        jnext(&f3, NULL);
         /* the values were walked when the file opened, so a failure here is a read error; what a long
          * value already flushed stays written, cut where it failed, and the exit status says so */
         if (tc_gguf_kv_json(c, 0, i, &b, flush_stdout, NULL, &d)) {
@@ -561,8 +593,7 @@ static void gguf_json(const tc_ckpt *c, bool *first)
         }
         tc_buf_free(&b);
     }
-    fputs(f3 ? "]" : "\n    ]", stdout);
-    fputs("\n  }", stdout);
+    fputs("]}", stdout);
 }
 
 /* The tensors of each storage, in order: storage s has by[at[s] .. at[s + 1]). NULL when out of memory. */
@@ -591,28 +622,28 @@ static void print_json(const tc_ckpt *c)
 {
     bool first = true;
     fputs("{", stdout);
-    jnext(&first, "file", "  ");
+    jnext(&first, "file");
     jput(cJSON_CreateString(tc_ckpt_path(c)));
-    jnext(&first, "format", "  ");
+    jnext(&first, "format");
     jput(cJSON_CreateString(tc_ckpt_format(c)));
     cJSON *facts = cJSON_CreateObject();
     for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
         cJSON_AddStringToObject(facts, tc_ckpt_fact(c, i)->key, tc_ckpt_fact(c, i)->value);
-    jnext(&first, "records", "  ");
+    jnext(&first, "records");
     jput(facts);
 
     size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
-    jnext(&first, "tensors", "  ");
+    jnext(&first, "tensors");
     fputs("[", stdout);
     bool f2 = true;
     for (size_t i = 0; i < nt; i++) {
-        jnext(&f2, NULL, "    ");
+        jnext(&f2, NULL);
         jput(tensor_json(c, i));
     }
-    fputs(f2 ? "]" : "\n  ]", stdout);
+    fputs("]", stdout);
 
     size_t *at = NULL, *by = tensors_by_storage(c, &at);
-    jnext(&first, "storages", "  ");
+    jnext(&first, "storages");
     fputs("[", stdout);
     f2 = true;
     for (size_t i = 0; i < ns; i++) {
@@ -625,14 +656,14 @@ static void print_json(const tc_ckpt *c)
         cJSON *names = cJSON_AddArrayToObject(o, "tensors");
         for (size_t k = by ? at[i] : 0; by && k < at[i + 1]; k++)
             cJSON_AddItemToArray(names, cJSON_CreateStringReference(tc_ckpt_tensor(c, by[k])->name));
-        jnext(&f2, NULL, "    ");
+        jnext(&f2, NULL);
         jput(o);
     }
-    fputs(f2 ? "]" : "\n  ]", stdout);
+    fputs("]", stdout);
     free(at);
     free(by);
 
-    jnext(&first, "verdict", "  ");
+    jnext(&first, "verdict");
     jput(cJSON_CreateString(tc_ckpt_is_safe(c) ? "safe" : "unsafe"));
     cJSON *wo = cJSON_CreateObject();
     bool known = false;
@@ -648,7 +679,7 @@ static void print_json(const tc_ckpt *c)
             cJSON_AddStringToObject(v, "refuses", why);
     }
     if (known) {
-        jnext(&first, "weights_only", "  ");
+        jnext(&first, "weights_only");
         jput(wo);
     } else {
         cJSON_Delete(wo);
@@ -682,26 +713,37 @@ static void print_json(const tc_ckpt *c)
                                          "hazards", "global_verdicts"};
     cJSON *garr[] = {gl, ug, dg, ag, hz, gv};
     for (size_t i = 0; i < 6; i++) {
-        jnext(&first, gnames[i], "  ");
+        jnext(&first, gnames[i]);
         jput(garr[i]);
     }
     if (tc_ckpt_nmeta(c) || !tc_ckpt_has_objects(c)) {
         cJSON *m = cJSON_CreateObject();
         for (size_t i = 0; i < tc_ckpt_nmeta(c); i++)
             cJSON_AddStringToObject(m, tc_ckpt_meta(c, i)->key, tc_ckpt_meta(c, i)->value);
-        jnext(&first, "metadata", "  ");
+        jnext(&first, "metadata");
         jput(m);
     }
     if (tc_ckpt_has_objects(c) || tc_ckpt_nobjects(c) || tc_ckpt_nentries(c)) {
         cJSON *m = cJSON_CreateObject();
         contents(c, m);
-        jnext(&first, "contents", "  ");
+        jnext(&first, "contents");
         jput(m);
     }
     gguf_json(c, &first);
-    jnext(&first, "weights", "  ");
+    jnext(&first, "weights");
     jput(tc_inspect_weights_json(c));
-    fputs("\n}\n", stdout);
+    fputs("}\n", stdout);
+}
+
+/* A file that could not be read, as one JSON line of its own. */
+static void put_json_failure(const char *path, const tc_diag *d, int exit_status)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddStringToObject(o, "error", d->msg);
+    cJSON_AddNumberToObject(o, "exit_status", exit_status);
+    jput(o);
+    fputc('\n', stdout);
 }
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
@@ -733,14 +775,19 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto out;
     }
     want_hash = a.set[OPT_HASH];
+    bool json = a.set[OPT_JSON], text = !json && tc_verbosity > 0;
+    size_t nsafe_files = 0, nunsafe_files = 0, nfailed = 0;
     for (int i = 0; i < a.npos; i++) {
         tc_ckpt *c;
         tc_diag d = TC_DIAG_INIT;
         hash_failed = 0;
+        if (text && i)
+            printf("\n"); /* each report starts with its file's line */
         char *in = NULL;
         int rc = tc_input_path(a.pos[i], &in);
         if (rc) {
-            if (ex == TC_EXIT_OK || rc > ex)
+            nfailed++;
+            if (rc > ex)
                 ex = rc;
             continue;
         }
@@ -748,16 +795,19 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         free(in);
         if (rc) {
             int e = tc_err_diag(&d);
-            if (ex == TC_EXIT_OK || e > ex)
+            if (json)
+                put_json_failure(a.pos[i], &d, e);
+            nfailed++;
+            if (e > ex)
                 ex = e;
             continue;
         }
         tc_ckpt_admit(c, (const char *const *)safe, nsafe);
-        if (a.set[OPT_JSON])
+        if (json)
             print_json(c);
-        else if (tc_verbosity > 0)
+        else if (text)
             print_text(c);
-        if (hash_failed && (ex == TC_EXIT_OK || hash_failed > ex))
+        if (hash_failed > ex)
             ex = hash_failed;
         if (a.set[OPT_VERIFY_CRC]) {
             int e = tc_test_ckpt(a.pos[i], c, &lim, !a.set[OPT_JSON]);
@@ -765,12 +815,22 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                 ex = e;
         }
         if (!tc_ckpt_is_safe(c)) {
-            char why[1024];
-            tc_safety_why(c, why, sizeof why);
-            tc_err(a.pos[i], "UNSAFE: %s", why);
+            /* once: the text report ends with its verdict; JSON and -q tell it here too */
+            if (!text) {
+                char why[1024];
+                tc_safety_why(c, why, sizeof why);
+                tc_err(a.pos[i], "UNSAFE: %s", why);
+            }
+            nunsafe_files++;
             ex = TC_EXIT_UNSAFE;
+        } else {
+            nsafe_files++;
         }
         tc_ckpt_close(c);
+    }
+    if (text && a.npos > 1) {
+        printf("\n%d files: %zu safe, %zu UNSAFE, %zu not read (exit status %d, the highest of the files')\n", a.npos,
+               nsafe_files, nunsafe_files, nfailed, ex);
     }
     free(safe);
     free(safe_buf);
@@ -783,5 +843,7 @@ const tc_cmd tc_cmd_inspect = {
     "inspect", "inspect [options] FILE...",
     "List every tensor of a checkpoint (name, dtype, shape, saved device, bytes), the sharing between\n"
     "them, a summary per device and dtype, the non-tensor contents, and every Python global the file\n"
-    "names with a safety verdict. Reads metadata only; never executes anything in the file.",
+    "names with a safety verdict. Reads metadata only; never executes anything in the file. Of several\n"
+    "files, each gets its report and its verdict line (verdict: FILE: ...), then a line counts them;\n"
+    "the exit status is the highest of the files' (4 unsafe over 3 bad file over 1 failure).",
     opts, run};

@@ -120,9 +120,10 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.maps = r->maps;
     r->o.nmaps = r->nmaps;
     if (a->set[OPT_DTYPE]) {
-        tc_dtype t = tc_dtype_from_name(a->val[OPT_DTYPE]);
+        tc_dtype t = tc_dtype_from_arg(a->val[OPT_DTYPE]);
         if (!tc_dtype_is_cast_target(t)) {
-            tc_err(NULL, "--dtype '%s': choose float16, bfloat16, float32, float64, float8_e4m3fn or float8_e5m2",
+            tc_err(NULL, "--dtype '%s': choose float16 (fp16, half), bfloat16 (bf16), float32 (fp32), float64 (fp64), "
+                   "float8_e4m3fn or float8_e5m2",
                    a->val[OPT_DTYPE]);
             return -1;
         }
@@ -353,8 +354,8 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
     if (tc_verbosity > 0) {
         char b[32];
         tc_human_bytes(rep.sum.data_bytes, b, sizeof b);
-        fprintf(stderr, "tensorctl: wrote %s and %zu shard(s): %zu tensors", TC_ESC(rep.index_path), rep.nshards,
-                rep.sum.ntensors);
+        fprintf(stderr, "tensorctl: wrote %s and %zu shard%s: %zu tensor%s", TC_ESC(rep.index_path), rep.nshards,
+                tc_s(rep.nshards), rep.sum.ntensors, tc_s(rep.sum.ntensors));
         if (rep.sum.nleft_out)
             fprintf(stderr, " (%zu left out by --drop/--only-keys)", rep.sum.nleft_out);
         if (r->o.dtype != TC_DT_INVALID)
@@ -379,6 +380,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         return tc_parse_exit(pr);
     if (a.npos != 1) {
         tc_err(NULL, "%s: expected one FILE, got %d (see 'tensorctl %s --help')", cmd->name, a.npos, cmd->name);
+        tc_hint_bare_value(&a);
         goto done;
     }
     memset(&r, 0, sizeof r);

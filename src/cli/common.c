@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +106,17 @@ void tc_progress_init(tc_progress *p, const char *label, bool enabled)
     p->label = label;
 }
 
+/* The terminal's width (stderr's), else $COLUMNS, else 80. */
+static int term_columns(void)
+{
+    struct winsize ws;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    int n = c ? atoi(c) : 0;
+    return n > 0 ? n : 80;
+}
+
 void tc_progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
     tc_progress *p = ctx;
@@ -115,13 +127,31 @@ void tc_progress_cb(void *ctx, uint64_t done, uint64_t total)
         return;
     p->last = t;
     double rate = done / (el > 0 ? el : 1), left = rate > 0 ? (total - done) / rate : 0;
-    int pct = total ? (int)(100.0 * done / total) : 100, bar = pct / 4;
-    char b[26];
-    for (int i = 0; i < 25; i++)
-        b[i] = i < bar ? '#' : '.';
-    b[25] = 0;
-    fprintf(stderr, "\r%s [%s] %3d%% %.1f/%.1f MB %.0f MB/s %.0fs left ", p->label, b, pct, done / 1e6,
-            total / 1e6, rate / 1e6, left);
+    int pct = total ? (int)(100.0 * done / total) : 100;
+    char d[16], tot[16], r[16], tail[96], line[512];
+    tc_human_bytes(done, d, sizeof d);
+    tc_human_bytes(total, tot, sizeof tot);
+    tc_human_bytes((uint64_t)rate, r, sizeof r);
+    snprintf(tail, sizeof tail, " %3d%% %s/%s %s/s %.0fs left", pct, d, tot, r, left);
+    /* One line that fits: a wrapped line would start a new one at every update. The
+     * bar takes what the label and figures leave, up to 25 columns; on a narrow
+     * terminal it goes first, then the figures are cut. */
+    int width = term_columns() - 1, fixed = (int)(strlen(p->label) + strlen(tail)) + 3, bar = width - fixed;
+    if (bar > 25)
+        bar = 25;
+    tc_buf b = tc_buf_fixed(line, sizeof line);
+    tc_buf_puts(&b, p->label);
+    if (bar >= 5) {
+        tc_buf_puts(&b, " [");
+        for (int i = 0; i < bar; i++)
+            tc_buf_putc(&b, i < pct * bar / 100 ? '#' : '.');
+        tc_buf_putc(&b, ']');
+    }
+    tc_buf_puts(&b, tail);
+    size_t len = tc_buf_len(&b);
+    if (width > 0 && len > (size_t)width)
+        line[width] = 0;
+    fprintf(stderr, "\r%s\033[K", line);
 }
 
 void tc_progress_end(tc_progress *p)
@@ -256,16 +286,21 @@ void tc_warn_list(const char *out, const char *what, char *const *v, size_t n)
         tc_warn(out, "%s: %s", what, line);
 }
 
+/* Decimal units, as --max-shard-size 5GB and the sizes people type mean them (5GB is
+ * 5 000 000 000 bytes, as in Hugging Face's max_shard_size): one system for every
+ * size tensorctl prints, in progress lines, summaries and messages. */
 void tc_human_bytes(uint64_t b, char *out, size_t n)
 {
-    if (b < 1024)
+    if (b < 1000)
         snprintf(out, n, "%" PRIu64 " B", b);
-    else if (b < 1048576)
-        snprintf(out, n, "%.1f KiB", b / 1024.0);
-    else if (b < 1073741824ull)
-        snprintf(out, n, "%.1f MiB", b / 1048576.0);
+    else if (b < 999950)
+        snprintf(out, n, "%.1f KB", b / 1e3);
+    else if (b < 999950000ull)
+        snprintf(out, n, "%.1f MB", b / 1e6);
+    else if (b < 999995000000ull)
+        snprintf(out, n, "%.2f GB", b / 1e9);
     else
-        snprintf(out, n, "%.2f GiB", b / 1073741824.0);
+        snprintf(out, n, "%.2f TB", b / 1e12);
 }
 
 void tc_print_sharing(const char *out, uint64_t file_bytes, uint64_t shared, uint64_t copied)
@@ -302,7 +337,7 @@ void tc_print_removed(const char *index, char *const *names, size_t n)
         tc_buf_esc(&b, names[i], strlen(names[i]));
     }
     char e[600];
-    fprintf(stderr, "tensorctl: %s: removed %zu shard(s) of the set it replaced, which the new one does not have: %s\n",
-            tc_esc(index, e, sizeof e), n, tc_buf_str(&b));
+    fprintf(stderr, "tensorctl: %s: removed %zu shard%s of the set it replaced, which the new one does not have: %s\n",
+            tc_esc(index, e, sizeof e), n, tc_s(n), tc_buf_str(&b));
     tc_buf_free(&b);
 }

@@ -64,7 +64,7 @@ void tc_inspect_weights_text(const tc_ckpt *c)
             printf("%s", !strcmp(kind, "state_dict") ? "a state_dict" : kind);
         if (w.optimizer_bytes)
             printf(", optimizer state %s", ob);
-        printf("; extract gives %zu tensors (%s)", x->ntensors, b);
+        printf("; extract gives %zu tensor%s (%s)", x->ntensors, x->ntensors == 1 ? "" : "s", b);
         if (x->shared[0])
             printf("; every key starts with '%s'", TC_ESC(x->shared));
         printf("\n");

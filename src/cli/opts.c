@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "dest.h"
@@ -57,19 +60,54 @@ const tc_opt tc_opt_no_sync = {
 
 const tc_opt tc_opt_dtype = {
     OPT_DTYPE, 0, "dtype", "TYPE",
-    "cast floating-point tensors: float16 bfloat16 float32 float64 float8_e4m3fn float8_e5m2", 0, NULL,
+    "cast floating-point tensors: float16 (fp16, half) bfloat16 (bf16) float32 (fp32) float64 float8_e4m3fn "
+    "float8_e5m2", 0, NULL,
     "Cast floating-point tensors to\n.BR float16 ,\n.BR bfloat16 ,\n.BR float32 ,\n.BR float64 ,\n.B float8_e4m3fn\n"
     "or\n.BR float8_e5m2 ,\nexactly as torch's\n.B tensor.to(dtype)\n"
     "does (round to nearest even; NaN, infinities, overflow and subnormals as\n"
     "torch). Integer, bool, complex and quantized tensors are left alone. A storage\n"
     "shared by several tensors is cast once, whole. Values that overflow to\n"
     "infinity or flush to zero are counted and reported per tensor. float8 files\n"
-    "need torch 2.1 or later to load."};
+    "need torch 2.1 or later to load. The names torch and common tools use are taken\n"
+    "too, in any case and with or without\n.BR torch. :\n"
+    "\\fBhalf\\fR, \\fBfp16\\fR, \\fBf16\\fR; \\fBbf16\\fR; \\fBfloat\\fR, \\fBfp32\\fR, \\fBf32\\fR;\n"
+    "\\fBdouble\\fR, \\fBfp64\\fR, \\fBf64\\fR; \\fBfp8_e4m3\\fR, \\fBe4m3\\fR; \\fBfp8_e5m2\\fR, \\fBe5m2\\fR\n"
+    "(so \\fBBF16\\fR, \\fBtorch.half\\fR and safetensors' \\fBF8_E4M3\\fR)."};
 
 bool tc_dtype_is_cast_target(tc_dtype t)
 {
     return t == TC_DT_F16 || t == TC_DT_BF16 || t == TC_DT_F32 || t == TC_DT_F64 || t == TC_DT_F8E4M3FN ||
            t == TC_DT_F8E5M2;
+}
+
+tc_dtype tc_dtype_from_arg(const char *s)
+{
+    /* The names torch gives these dtypes (torch.half is torch.float16, torch.float
+     * float32, torch.double float64), the short ones of common tools (fp16, bf16, f32,
+     * safetensors' F16 and F8_E4M3), in any case, "torch." before them or not. numpy's
+     * byte counts (f2, f8) are left out: "f8" is float64 there and float8 to others. */
+    static const struct {
+        const char *name;
+        tc_dtype t;
+    } alias[] = {
+        {"half", TC_DT_F16},          {"fp16", TC_DT_F16},         {"f16", TC_DT_F16},
+        {"bf16", TC_DT_BF16},         {"float", TC_DT_F32},        {"fp32", TC_DT_F32},
+        {"f32", TC_DT_F32},           {"double", TC_DT_F64},       {"fp64", TC_DT_F64},
+        {"f64", TC_DT_F64},           {"f8_e4m3", TC_DT_F8E4M3FN}, {"fp8_e4m3", TC_DT_F8E4M3FN},
+        {"fp8_e4m3fn", TC_DT_F8E4M3FN}, {"e4m3", TC_DT_F8E4M3FN},  {"f8_e5m2", TC_DT_F8E5M2},
+        {"fp8_e5m2", TC_DT_F8E5M2},   {"e5m2", TC_DT_F8E5M2},
+    };
+    if (!s)
+        return TC_DT_INVALID;
+    if (!strncasecmp(s, "torch.", 6))
+        s += 6;
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcasecmp(s, alias[i].name))
+            return alias[i].t;
+    for (int t = 1; t < TC_DT_COUNT; t++)
+        if (tc_dtype_is_cast_target((tc_dtype)t) && !strcasecmp(s, tc_dtype_name((tc_dtype)t)))
+            return (tc_dtype)t;
+    return TC_DT_INVALID;
 }
 
 const tc_opt tc_opt_keep = {OPT_KEEP, 0, "keep", "GLOB",
@@ -98,11 +136,14 @@ const tc_opt tc_opt_safe_globals = {
 
 const tc_opt tc_opt_strip_prefix = {
     OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
-    "take prefix P off every tensor name; without =P the first component all names share (module., _orig_mod.)",
+    "take prefix P off every tensor name; without =P the first component all names share (module., _orig_mod.); "
+    "'--strip-prefix P' when P ends with '.'",
     TC_OPT_VALUE_OPTIONAL, NULL,
     "Take the prefix \\fIP\\fR off every tensor name that has it. Without \\fB=\\fR\\fIP\\fR, the first dotted\n"
     "component every name shares: \\fBmodule.\\fR of DataParallel and DistributedDataParallel,\n"
-    "\\fB_orig_mod.\\fR of torch.compile. Key surgery runs in this order: \\-\\-only\\-keys and\n"
+    "\\fB_orig_mod.\\fR of torch.compile. \\fIP\\fR may follow as the next argument when it ends\n"
+    "with a dot and names no file (\\fB\\-\\-strip\\-prefix module.\\fR); any other \\fIP\\fR is written\n"
+    "\\fB\\-\\-strip\\-prefix=\\fR\\fIP\\fR, as the next argument is then a file. Key surgery runs in this order: \\-\\-only\\-keys and\n"
     "\\-\\-drop choose the names, then \\-\\-strip\\-prefix, each \\-\\-rename, \\-\\-add\\-prefix; two\n"
     "names that end up the same are an error naming both."
 };
@@ -166,12 +207,95 @@ const tc_opt tc_opt_max_inflate = {
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
-static const tc_opt *find_long(const tc_opt *const *o, const char *name, size_t len)
+/* Edit distance with adjacent transpositions ("inpsect" is one from "inspect"), for
+ * the suggestion after an unknown command or option; names are short. */
+static size_t edit_distance(const char *a, size_t la, const char *b)
 {
-    for (; *o; o++)
+    size_t lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return (size_t)-1;
+    size_t d[41][41];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+const char *tc_nearest(const char *s, size_t len, const char *const *names, size_t n)
+{
+    /* close enough to be a slip of the fingers: 1 edit in short names, 2 in longer ones */
+    size_t best = len < 5 ? 2 : 3;
+    const char *pick = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t e = edit_distance(s, len, names[i]);
+        if (e < best) {
+            best = e;
+            pick = names[i];
+        }
+    }
+    return pick;
+}
+
+/* The option named --NAME (len bytes of name): its exact name, else the one option
+ * it is a prefix of, as getopt_long takes them. NULL after printing why not. */
+static const tc_opt *find_long(const tc_cmd *cmd, const char *arg, const char *name, size_t len)
+{
+    const tc_opt *const *o = cmd->opts, *pick = NULL;
+    size_t nprefix = 0;
+    for (; *o; o++) {
         if (strlen((*o)->lng) == len && !strncmp((*o)->lng, name, len))
             return *o;
+        if (len && strlen((*o)->lng) > len && !strncmp((*o)->lng, name, len)) {
+            pick = *o;
+            nprefix++;
+        }
+    }
+    if (nprefix == 1)
+        return pick;
+    char line[600];
+    tc_buf b = tc_buf_fixed(line, sizeof line);
+    if (nprefix > 1) {
+        for (o = cmd->opts; *o; o++)
+            if (strlen((*o)->lng) > len && !strncmp((*o)->lng, name, len)) {
+                tc_buf_sep(&b, ", ");
+                tc_buf_printf(&b, "--%s", (*o)->lng);
+            }
+        tc_err(NULL, "%s: option '%s' is ambiguous: %s", cmd->name, arg, line);
+        return NULL;
+    }
+    const char *names[64];
+    size_t n = 0;
+    for (o = cmd->opts; *o && n < 64; o++)
+        names[n++] = (*o)->lng;
+    const char *near = tc_nearest(name, len, names, n);
+    if (near)
+        tc_err(NULL, "%s: unknown option '%s'; did you mean '--%s'? (see 'tensorctl %s --help')", cmd->name, arg,
+               near, cmd->name);
+    else
+        tc_err(NULL, "%s: unknown option '%s' (see 'tensorctl %s --help')", cmd->name, arg, cmd->name);
     return NULL;
+}
+
+/* An option whose value may be left out, given as "--NAME VALUE": VALUE is its value
+ * when it ends with '.' as the prefixes of dotted tensor names do ("module.",
+ * "_orig_mod.") and names nothing on disk; otherwise it stays an argument. */
+static bool takes_next_as_value(const tc_opt *o, const char *next)
+{
+    struct stat st;
+    return (o->flags & TC_OPT_VALUE_OPTIONAL) && next && next[0] && next[0] != '-' && tc_ends_with(next, ".") &&
+           stat(next, &st) != 0;
 }
 
 static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
@@ -198,9 +322,17 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
         if (s[1] == '-') {
             const char *eq = strchr(s + 2, '=');
             size_t len = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
-            o = find_long(cmd->opts, s + 2, len);
+            o = find_long(cmd, s, s + 2, len);
+            if (!o)
+                return -1;
             if (eq)
                 val = eq + 1;
+            else if (takes_next_as_value(o, i + 1 < argc ? argv[i + 1] : NULL))
+                val = argv[++i];
+            else if ((o->flags & TC_OPT_VALUE_OPTIONAL) && i + 1 < argc && argv[i + 1][0] != '-') {
+                a->bare_opt = o->lng;
+                a->bare_next = argv[i + 1];
+            }
         } else {
             for (const tc_opt *const *p = cmd->opts; *p; p++)
                 if ((*p)->shrt == s[1])
@@ -255,21 +387,77 @@ int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
 
 int tc_parse_exit(int parse_rc) { return parse_rc < 0 ? TC_EXIT_USAGE : TC_EXIT_OK; }
 
+void tc_hint_bare_value(const tc_args *a)
+{
+    if (a->bare_opt)
+        tc_err(NULL, "'%s' after --%s was taken as a FILE: give a value as --%s=%s (only a value ending with '.' may "
+               "follow as its own argument)", a->bare_next, a->bare_opt, a->bare_opt, a->bare_next);
+}
+
+/* The width help is wrapped to: the terminal's when stdout is one (at most 100, for
+ * lines that still read as lines), 80 otherwise, as man and most tools do. */
+static size_t help_width(void)
+{
+    struct winsize ws;
+    if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        return ws.ws_col > 100 ? 100 : ws.ws_col;
+    return 80;
+}
+
+/* text (its newlines taken as spaces) from column col, wrapped between words to width,
+ * every further line indented to column indent; a word longer than a line keeps whole. */
+static void put_wrapped(const char *text, size_t col, size_t indent, size_t width)
+{
+    const char *p = text;
+    bool first = true;
+    while (*p) {
+        while (*p == ' ' || *p == '\n')
+            p++;
+        size_t n = strcspn(p, " \n");
+        if (!n)
+            break;
+        if (!first && col + 1 + n > width) {
+            printf("\n%*s", (int)indent, "");
+            col = indent;
+        } else if (!first) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", (int)n, p);
+        col += n;
+        p += n;
+        first = false;
+    }
+    putchar('\n');
+}
+
 void tc_print_cmd_help(const tc_cmd *cmd)
 {
-    printf("usage: tensorctl %s\n\n%s\n\noptions:\n", cmd->synopsis, cmd->summary);
+    size_t width = help_width();
+    printf("usage: tensorctl %s\n\n", cmd->synopsis);
+    put_wrapped(cmd->summary, 0, 0, width);
+    printf("\noptions:\n");
     for (const tc_opt *const *p = cmd->opts; *p; p++) {
         const tc_opt *o = *p;
-        char left[64];
+        char left[64], help[1024];
         const char *sep = (o->flags & TC_OPT_VALUE_OPTIONAL) ? "[=" : o->arg ? " " : "", *close = (o->flags & TC_OPT_VALUE_OPTIONAL) ? "]" : "";
         if (o->shrt)
             snprintf(left, sizeof left, "-%c, --%s%s%s%s", o->shrt, o->lng, sep, o->arg ? o->arg : "", close);
         else
             snprintf(left, sizeof left, "    --%s%s%s%s", o->lng, sep, o->arg ? o->arg : "", close);
-        printf("  %-30s %s", left, o->help);
+        tc_buf h = tc_buf_fixed(help, sizeof help);
+        tc_buf_puts(&h, o->help);
         if (o->def)
-            printf(" (default %s)", o->def);
-        printf("\n");
+            tc_buf_printf(&h, " (default %s)", o->def);
+        /* the help beside the option, in a column of its own; on a narrow terminal, under it */
+        size_t llen = strlen(left);
+        if (width >= 72 && llen <= 30) {
+            printf("  %-30s ", left);
+            put_wrapped(help, 33, 33, width);
+        } else {
+            printf("  %s\n        ", left);
+            put_wrapped(help, 8, 8, width);
+        }
     }
 }
 
@@ -278,10 +466,21 @@ void tc_print_usage(FILE *f)
     fprintf(f, "usage: tensorctl COMMAND [options] FILE...\n\n"
                "Inspect and rewrite PyTorch checkpoints without running them.\n\ncommands:\n");
     for (const tc_cmd *const *c = tc_cmds; *c; c++)
-        fprintf(f, "  %-9s %s\n", (*c)->name, (*c)->synopsis);
-    fprintf(f, "\n'tensorctl COMMAND --help' describes a command; 'man tensorctl' all of them.\nexit status:");
-    for (const tc_exit_info *e = tc_exits; e->brief; e++)
-        fprintf(f, "%s %d %s", e == tc_exits ? "" : ",", e->code, e->brief);
+        fprintf(f, "  %-13s %s\n", (*c)->name, tc_cmd_brief(*c));
+    fprintf(f, "  %-13s %s\n", "help COMMAND", "the options of a command (as tensorctl COMMAND --help)");
+    fprintf(f, "\noptions:\n  -h, --help     this list\n  -V, --version  print the version\n"
+               "\n'tensorctl COMMAND --help' describes a command; 'man tensorctl' all of them.\nexit status:");
+    size_t col = strlen("exit status:");
+    for (const tc_exit_info *e = tc_exits; e->brief; e++) {
+        char item[160];
+        snprintf(item, sizeof item, "%d %s%s", e->code, e->brief, e[1].brief ? "," : "");
+        if (col + 1 + strlen(item) > 79) { /* wrapped between items, within 80 columns */
+            fprintf(f, "\n ");
+            col = 1;
+        }
+        fprintf(f, " %s", item);
+        col += 1 + strlen(item);
+    }
     fprintf(f, "\n");
 }
 

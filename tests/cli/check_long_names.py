@@ -63,7 +63,7 @@ def check_long(tool, outdir, problems):
         problems.append("the dropped warning is not the first key whole, the second cut: %r" % lines[:1])
     elif len(lines[0]) > len(out) + 900:
         problems.append("the dropped warning is %d characters long" % len(lines[0]))
-    if len(lines) != 2 or lines[-1] != "tensorctl: wrote %s: 1 tensors; 0.0 MB of tensor data" % out:
+    if len(lines) != 2 or lines[-1] != "tensorctl: wrote %s: 1 tensor; 24 B of tensor data" % out:
         problems.append("summary line: %r" % lines[-1:])
     got = st_read.read_tensors(out)
     if list(got) != ["w"] or not torch.equal(got["w"], w):

@@ -1,2 +1,2 @@
-# an unknown command: exit 2, named, then the usage
+# an unknown command (nothing like any command): exit 2, named, a pointer to the list
 "$T" frobnicate
