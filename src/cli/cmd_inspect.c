@@ -404,29 +404,22 @@ static void print_text(const tc_ckpt *c)
     }
     for (size_t i = 0; i < tc_ckpt_nhazards(c); i++)
         printf("  %-10s %s\n", "HAZARD", tc_esc(tc_ckpt_hazard(c, i), e1, sizeof e1));
-    if (tc_gguf_nfiles(c))
-        printf(tc_ckpt_is_safe(c) ? "verdict: safe: GGUF holds no code, and ggml and gguf-py read this file alike\n"
-                                  : "verdict: UNSAFE: ggml and gguf-py read it differently (above)\n");
+    /* "verdict: FILE: ...", so that grep verdict over many files says which */
+    printf("verdict: %s: ", tc_esc(tc_ckpt_path(c), e1, sizeof e1));
+    if (tc_gguf_nfiles(c) && tc_ckpt_is_safe(c))
+        printf("safe: GGUF holds no code, and ggml and gguf-py read this file alike\n");
+    else if (tc_gguf_nfiles(c))
+        printf("%s: ggml and gguf-py read it differently (above)\n", RED("UNSAFE"));
     else if (tc_ckpt_is_safe(c) && nreader)
-        printf("verdict: safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
+        printf("safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
                "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
     else if (tc_ckpt_is_safe(c)) {
         tc_buf wo = TC_BUF_INIT(0);
         weights_only_text(c, nunsafe > 0, &wo);
-        printf("verdict: safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
+        printf("safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
                tc_esc(tc_buf_str(&wo), e1, sizeof e1));
         tc_buf_free(&wo);
-    }
-
-    /* "verdict: FILE: ...", so that grep verdict over many files says which */
-    printf("verdict: %s: ", tc_esc(tc_ckpt_path(c), e1, sizeof e1));
-    if (tc_ckpt_is_safe(c) && nreader)
-        printf("safe for the format's own loader: it imports and calls nothing outside torch's weights_only "
-               "allowlist but %s; torch.load(weights_only=True) refuses the files that name them\n", reader);
-    else if (tc_ckpt_is_safe(c))
-        printf("safe: torch.load imports and calls nothing outside torch's weights_only allowlist%s\n",
-               nunsafe ? "" : " (loads with weights_only=True)");
-    else
+    } else
         printf("%s: torch.load needs weights_only=False, which imports and calls what is listed above; "
                "tensorctl never runs it\n", RED("UNSAFE"));
 }

@@ -114,6 +114,14 @@ class Shell:
         return result
 
 
+def format_choices(tensorctl):
+    """The values convert --help gives for --format (pt|safetensors|...)."""
+    out = subprocess.run([tensorctl, "convert", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True).stdout
+    m = re.search(r"--format ([a-z|]+)", out)
+    return set(m.group(1).split("|")) if m else {"(no --format in convert --help)"}
+
+
 def parse_commands(tensorctl):
     """The commands `tensorctl --help` lists (its 'commands:' section, a name a line)."""
     rc, out, err = sh([tensorctl, "--help"])
@@ -240,7 +248,7 @@ def main():
                 ("tensorctl inspect --j", {"--json"}),
                 ("tensorctl convert --dtype b", {"bfloat16"}),
                 ("tensorctl to-cuda --device ", {"cuda"}),
-                ("tensorctl convert --format ", {"pt", "safetensors"}),
+                ("tensorctl convert --format ", format_choices(tensorctl)),
                 ("tensorctl help co", {c for c in commands if c.startswith("co")}),
                 ("tensorctl inspect ", {"a.pt", "b.safetensors", "m.safetensors.index.json",
                                         "pytorch_model.bin.index.json", "step-100"}),
