@@ -503,34 +503,6 @@ static bool probe_npz(const tc_probe *p)
     return 30 + nl <= p->n && nl >= 4 && !memcmp(p->head + 30 + nl - 4, ".npy", 4);
 }
 
-/* Up to max bytes of member e from its start into a new buffer (*len those read). */
-static int member_head(const tc_zip *z, const tc_zip_entry *e, uint64_t max, uint8_t **out, size_t *len, tc_diag *d)
-{
-    uint64_t want = e->usize < max ? e->usize : max;
-    uint8_t *buf = malloc(want ? (size_t)want : 1);
-    if (!buf)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_zip_rd r;
-    int rc = tc_zip_rd_open(&r, z, e, d);
-    size_t total = 0, got = 0;
-    if (!rc) {
-        while (!rc && total < want) {
-            rc = tc_zip_rd_read(&r, buf + total, (size_t)(want - total), &got, false, d);
-            if (!rc && !got)
-                break;
-            total += got;
-        }
-        tc_zip_rd_close(&r);
-    }
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = total;
-    return 0;
-}
-
 static int npz_member(tc_ckpt *c, npz *z, const tc_zip_entry *e, tc_diag *d)
 {
     const tc_limits *lim = tc_ckpt_limits(c);
@@ -542,7 +514,7 @@ static int npz_member(tc_ckpt *c, npz *z, const tc_zip_entry *e, tc_diag *d)
     size_t n = 0;
     uint64_t need = 12;
     npy_info a;
-    int rc = member_head(&z->zip, e, 12, &buf, &n, d);
+    int rc = tc_zip_read_head(&z->zip, e, 12, &buf, &n, d);
     if (!rc && (n < 6 || memcmp(buf, magic, 6))) {
         /* numpy.load hands such a member back as its bytes: nothing is unpickled */
         rc = tc_ckpt_add_fact(c, tc_buf_str(&key), "bytes, not an .npy array (numpy.load returns them as bytes)", d);
@@ -558,7 +530,7 @@ static int npz_member(tc_ckpt *c, npz *z, const tc_zip_entry *e, tc_diag *d)
         if (need > e->usize)
             rc = tc_fail(d, TC_ERR_FORMAT, "%s: npy header needs %llu bytes, the member has %llu", e->name,
                          (unsigned long long)need, (unsigned long long)e->usize);
-        else if (!(rc = member_head(&z->zip, e, need, &buf, &n, d)))
+        else if (!(rc = tc_zip_read_head(&z->zip, e, need, &buf, &n, d)))
             rc = parse_header(buf, n, lim, &a, &need, d);
     }
     free(buf);
@@ -569,7 +541,7 @@ static int npz_member(tc_ckpt *c, npz *z, const tc_zip_entry *e, tc_diag *d)
     if (!rc && (a.kind == NPY_OBJECT || a.kind == NPY_UNKNOWN)) {
         /* the pickle: the member's bytes after the header, as far as the limit lets them be read */
         uint64_t max = lim->max_pickle_bytes > UINT64_MAX - a.hdr ? UINT64_MAX : a.hdr + lim->max_pickle_bytes;
-        if (!(rc = member_head(&z->zip, e, max, &buf, &n, d))) {
+        if (!(rc = tc_zip_read_head(&z->zip, e, max, &buf, &n, d))) {
             tc_src ps;
             tc_src_init_mem(&ps, buf + a.hdr, n - (size_t)a.hdr, e->name);
             rc = add_array(c, tc_buf_str(&key), &a, false, 0, 0, &ps, d);

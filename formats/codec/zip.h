@@ -106,6 +106,9 @@ void tc_zip_rd_close(tc_zip_rd *r);
  * CRC-32 checked when check_crc is set. */
 int tc_zip_read_all(const tc_zip *z, const tc_zip_entry *e, uint64_t max, bool check_crc, uint8_t **out,
                     size_t *len, tc_diag *d);
+/* The first bytes of a record, at most max of them, into a new buffer (free()); *len
+ * those read. No CRC-32 to check: the record is not read to its end. */
+int tc_zip_read_head(const tc_zip *z, const tc_zip_entry *e, uint64_t max, uint8_t **out, size_t *len, tc_diag *d);
 
 /* ---- torch's reader over the archive (PyTorchStreamReader, zip_torch.c) -------- */
 

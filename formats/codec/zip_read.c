@@ -607,20 +607,19 @@ void tc_zip_rd_close(tc_zip_rd *r)
     }
 }
 
-int tc_zip_read_all(const tc_zip *z, const tc_zip_entry *e, uint64_t max, bool check_crc, uint8_t **out,
-                    size_t *len, tc_diag *d)
+/* The first want bytes of e (its whole when want is its size) into a new buffer. */
+static int read_start(const tc_zip *z, const tc_zip_entry *e, uint64_t want, bool check_crc, uint8_t **out,
+                      size_t *len, tc_diag *d)
 {
-    if (e->usize > max)
-        return tc_fail(d, TC_ERR_LIMIT, "zip: %s: %llu bytes, more than the limit of %llu", e->name,
-                       (unsigned long long)e->usize, (unsigned long long)max);
     tc_zip_rd r;
     int rc = tc_zip_rd_open(&r, z, e, d);
-    uint8_t *buf = rc ? NULL : malloc(e->usize ? e->usize : 1);
+    uint8_t *buf = rc ? NULL : malloc(want ? (size_t)want : 1);
     if (!rc && !buf)
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory reading %s", e->name);
     size_t got = 0, total = 0;
-    while (!rc) {
-        rc = tc_zip_rd_read(&r, buf + total, (size_t)(e->usize - total), &got, check_crc, d);
+    /* the whole record: read to its end, where the CRC-32 is checked; its start: no further */
+    while (!rc && (want == e->usize || total < want)) {
+        rc = tc_zip_rd_read(&r, buf + total, (size_t)(want - total), &got, check_crc, d);
         if (!rc && got == 0)
             break;
         total += got;
@@ -633,4 +632,18 @@ int tc_zip_read_all(const tc_zip *z, const tc_zip_entry *e, uint64_t max, bool c
     *out = buf;
     *len = total;
     return 0;
+}
+
+int tc_zip_read_all(const tc_zip *z, const tc_zip_entry *e, uint64_t max, bool check_crc, uint8_t **out,
+                    size_t *len, tc_diag *d)
+{
+    if (e->usize > max)
+        return tc_fail(d, TC_ERR_LIMIT, "zip: %s: %llu bytes, more than the limit of %llu", e->name,
+                       (unsigned long long)e->usize, (unsigned long long)max);
+    return read_start(z, e, e->usize, check_crc, out, len, d);
+}
+
+int tc_zip_read_head(const tc_zip *z, const tc_zip_entry *e, uint64_t max, uint8_t **out, size_t *len, tc_diag *d)
+{
+    return read_start(z, e, e->usize < max ? e->usize : max, false, out, len, d);
 }
