@@ -115,7 +115,7 @@ def compare(ours, theirs):
     for a, b in zip(ours, theirs):
         if a == b:
             continue
-        fa, fb = a.split(), b.split()
+        fa, fb = a.split(' '), b.split(' ')  # a record's name may be empty: keep its field
         if len(fa) == 4 and fa[0] == 'REC' and fa[2] == 'UNDEF' and len(fb) == 5 and fa[1] == fb[1] and fa[3] == fb[2]:
             continue  # bytes torch never wrote: only the length is torch's
         return 'ours %r, torch %r' % (a, b)
