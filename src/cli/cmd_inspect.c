@@ -808,8 +808,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                 ex = e;
         }
         if (!tc_ckpt_is_safe(c)) {
-            /* once: the text report ends with its verdict; JSON and -q tell it here too */
-            if (!text) {
+            /* on stderr as well, whatever the mode: one line naming the file and what would run,
+             * which scripts and the other commands' refusals give alike (the text report's
+             * verdict says it too, for a reader of the report) */
+            {
                 char why[1024];
                 tc_safety_why(c, why, sizeof why);
                 tc_err(a.pos[i], "UNSAFE: %s", why);

@@ -1,6 +1,6 @@
 # a file whose name, tensor key and global hold the conceal sequence (ESC [8m): every one comes out
 # escaped, on stderr (the UNSAFE line of -q and --json) as on stdout (the report, its verdict line), so
-# the verdict stays visible on a terminal
+# escaped, on stderr (the UNSAFE line) as on stdout (the report, its verdict line), so
 f="$W/$(printf 'e\033[8mvil.pt')"
 "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import hostile as H
 pkl = H.state_dict(H.dict_of([("\x1b[8mw", H.tensor()), ("obj", H.op_global("__main__", "Evil\x1b[8m") + b")R")]))
