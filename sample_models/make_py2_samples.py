@@ -895,7 +895,10 @@ NOTES = {}
 # ---------------------------------------------------------------------------
 # Expect files and the load matrix, from real torch (run in subprocesses: one per interpreter)
 
-PYTHONS = [p for p in ("/usr/bin/python3", "/work/main/.ci/venv/bin/python") if os.path.exists(p)]
+# Debian's torch, then the newer ones TENSORCTL_EXTRA_PYTHONS names (as the tests take them), then CI's venv
+PYTHONS = [p for p in ["/usr/bin/python3"] + [x for x in os.environ.get("TENSORCTL_EXTRA_PYTHONS", "").split(":") if x]
+           + [os.path.join(HERE, "..", ".ci", "venv", "bin", "python")] if os.path.exists(p)]
+PYTHONS = [p for i, p in enumerate(PYTHONS) if os.path.realpath(p) not in map(os.path.realpath, PYTHONS[:i])]
 MATRIX = os.path.join(HERE, "py2_load_matrix.py")
 
 
