@@ -411,7 +411,8 @@ static int walk_zip(scan_job *j, const tc_src *src, const char *name, const char
     tc_zip_limits zl = {.max_entries = j->o->lim.max_entries};
     if (tc_zip_open(&z, src, &zl, &d))
         return d.code == TC_ERR_NOMEM ? TC_ERR_NOMEM : refused ? 0 : 2;
-    if (refused && torch_record(&z)) { /* a checkpoint torch.load reads, malformed */
+    if (refused && (torch_record(&z) || !z.n)) { /* a checkpoint torch.load reads, malformed; or no member
+                                                   * at all: its driver's failure is what there is to say */
         tc_zip_free(&z);
         return 0;
     }

@@ -84,6 +84,8 @@ def judge(tc, path, items, fails):
         info = json.loads(r.stdout) if r.stdout.strip() else None
     except ValueError:
         info = None
+    if info is not None and 'error' in info:  # a file inspect could not read: its record says why, no report
+        info = None
     if r.returncode in (0, 4) and info:
         want = 'safe' if r.returncode == 0 else 'unsafe'
         if s['verdict'] != want or s['kind'] != info['format']:
