@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -14,6 +15,30 @@
 #include "source.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A folder of this process's own under /tmp, made once (tag names the target), and
+ * fz_spill writing name (a path inside it, its folders made by the caller) with n bytes. */
+static inline const char *fz_folder(const char *tag)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/tc-fuzz-%s-%d", tag, (int)getpid());
+        mkdir(dir, 0700);
+    }
+    return dir;
+}
+
+static inline int fz_spill(const char *dir, const char *name, const uint8_t *p, size_t n)
+{
+    char path[192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    if (n)
+        fwrite(p, 1, n, f);
+    return fclose(f);
+}
 
 /* An in-memory file holding data; its path in path. -1 on failure. */
 static inline int fz_memfd(const uint8_t *data, size_t size, char *path, size_t plen)

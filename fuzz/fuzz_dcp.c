@@ -13,27 +13,7 @@
 #include "fuzz_common.h"
 #include "stream.h"
 
-static const char *folder(void)
-{
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/tc-fuzz-dcp-%d", (int)getpid());
-        mkdir(dir, 0700);
-    }
-    return dir;
-}
-
-static int spill(const char *name, const uint8_t *p, size_t n)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", folder(), name);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    if (n)
-        fwrite(p, 1, n, f);
-    return fclose(f);
-}
+static int spill(const char *name, const uint8_t *p, size_t n) { return fz_spill(fz_folder("dcp"), name, p, n); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -48,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      .max_entries = 10000, .max_header = 1u << 20};
     tc_ckpt *c = NULL;
     tc_diag d = TC_DIAG_INIT;
-    if (tc_open(&c, folder(), &lim, &d)) {
+    if (tc_open(&c, fz_folder("dcp"), &lim, &d)) {
         FZ_CHECK(!c && d.code && d.msg[0], "a failure says why and returns nothing");
         return 0;
     }

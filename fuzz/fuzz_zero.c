@@ -17,28 +17,14 @@
 
 static const char *folder(void)
 {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/tc-fuzz-zero-%d", (int)getpid());
-        mkdir(dir, 0700);
-        char step[96];
-        snprintf(step, sizeof step, "%s/global_step1", dir);
-        mkdir(step, 0700);
-    }
+    const char *dir = fz_folder("zero");
+    char step[96];
+    snprintf(step, sizeof step, "%s/global_step1", dir);
+    mkdir(step, 0700); /* EEXIST after the first input */
     return dir;
 }
 
-static int spill(const char *name, const uint8_t *p, size_t n)
-{
-    char path[160];
-    snprintf(path, sizeof path, "%s/%s", folder(), name);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    if (n)
-        fwrite(p, 1, n, f);
-    return fclose(f);
-}
+static int spill(const char *name, const uint8_t *p, size_t n) { return fz_spill(folder(), name, p, n); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
