@@ -212,15 +212,24 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_write_job *job, bool *keep, ui
 
 /* ---- a new state_dict ---------------------------------------------------------------- */
 
-/* Values the pickle writer never memoizes (ints, bools, the empty tuple) are
+/* The state_dict is written tensor by tensor (pk_stream): the nodes of one
+ * item live in a scratch graph, reset once the item is written, so that the
+ * memory is the pickle's bytes and a few nodes, not 15 nodes per tensor
+ * (926 MB for 400,000 tensors). What later items refer to lives in the
+ * graph that lasts (`keep`): the globals and strings every item shares, the
+ * key and element count of a block more than one item views, and an item
+ * that a later one is (tied weights, fetched from the memo).
+ *
+ * Values the pickle writer never memoizes (ints, bools, the empty tuple) are
  * written the same whether their nodes are shared or not: the small ones are
- * made once, so that a tensor costs the graph a few nodes of its own, not 15. */
+ * made once. */
 #define SMALL_INTS 1024
 
 typedef struct gb {
-    pk_graph *g;
+    pk_graph *keep;        /* nodes that outlive the item being written */
+    pk_graph *g;           /* where the item's own nodes go: keep, or the scratch graph */
     pk_obj *s_storage, *od, *v2, *v3, *untyped, *param;
-    edit names;            /* location strings and storage types, made once */
+    edit names;            /* location strings and storage types, made once (in keep) */
     pk_obj *small[SMALL_INTS], *yes, *no, *empty;
     bool oom;
 } gb;
@@ -237,14 +246,14 @@ static pk_obj *an_int(gb *b, int64_t v)
     if (v < 0 || v >= SMALL_INTS)
         return chk(b, pk_new_int(b->g, v));
     if (!b->small[v])
-        b->small[v] = chk(b, pk_new_int(b->g, v));
+        b->small[v] = chk(b, pk_new_int(b->keep, v));
     return b->small[v];
 }
 
 static pk_obj *a_bool(gb *b, bool v)
 {
     pk_obj **at = v ? &b->yes : &b->no;
-    if (!*at && (*at = chk(b, pk_new(b->g, PK_BOOL))))
+    if (!*at && (*at = chk(b, pk_new(b->keep, PK_BOOL))))
         (*at)->i = v;
     return *at;
 }
@@ -263,7 +272,7 @@ static pk_obj *od_new(gb *b)
 {
     pk_obj *o = chk(b, pk_new(b->g, PK_CALL));
     if (!b->empty)
-        b->empty = chk(b, pk_new(b->g, PK_TUPLE));
+        b->empty = chk(b, pk_new(b->keep, PK_TUPLE));
     if (b->oom)
         return NULL;
     o->func = b->od;
@@ -298,26 +307,27 @@ static pk_obj *rebuild(gb *b, const tc_witem *it, pk_obj *pid)
 
 /* The persistent id of an item over block k: ('storage', type, 'k', location,
  * numel). Every item gets a tuple of its own whose key and location strings
- * are shared per block (keys[k]); the storage type and the element count are
- * shared only by the items of a cast block, as the rewrite of a checkpoint's
- * own graph leaves them, so that both paths write the same bytes. */
-static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, pk_obj **keys, pk_obj **numels)
+ * are shared per block (keys[k], made in keep when more than one item views
+ * the block); the storage type is shared only by the items of a cast block,
+ * as the rewrite of a checkpoint's own graph leaves them, so that both paths
+ * write the same bytes (the element count, an int, is written by value). */
+static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, bool shared, pk_obj **keys)
 {
     bool v3 = tc_dtype_is_v3(bl->dtype);
-    if (!keys[k]) {
-        char key[32];
-        snprintf(key, sizeof key, "%zu", k);
-        keys[k] = chk(b, pk_new_str(b->g, key, strlen(key)));
+    pk_obj *key = keys[k];
+    if (!key) {
+        char text[32];
+        snprintf(text, sizeof text, "%zu", k);
+        key = chk(b, pk_new_str(shared ? b->keep : b->g, text, strlen(text)));
+        if (shared)
+            keys[k] = key;
     }
     const char *storage = tc_dtype_get(bl->dtype)->storage;
     pk_obj *type = v3 ? b->untyped
                       : chk(b, bl->cast ? intern(&b->names, PK_GLOBAL, "torch", storage)
                                         : pk_new_global(b->g, "torch", storage));
     int64_t n = (int64_t)(v3 ? bl->nbytes : bl->nbytes / tc_dtype_size(bl->dtype));
-    pk_obj *numel = bl->cast ? numels[k] : NULL;
-    if (!numel && (numel = an_int(b, n)) && bl->cast)
-        numels[k] = numel;
-    pk_obj *it[5] = {b->s_storage, type, keys[k], chk(b, intern(&b->names, PK_STR, bl->location, NULL)), numel};
+    pk_obj *it[5] = {b->s_storage, type, key, chk(b, intern(&b->names, PK_STR, bl->location, NULL)), an_int(b, n)};
     pk_obj *tup = b->oom ? NULL : chk(b, pk_new_tuple(b->g, 5, it));
     pk_obj *pid = chk(b, pk_new(b->g, PK_PERSID));
     if (b->oom)
@@ -326,57 +336,88 @@ static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, pk_obj **keys, pk_
     return pid;
 }
 
+/* Which blocks more than one item views (views[k]) and which items a later
+ * one is the same object as (tied[i]): what must outlive one item's graph. */
+static void find_shared(const tc_write_job *job, uint8_t *views, bool *tied)
+{
+    for (size_t i = 0; i < job->nitems; i++) {
+        const tc_witem *it = &job->items[i];
+        if (it->same_as >= 0 && (size_t)it->same_as < i)
+            tied[it->same_as] = true;
+        else if (views[it->block] < 2)
+            views[it->block]++;
+    }
+}
+
 int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_diag *d)
 {
-    gb b = {.g = pk_graph_new(), .names = {.d = d}};
-    b.names.g = b.g;
+    pk_graph *scratch = pk_graph_new();
+    gb b = {.keep = pk_graph_new(), .names = {.d = d}};
+    b.g = b.keep;
+    b.names.g = b.keep;
     pk_obj **nodes = calloc(job->nitems + 1, sizeof *nodes), **keys = calloc(job->nblocks + 1, sizeof *keys);
-    pk_obj **numels = calloc(job->nblocks + 1, sizeof *numels);
+    uint8_t *views = calloc(job->nblocks + 1, 1);
+    bool *tied = calloc(job->nitems + 1, sizeof *tied);
+    pk_stream *ps = NULL;
     pk_obj *root = NULL;
     int rc = 0;
-    if (!b.g || !nodes || !keys || !numels) {
+    if (!b.keep || !scratch || !nodes || !keys || !views || !tied) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    b.s_storage = chk(&b, pk_new_str(b.g, "storage", 7));
-    b.od = chk(&b, pk_new_global(b.g, "collections", "OrderedDict"));
-    b.v2 = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_tensor_v2"));
-    b.v3 = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_tensor_v3"));
-    b.untyped = chk(&b, pk_new_global(b.g, "torch.storage", "UntypedStorage"));
-    b.param = chk(&b, pk_new_global(b.g, "torch._utils", "_rebuild_parameter"));
-    if (b.oom || !(root = job->plain_dict ? chk(&b, pk_new(b.g, PK_DICT)) : od_new(&b))) {
+    find_shared(job, views, tied);
+    b.s_storage = chk(&b, pk_new_str(b.keep, "storage", 7));
+    b.od = chk(&b, pk_new_global(b.keep, "collections", "OrderedDict"));
+    b.v2 = chk(&b, pk_new_global(b.keep, "torch._utils", "_rebuild_tensor_v2"));
+    b.v3 = chk(&b, pk_new_global(b.keep, "torch._utils", "_rebuild_tensor_v3"));
+    b.untyped = chk(&b, pk_new_global(b.keep, "torch.storage", "UntypedStorage"));
+    b.param = chk(&b, pk_new_global(b.keep, "torch._utils", "_rebuild_parameter"));
+    if (b.oom || !(root = job->plain_dict ? chk(&b, pk_new(b.keep, PK_DICT)) : od_new(&b))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
     if (!job->plain_dict)
         root->items_kind = PK_ITEMS_DICT;
+    if ((rc = pk_stream_new(&ps, root, job->nitems + job->nobjs, job->max_depth ? job->max_depth : 1000, d)))
+        goto done;
     for (size_t i = 0; i < job->nitems && !rc; i++) {
         const tc_witem *it = &job->items[i];
+        b.g = tied[i] ? b.keep : scratch;
         pk_obj *node = it->same_as >= 0 ? nodes[it->same_as] : NULL;
         if (!node) {
-            pk_obj *pid = item_pid(&b, &job->blocks[it->block], it->block, keys, numels);
+            size_t k = it->block;
+            pk_obj *pid = item_pid(&b, &job->blocks[k], k, views[k] > 1, keys);
             node = pid ? rebuild(&b, it, pid) : NULL;
         }
-        nodes[i] = node;
-        if (!node || pk_push(b.g, root, chk(&b, pk_new_str(b.g, it->name, strlen(it->name)))) ||
-            pk_push(b.g, root, node) || b.oom)
+        if (tied[i])
+            nodes[i] = node;
+        pk_obj *key = node ? chk(&b, pk_new_str(scratch, it->name, strlen(it->name))) : NULL;
+        if (!node || b.oom)
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        else
+            rc = pk_stream_pair(ps, key, node);
+        pk_graph_reset(scratch);
     }
     for (size_t k = 0; k < job->nobjs && !rc; k++) {
         pk_read_opts ro = {.limits = PK_LIMITS_DEFAULT, .what = job->obj_names[k]};
-        pk_obj *v = NULL;
-        if ((rc = pk_read(b.g, job->obj_pickles[k], job->obj_lens[k], &ro, &v, NULL, d)))
+        pk_obj *v = NULL, *key;
+        if ((rc = pk_read(scratch, job->obj_pickles[k], job->obj_lens[k], &ro, &v, NULL, d)))
             break;
-        if (pk_push(b.g, root, chk(&b, pk_new_str(b.g, job->obj_names[k], strlen(job->obj_names[k])))) ||
-            pk_push(b.g, root, v) || b.oom)
+        if (!(key = pk_new_str(scratch, job->obj_names[k], strlen(job->obj_names[k]))))
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        else
+            rc = pk_stream_pair(ps, key, v);
+        pk_graph_reset(scratch);
     }
     if (!rc)
-        rc = pk_write(b.g, root, job->max_depth ? job->max_depth : 1000, pkl, len, d);
+        rc = pk_stream_end(ps, pkl, len);
 done:
+    pk_stream_free(ps);
     free(nodes);
     free(keys);
-    free(numels);
-    pk_graph_free(b.g);
+    free(views);
+    free(tied);
+    pk_graph_free(scratch);
+    pk_graph_free(b.keep);
     return rc;
 }

@@ -172,6 +172,10 @@ const char *pk_module_py3(const char *module);
 bool pk_compat_map(const char *module, const char *name, const char **mod_out, const char **name_out);
 /* Reset every node's mark and writer memo. */
 void pk_graph_clear_marks(pk_graph *g);
+/* Forget every node and string of g, keeping one block of each for reuse:
+ * a graph that holds one piece of a pickle written piece by piece
+ * (pk_stream) at a time costs the memory of the largest piece. */
+void pk_graph_reset(pk_graph *g);
 /* Call fn for every node of the graph. */
 void pk_graph_foreach(pk_graph *g, void (*fn)(void *ctx, pk_obj *o), void *ctx);
 
@@ -185,5 +189,26 @@ void pk_graph_foreach(pk_graph *g, void (*fn)(void *ctx, pk_obj *o), void *ctx);
  * protocol-3 pickle), a PK_F_DOTTED one, or one that is not UTF-8 text is
  * refused with TC_ERR_UNSUPPORTED naming it. */
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d);
+
+/* A dict pickle written pair by pair, byte for byte what pk_write writes for
+ * the same root holding the same pairs, without the whole graph in memory:
+ * each pair may live in a graph of its own, reset once the pair is written
+ * (pk_graph_reset). What a later pair refers to (a string or global written
+ * before, fetched from the memo) must outlive it: the writer remembers a
+ * node's memo slot in the node itself. No persistent id may be reachable
+ * from two pairs (pk_write finds such ids; here each pair is written as it
+ * comes), nor twice within one.
+ *
+ *   pk_stream_new      the root (a PK_DICT, or a PK_CALL with items_kind
+ *                      PK_ITEMS_DICT, without items or state) and the number
+ *                      of pairs to follow
+ *   pk_stream_pair     the next pair
+ *   pk_stream_end      after the last pair: the pickle, as pk_write gives it
+ *   pk_stream_free     the writer (and what it wrote, unless ended) */
+typedef struct pk_stream pk_stream;
+int pk_stream_new(pk_stream **out, pk_obj *root, size_t npairs, uint32_t max_depth, tc_diag *d);
+int pk_stream_pair(pk_stream *s, pk_obj *key, pk_obj *value);
+int pk_stream_end(pk_stream *s, uint8_t **out, size_t *out_len);
+void pk_stream_free(pk_stream *s);
 
 #endif

@@ -57,6 +57,31 @@ void pk_graph_free(pk_graph *g)
     free(g);
 }
 
+void pk_graph_reset(pk_graph *g)
+{
+    /* the newest block of each kind stays, emptied; the rest go */
+    for (node_block *b = g->nodes; b; b = b->next)
+        for (size_t i = 0; i < b->used; i++)
+            free(b->nodes[i].items);
+    if (g->nodes) {
+        for (node_block *b = g->nodes->next, *next; b; b = next) {
+            next = b->next;
+            free(b);
+        }
+        g->nodes->next = NULL;
+        g->nodes->used = 0;
+    }
+    if (g->bytes) {
+        for (byte_block *y = g->bytes->next, *next; y; y = next) {
+            next = y->next;
+            free(y);
+        }
+        g->bytes->next = NULL;
+        g->bytes->used = 0;
+    }
+    g->count = 0;
+}
+
 void pk_graph_clear_marks(pk_graph *g)
 {
     FOR_EACH_NODE(g, o) {

@@ -394,28 +394,122 @@ static void clear_shared(void *ctx, pk_obj *o)
     o->mark &= (uint8_t)~SHARED_PERSID;
 }
 
+/* A writer whose depth bound counts from its caller's frame at *top. */
+static void wr_init(wr *w, pk_graph *g, uint32_t max_depth, const char *top, tc_diag *d)
+{
+    struct rlimit rl;
+    size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
+    *w = (wr){.max_depth = max_depth, .g = g, .d = d, .stack_top = top, .max_stack = stack / 2};
+    uint8_t proto[2] = {0x80, 2};
+    put(w, proto, 2);
+}
+
+/* The pickle's end: '.', and the bytes to the caller (or freed on an error). */
+static int wr_finish(wr *w, uint8_t **out, size_t *out_len)
+{
+    op(w, '.');
+    if (w->err) {
+        free(w->buf);
+        w->buf = NULL;
+        return w->err;
+    }
+    *out = w->buf;
+    *out_len = w->len;
+    w->buf = NULL;
+    return 0;
+}
+
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d)
 {
     char top;
-    struct rlimit rl;
-    size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
-    wr w = {.max_depth = max_depth, .g = g, .d = d, .stack_top = &top, .max_stack = stack / 2};
+    wr w;
     pk_graph_clear_marks(g);
-    if (mark_shared_persids(&w, root)) {
+    wr_init(&w, g, max_depth, &top, d);
+    if (!w.err && mark_shared_persids(&w, root)) {
+        free(w.buf);
         pk_graph_clear_marks(g);
         return w.err;
     }
     pk_graph_foreach(g, clear_memo, NULL);
-    uint8_t proto[2] = {0x80, 2};
-    put(&w, proto, 2);
     save(&w, root, 0);
-    op(&w, '.');
     pk_graph_foreach(g, clear_shared, NULL); /* marks as callers knew them: all clear */
-    if (w.err) {
-        free(w.buf);
-        return w.err;
+    return wr_finish(&w, out, out_len);
+}
+
+/* ---- a dict pickle pair by pair ---------------------------------------------- */
+
+struct pk_stream {
+    wr w;
+    size_t npairs, done; /* pairs announced, pairs written */
+    size_t batch;        /* pairs in the batch being written (save_items' batches of 1000) */
+};
+
+int pk_stream_new(pk_stream **out, pk_obj *root, size_t npairs, uint32_t max_depth, tc_diag *d)
+{
+    bool dict = root && (root->kind == PK_DICT || (root->kind == PK_CALL && root->items_kind == PK_ITEMS_DICT));
+    if (!dict || root->n || root->state || root->kwargs)
+        return tc_fail(d, TC_ERR_FORMAT, "a pickle written pair by pair needs an empty dict for its root");
+    pk_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory writing the pickle");
+    char top;
+    wr_init(&s->w, NULL, max_depth, &top, d);
+    s->npairs = npairs;
+    /* the root as save writes it, its items to come: for a call, its function,
+     * arguments and REDUCE; for a dict, EMPTY_DICT; memoized either way */
+    if (root->kind == PK_CALL) {
+        root->mark |= BUSY;
+        save(&s->w, root->func, 1);
+        save(&s->w, root->args, 1);
+        op(&s->w, root->newobj ? 0x81 : 'R');
+        root->mark &= (uint8_t)~BUSY;
+    } else {
+        op(&s->w, '}');
     }
-    *out = w.buf;
-    *out_len = w.len;
+    memo_put(&s->w, root);
+    if (s->w.err) {
+        int rc = s->w.err;
+        pk_stream_free(s);
+        return rc;
+    }
+    *out = s;
     return 0;
+}
+
+int pk_stream_pair(pk_stream *s, pk_obj *key, pk_obj *value)
+{
+    wr *w = &s->w;
+    if (w->err)
+        return w->err;
+    if (s->done == s->npairs)
+        return w->err = tc_fail(w->d, TC_ERR_FORMAT, "more pairs than the %zu announced", s->npairs);
+    char top;
+    w->stack_top = &top; /* the bound on save's recursion counts from here */
+    if (s->done % 1000 == 0) {
+        s->batch = s->npairs - s->done < 1000 ? s->npairs - s->done : 1000;
+        if (s->batch > 1)
+            op(w, '(');
+    }
+    save(w, key, 1);
+    save(w, value, 1);
+    s->done++;
+    if (s->done % 1000 == 0 || s->done == s->npairs)
+        op(w, s->batch == 1 ? 's' : 'u');
+    return w->err;
+}
+
+int pk_stream_end(pk_stream *s, uint8_t **out, size_t *out_len)
+{
+    if (!s->w.err && s->done != s->npairs)
+        s->w.err = tc_fail(s->w.d, TC_ERR_FORMAT, "%zu of the %zu pairs announced were written", s->done,
+                           s->npairs);
+    return wr_finish(&s->w, out, out_len);
+}
+
+void pk_stream_free(pk_stream *s)
+{
+    if (!s)
+        return;
+    free(s->w.buf);
+    free(s);
 }
