@@ -14,7 +14,7 @@
 A judge of several features (meson registers one test per feature, so that a failure names it):
     only, argv = features(sys.argv[1:], ["shards", "memory"])   # --only F[,F...]; --features lists
     v = once_per_run(folder, "probe", lambda: probe(py))        # set-up shared by the run's tests
-    tree = folder_once_per_run(folder, "tree", make)            # a folder that make(path) fills
+    tree = folder_once_per_run(folder, "tree", make)            # a folder make(path) fills, once
 
 A check passes when its list of problems is empty: `PASS what`; otherwise `FAIL what` and its
 first problems, one a line. finish() prints `N passed, N failed` and gives the exit status: 1 when
@@ -198,32 +198,40 @@ def once_per_run(folder, name, compute):
     return value
 
 
+def _alive(pid, start):
+    """Whether process pid, started at start (/proc/PID/stat's start time), still runs."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            stat = f.read()
+        return stat[stat.rindex(")") + 2:].split()[19] == start
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def folder_once_per_run(folder, name, make):
-    """folder/NAME, filled by make(path) once for the tests of one `meson test` (as once_per_run):
-    an expensive input that several features judge (a tree made by torch, numpy, joblib, ...) is
-    made once, not once a feature. The tests that want it while it is being made wait for it (a
-    lock on folder/NAME.lock) instead of making it again. The judges only read it (its stamp:
-    NAME/.made-for-run.json). make's exception propagates and leaves nothing behind; the next
-    caller tries anew."""
+    """folder/NAME.run-PID-START, filled by make(path) once for the tests of one `meson test` (the
+    run once_per_run names): an expensive input that several features judge (a tree made by
+    torch, numpy, joblib, ...) is made once, not once a feature. The tests that want it while it
+    is being made wait for it (a lock on folder/NAME.lock) instead of making it again; the judges
+    only read it. A run by hand gets a folder of its own process. The folders of runs that have
+    ended are removed, never one of a run still going. make's exception propagates and leaves
+    nothing behind; the next caller tries anew."""
     key = _run_id()
-    path = os.path.join(folder, name if key is not None else "%s-%d" % (name, os.getpid()))  # unshared
-    stamp = os.path.join(path, ".made-for-run.json")
+    if key is None:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        key = "%d %s" % (os.getpid(), stat[stat.rindex(")") + 2:].split()[19])
+    path = os.path.join(folder, "%s.run-%s" % (name, key.replace(" ", "-")))
     os.makedirs(folder, exist_ok=True)
-    for old in glob.glob(os.path.join(folder, name + "-[0-9]*")):  # unshared ones of runs that ended
-        if not os.path.exists("/proc/" + old.rsplit("-", 1)[1]):
-            shutil.rmtree(old, ignore_errors=True)
-    with open(path + ".lock", "w") as lock:
+    with open(os.path.join(folder, name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if key is not None:
-            try:
-                with open(stamp) as f:
-                    kept = json.load(f)
-                if kept.get("run") == key and time.time() - kept.get("time", 0) < RUN_CACHE_AGE:
-                    return path
-            except (OSError, ValueError, AttributeError):
-                pass
-        shutil.rmtree(path, ignore_errors=True)
-        tmp = "%s.new-%d" % (path, os.getpid())
+        for old in glob.glob(os.path.join(folder, name + ".run-*")):
+            tag = old[len(os.path.join(folder, name + ".run-")):].split("-")
+            if len(tag) >= 2 and not _alive(tag[0], tag[1].split(".")[0]):
+                shutil.rmtree(old, ignore_errors=True)
+        if os.path.isdir(path):
+            return path
+        tmp = path + ".new"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         try:
@@ -231,7 +239,5 @@ def folder_once_per_run(folder, name, make):
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        with open(os.path.join(tmp, ".made-for-run.json"), "w") as f:
-            json.dump({"run": key, "time": time.time()}, f)
         os.rename(tmp, path)
         return path

@@ -7,7 +7,8 @@
   read what the first kept; children of another parent compute anew; a child started by an
   interactive shell computes every time and keeps nothing;
 - folder_once_per_run: children started at once make the folder once (the others wait on the
-  lock), and a make that raises leaves nothing behind;
+  lock), the folder of a run that ended is removed and one of a run going on is kept, and a make
+  that raises leaves nothing behind;
 - run_with_torch.sh asks each interpreter for torch once per parent in a build folder;
 - features: all by default, --only picks in the judge's order, an unknown name exits 2,
   --features lists them.
@@ -106,6 +107,16 @@ def main():
         rep.check("folder_once_per_run: three children at once, the folder made once",
                   ([] if outs == ["made"] * 3 else ["outputs %r" % outs])
                   + ([] if count(top) == 1 else ["made %d times" % count(top)]))
+        # the folders of runs that ended go, those of runs still going stay
+        with open("/proc/%d/stat" % os.getppid()) as f:  # a run going on: this test's parent's
+            going = "%d-%s" % (os.getppid(), f.read().rsplit(")", 1)[1].split()[19])
+        dead, live = (os.path.join(top, "cache", "tree.run-" + t) for t in ("4194303-1", going))
+        os.makedirs(dead)
+        os.makedirs(live)
+        outs = children(top, "folder", 1)
+        rep.check("folder_once_per_run: the folder of a run that ended is removed, one of a run going on kept",
+                  ([] if outs == ["made"] else ["outputs %r" % outs]) + (["the ended run's is there"] if
+                  os.path.exists(dead) else []) + ([] if os.path.isdir(live) else ["the live run's was removed"]))
         reset(top)
         outs = children(top, "raise", 1)
         left = sorted(x for x in os.listdir(os.path.join(top, "cache")) if not x.endswith(".lock"))

@@ -75,12 +75,15 @@ NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")  # a folder's or a case's name, as me
 def list_cases(folder):
     """COMMAND/NAME of every case below folder, sorted; the problems (a case outside its folder)."""
     names, problems = [], []
+    folders = [e for e in os.listdir(folder) if os.path.isdir(os.path.join(folder, e))]
     for entry in sorted(os.listdir(folder)):
         path = os.path.join(folder, entry)
         if entry.endswith(".sh") and os.path.isfile(path):
-            problems.append("%s is not in a command's folder: file it with\n    for f in %s/%s*; do git mv \"$f\" "
-                            "%s/COMMAND/NEWNAME\"${f#%s/%s}\"; done" % (entry, folder, entry, folder, folder,
-                                                                         entry[:-3]))
+            case = entry[:-3]
+            cmd = max((f for f in folders if case.startswith(f + "-")), key=len, default=None)
+            dest = "%s/%s" % (cmd, case[len(cmd) + 1:]) if cmd else "COMMAND/NEWNAME"
+            problems.append("%s is not in a command's folder: file it with\n    for f in %s/%s.sh*; do git mv \"$f\" "
+                            "\"%s/%s${f#%s/%s}\"; done" % (entry, folder, case, folder, dest, folder, case))
         elif os.path.isdir(path):
             for n in sorted(os.listdir(path)):
                 if n.endswith(".sh"):

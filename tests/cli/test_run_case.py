@@ -10,7 +10,8 @@
   alone and --update exits 0;
 - a new case (NAME.sh alone) gets its .exit, .stderr.exact and .stdout.exact, and then passes;
 - a case with .known-bug is never rewritten;
-- --list names COMMAND/NAME and refuses a case outside a command's folder, saying how to file it.
+- --list names COMMAND/NAME and refuses a case outside a command's folder, with the git mv that
+  files it (into the folder its name starts with).
 """
 
 import os
@@ -157,12 +158,13 @@ def main():
                                                                    "general/unknown-command-is-a-usage-error",
                                                                    "general/version-short-option-and-help"]
                   else ["exit %d: %s %s" % (p.returncode, p.stdout, p.stderr)])
-        shutil.copyfile(n + ".sh", os.path.join(cases, "inspect-flat.sh"))
+        shutil.copyfile(n + ".sh", os.path.join(cases, "general-flat.sh"))
         p = subprocess.run([sys.executable, RUNNER, "--list", cases], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
         rep.check("--list refuses a case outside a command's folder and says how to file it",
-                  [] if p.returncode == 1 and "inspect-flat.sh is not in a command's folder" in p.stderr
-                  and "git mv" in p.stderr else ["exit %d: %s" % (p.returncode, p.stderr)])
+                  [] if p.returncode == 1 and "general-flat.sh is not in a command's folder" in p.stderr
+                  and "git mv" in p.stderr and "general/flat${f#" in p.stderr
+                  else ["exit %d: %s" % (p.returncode, p.stderr)])
     finally:
         shutil.rmtree(top, ignore_errors=True)
     return rep.finish()

@@ -16,7 +16,7 @@ what scan must say of each file, checked against what the real loaders do.
                                       mode (torch's weights_only, numpy's allow_pickle=False), each
                                       safe one loads, each unreadable one fails
     scan_tree.py auto [--tensorctl T] --dir DIR --mode check|loaders [--only FEATURE[,...]]
-                                      gen (with /usr/bin/python3) into DIR/tree once for the tests
+                                      gen (with /usr/bin/python3) into DIR/tree.run-* once for the tests
                                       of one `meson test` (judge.folder_once_per_run), then the check
     scan_tree.py features --mode check|loaders
                                       the features of a mode, one a line (meson registers
