@@ -16,6 +16,46 @@ if [ $# -lt 1 ]; then
     exit 2
 fi
 
+# Whether an interpreter imports torch, and its version, is asked once per `meson test`: every test
+# it starts is its child, so the pid and start time of the nearest ancestor that is not sh (this
+# script may run under with_reference_corpus.sh) name the run. The answers are kept in
+# tests/run_with_torch.probe of the build folder, where meson runs its tests (a judge split into
+# one test per feature would pay an import of torch per interpreter each). A run by hand (an
+# interactive shell started it) or outside a build folder asks every time.
+stat_field() { shift "$1"; echo "$1"; }  # N FIELDS...: the Nth field of /proc/PID/stat after the name
+probe_file=
+run_key=
+pid=$PPID
+while [ -f build.ninja ] && [ -d tests ] && stat=$(cat "/proc/$pid/stat" 2>/dev/null); do
+    comm=${stat#*(}
+    comm=${comm%)*}
+    fields=${stat##*) }
+    case "$comm" in
+    sh|dash)
+        # shellcheck disable=SC2086  # the fields, split
+        pid=$(stat_field 2 $fields)
+        [ "$pid" -gt 1 ] || break
+        continue ;;
+    bash|zsh|ksh|fish|tcsh|csh) break ;;
+    esac
+    # shellcheck disable=SC2086
+    run_key="$pid $(stat_field 20 $fields)"
+    probe_file=tests/run_with_torch.probe
+    # a file of an earlier run is emptied (two tests doing so at once lose an answer: asked again)
+    grep -q "^$run_key	" "$probe_file" 2>/dev/null || : >"$probe_file"
+    break
+done
+torch_version() { # PY: prints the version of torch PY imports; fails when it imports none
+    if [ -n "$probe_file" ] && v=$(awk -F '\t' -v k="$run_key" -v p="$1" \
+            '$1 == k && $2 == p { print $3; found = 1; exit } END { exit !found }' "$probe_file" 2>/dev/null); then
+        :
+    else
+        v=$("$1" -c 'import torch; print(torch.__version__)' 2>/dev/null) || v=-
+        [ -z "$probe_file" ] || printf '%s\t%s\t%s\n' "$run_key" "$1" "$v" >>"$probe_file"
+    fi
+    [ "$v" != - ] && echo "$v"
+}
+
 asked=":${TENSORCTL_TEST_PYTHON:-}:${TENSORCTL_EXTRA_PYTHONS:-}:"
 candidates="${TENSORCTL_TEST_PYTHON:-}:/usr/bin/python3:${TENSORCTL_EXTRA_PYTHONS:-}"
 seen=":"
@@ -38,7 +78,7 @@ for py in $candidates; do
         else echo "run_with_torch: $py: not found, passed over" >&2; fi
         continue
     fi
-    if ! version=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null); then
+    if ! version=$(torch_version "$py"); then
         if [ $wanted -eq 1 ]; then fail 1 "FAIL $py: cannot import torch (named in TENSORCTL_TEST_PYTHON or TENSORCTL_EXTRA_PYTHONS)"
         else echo "run_with_torch: $py: cannot import torch, passed over" >&2; fi
         continue

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """tensorctl diff against files made by real torch, its report checked line for line.
 
-usage: check_diff.py TENSORCTL OUTDIR CORPUS_DIR   (run under a python with torch; CORPUS_DIR:
-       sample_models/corpus, whose torch-1.13/malicious.pt is compared as an unsafe file)
+usage: check_diff.py [--only FEATURE[,FEATURE...]] TENSORCTL OUTDIR CORPUS_DIR
+       (run under a python with torch; CORPUS_DIR: sample_models/corpus, whose
+       torch-1.13/malicious.pt is compared as an unsafe file)
+       check_diff.py --features     the features (FEATURES below), one a line
 
 Every input is written here with torch.save (zip and legacy), the safetensors library when this
 Python has it (else tensorctl convert), torch.save'd shards with a transformers-style index, and
@@ -22,8 +24,21 @@ import sys
 import tempfile
 import warnings
 
-import numpy as np
-import torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from judge import features  # noqa: E402
+
+# One meson test per feature (diff-torch/FEATURE), each running the cases listed. --features is
+# answered before torch is imported: meson asks at configure time, with a Python that may lack it.
+FEATURES = {
+    "values": ["identical", "one_element", "many", "nan"],
+    "dtypes": ["dtypes", "ints_complex", "new_dtypes", "special"],
+    "names-and-shapes": ["keys", "shapes", "tied"],
+    "formats-and-usage": ["formats", "manifest", "unsafe", "usage"],
+}
+ONLY, ARGV = features(sys.argv[1:], list(FEATURES))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -273,8 +288,19 @@ def changed(sd, **edits):
     return out
 
 
+def file_a(d, sd):
+    """The model saved as a.pt, the A of most cases."""
+    return save(sd, os.path.join(d, "a.pt"))
+
+
+def file_one(d, sd):
+    """The model with one element of big changed, saved as one.pt."""
+    sd2 = changed(sd, big=lambda t: t.__setitem__(200000, t[200000] + 0.5))
+    return sd2, save(sd2, os.path.join(d, "one.pt"))
+
+
 def case_identical(d, sd):
-    a = save(sd, os.path.join(d, "a.pt"))
+    a = file_a(d, sd)
     b = os.path.join(d, "b.pt")
     shutil.copy(a, b)
     j = expect("identical copy", [a, b], 0, header(a, b, 4, 4) + ["equal: 4 tensors, 4 bit for bit"])
@@ -294,8 +320,7 @@ def case_identical(d, sd):
 
 
 def case_one_element(d, sd, a):
-    sd2 = changed(sd, big=lambda t: t.__setitem__(200000, t[200000] + 0.5))
-    b = save(sd2, os.path.join(d, "one.pt"))
+    sd2, b = file_one(d, sd)
     r = ref(sd["big"], sd2["big"])
     check(r["mismatched"] == 1 and r["first_mismatch"]["index"] == [200000], "one element: reference finds it")
     lines = header(a, b, 4, 4) + ["! big: " + values_text(r, torch.float32, torch.float32),
@@ -715,29 +740,39 @@ def case_usage(d, a):
 
 def main():
     global TC
-    TC, outdir, corpus = sys.argv[1], sys.argv[2], sys.argv[3]
+    TC, outdir, corpus = ARGV[0], ARGV[1], ARGV[2]
     os.makedirs(outdir, exist_ok=True)
     d = tempfile.mkdtemp(prefix="torch%s-" % torch.__version__.split("+")[0], dir=outdir)
     print("torch %s, files in %s" % (torch.__version__, d))
     sd = model()
-    a = case_identical(d, sd)
-    one = case_one_element(d, sd, a)
-    case_many(d, sd, a)
-    case_nan(d, sd, a)
-    case_dtypes(d, sd, a)
-    case_keys(d, sd)
-    case_shapes(d, sd, a)
-    case_formats(d, sd, a, TC)
-    case_manifest(d, sd, a, one, TC)
-    case_tied(d, sd, TC)
-    case_special(d, TC)
-    case_ints_complex(d)
-    case_new_dtypes(d)
-    case_unsafe(d, corpus)
-    case_usage(d, a)
+    a = file_a(d, sd)
+    cases = {
+        "identical": lambda: case_identical(d, sd),
+        "one_element": lambda: case_one_element(d, sd, a),
+        "many": lambda: case_many(d, sd, a),
+        "nan": lambda: case_nan(d, sd, a),
+        "dtypes": lambda: case_dtypes(d, sd, a),
+        "keys": lambda: case_keys(d, sd),
+        "shapes": lambda: case_shapes(d, sd, a),
+        "formats": lambda: case_formats(d, sd, a, TC),
+        "manifest": lambda: case_manifest(d, sd, a, file_one(d, sd)[1], TC),
+        "tied": lambda: case_tied(d, sd, TC),
+        "special": lambda: case_special(d, TC),
+        "ints_complex": lambda: case_ints_complex(d),
+        "new_dtypes": lambda: case_new_dtypes(d),
+        "unsafe": lambda: case_unsafe(d, corpus),
+        "usage": lambda: case_usage(d, a),
+    }
+    for feature in ONLY:
+        print("# %s" % feature)
+        for case in FEATURES[feature]:
+            cases[case]()
     print("%d passed, %d failed" % (PASSES[0], len(FAILS)))
     if not FAILS:
         shutil.rmtree(d, ignore_errors=True)
+    if not PASSES[0] and not FAILS:
+        print("FAIL: no check ran")
+        return 1
     return 1 if FAILS else 0
 
 

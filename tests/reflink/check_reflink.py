@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Outputs share their unchanged tensor data with the input where the file system clones blocks.
 
-    check_reflink.py run --tensorctl T [--unit TEST_XFER] [--shim SHIM] [--run-with-torch SH] [--keep] FILE...
+    check_reflink.py run --tensorctl T [--unit TEST_XFER] [--shim SHIM] [--run-with-torch SH] [--keep]
+                     [--fs xfs,btrfs] [--only CHECK,...] FILE...
     check_reflink.py torch PAIRS.json        (the torch half, run by tests/run_with_torch.sh)
 
 run (as root) makes a sparse 2 GiB XFS image (mkfs.xfs -m reflink=1) in a temporary folder,
@@ -30,6 +31,10 @@ loop-mounts it, and there (then again on btrfs, where mkfs.btrfs is installed):
     input bit for bit (tests/torch_verify.py: tensors, views, sharing, location tags, and
     weights_only=True wherever the input loads that way);
 then unmounts the image and removes everything, also on a failure or SIGTERM.
+
+--fs: the file systems (meson runs one test for each: reflink/xfs, reflink/btrfs; an image is
+made and filled once per file system, so no finer split); --only: the checks of CHECKS to run (by
+hand). A run of btrfs alone skips (77) without mkfs.btrfs.
 
 One line per check (PASS/FAIL/SKIP), then `N passed, M failed, K skipped`. Exit 0; 1 on a failure;
 77 (skipped) when not root, without mkfs.xfs, or where no loop device can be mounted.
@@ -514,6 +519,9 @@ def check_torch(a, rep, work, pairs):
                   [] if p.returncode == 0 else ["see the lines above (exit %d)" % p.returncode])
 
 
+# What run checks on each file system (--only; all by default), in this order; torch then loads
+# every output they made.
+CHECKS = ["files", "refused", "in-place", "set", "dcp", "unit"]
 MKFS = {"xfs": ["mkfs.xfs", "-q", "-f", "-m", "reflink=1"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
 
 
@@ -576,13 +584,17 @@ def run_on(a, rep, fs):
         make_checkpoint(big, BIG, 1)
         inputs.append(big)
         pairs = []
-        for path in inputs:
-            check_file(a, rep, path, work, pairs)
-        check_refused(a, rep, big, work, pairs)
-        check_in_place(a, rep, big, work, pairs)
-        check_set(a, rep, work, pairs)
-        check_dcp(a, rep, m.mnt, work, pairs)
-        check_unit(a, rep, m.mnt)
+        checks = {
+            "files": lambda: [check_file(a, rep, path, work, pairs) for path in inputs],
+            "refused": lambda: check_refused(a, rep, big, work, pairs),
+            "in-place": lambda: check_in_place(a, rep, big, work, pairs),
+            "set": lambda: check_set(a, rep, work, pairs),
+            "dcp": lambda: check_dcp(a, rep, m.mnt, work, pairs),
+            "unit": lambda: check_unit(a, rep, m.mnt),
+        }
+        for name in a.only:
+            print("# %s: %s" % (fs, name), flush=True)
+            checks[name]()
         for p in pairs:
             p["what"] = rep.prefix + p["what"]
         check_torch(a, rep, work, pairs)
@@ -594,7 +606,7 @@ def main_run(a):
     if os.geteuid() != 0:
         print("check_reflink: skipped: making and mounting an XFS image needs root")
         return SKIP
-    if not shutil.which("mkfs.xfs"):
+    if "xfs" in a.fs and not shutil.which("mkfs.xfs"):
         print("check_reflink: skipped: no mkfs.xfs (Debian: apt-get install xfsprogs)")
         return SKIP
     if not os.path.exists(a.tensorctl):
@@ -603,8 +615,11 @@ def main_run(a):
     a.tensorctl = os.path.abspath(a.tensorctl)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rep = Report()
-    for fs in ("xfs", "btrfs"):
+    for fs in a.fs:
         if fs != "xfs" and not shutil.which(MKFS[fs][0]):
+            if a.fs == [fs]:
+                print("check_reflink: skipped: no %s here (Debian: apt-get install btrfs-progs)" % MKFS[fs][0])
+                return SKIP
             rep.prefix = ""
             rep.skip(fs, "no %s here (Debian: apt-get install btrfs-progs); XFS only" % MKFS[fs][0])
             continue
@@ -613,7 +628,7 @@ def main_run(a):
         except RuntimeError as e:
             if not str(e).startswith("skip: "):
                 raise
-            if fs == "xfs":
+            if fs == "xfs" or a.fs == [fs]:
                 print("check_reflink: skipped: %s" % str(e)[6:])
                 return SKIP
             rep.prefix = ""
@@ -685,8 +700,16 @@ def main(argv=None):
     ap.add_argument("--run-with-torch", help="tests/run_with_torch.sh")
     ap.add_argument("--shim", help="the fault injection shim (tests/faultinject), to refuse a clone")
     ap.add_argument("--keep", action="store_true", help="wait before unmounting (to look around)")
+    ap.add_argument("--fs", default="xfs,btrfs", help="the file systems, comma-separated (xfs,btrfs)")
+    ap.add_argument("--only", default=",".join(CHECKS),
+                    help="the checks, comma-separated (%s); torch judges their outputs" % ",".join(CHECKS))
     ap.add_argument("files", nargs="*")
-    return main_run(ap.parse_args(argv[1:]))
+    a = ap.parse_args(argv[1:])
+    a.fs, a.only = a.fs.split(","), a.only.split(",")
+    bad = [x for x in a.fs if x not in MKFS] + [x for x in a.only if x not in CHECKS]
+    if bad:
+        ap.error("unknown file system or check: %s" % ", ".join(bad))
+    return main_run(a)
 
 
 if __name__ == "__main__":

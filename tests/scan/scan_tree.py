@@ -15,14 +15,22 @@ what scan must say of each file, checked against what the real loaders do.
                                       marker file), each unsafe file is refused by the loader's safe
                                       mode (torch's weights_only, numpy's allow_pickle=False), each
                                       safe one loads, each unreadable one fails
-    scan_tree.py auto [--tensorctl T] --dir DIR --mode check|loaders
-                                      gen (with /usr/bin/python3) into a fresh DIR, then the check
+    scan_tree.py auto [--tensorctl T] --dir DIR --mode check|loaders [--only FEATURE[,...]]
+                                      gen (with /usr/bin/python3) into DIR/tree.run-* once for the tests
+                                      of one `meson test` (judge.folder_once_per_run), then the check
+    scan_tree.py features --mode check|loaders
+                                      the features of a mode, one a line (meson registers
+                                      scan-tree/FEATURE and scan-tree-loaders/FEATURE): check's
+                                      json, text, quiet, sarif; the loaders' groups (LOADERS)
 
 A payload is os.system('touch "$TC_SCAN_MARKERS/ID"') (or builtins.exec of the
 same): the loaders run with TC_SCAN_MARKERS set to an empty folder, and a
 marker named ID appears only when the payload ran.
 """
 import argparse, gzip, hashlib, io, json, lzma, os, re, shutil, subprocess, sys, tarfile, tempfile, zipfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from judge import folder_once_per_run  # noqa: E402
 
 GEN_PYTHON = '/usr/bin/python3'
 
@@ -363,10 +371,15 @@ def item_name(o):
     return '!'.join([o['path']] + o['member'])
 
 
-def check(tc, d):
+def manifest(d):
     with open(os.path.join(d, 'manifest.json')) as f:
         man = json.load(f)
-    want = {i['name']: i for i in man['items']}
+    return man, {i['name']: i for i in man['items']}
+
+
+def check_json(tc, d):
+    """--json --all: every item's verdict, kind and named globals as the manifest says; the summary."""
+    man, want = manifest(d)
     fails = []
     ex, out, err = run_scan(tc, d, '--json', '--all', '--jobs', '4')
     lines = [json.loads(x) for x in out.splitlines() if x.strip()]
@@ -402,6 +415,13 @@ def check(tc, d):
             fails.append('summary: %d %s, the manifest has %d' % (summary[v], v, n))
     if ex != 4:
         fails.append('exit %d with unsafe files, want 4' % ex)
+    return fails
+
+
+def check_text(tc, d):
+    """The default output: blobs named by their snapshot paths, --jobs 1 as --jobs 4, a line per file."""
+    man, want = manifest(d)
+    fails = []
     # the blobs of the cache are judged under their snapshot names only
     ex1, out1, _ = run_scan(tc, d, '--jobs', '1')
     for h in man['blobs']:
@@ -420,12 +440,25 @@ def check(tc, d):
         fails.append('default output: %d lines, want %d (one per judged file)' % (len(body), len(judged)))
     if not any(x.startswith('%d files judged' % len(judged)) for x in out1.splitlines()):
         fails.append('default output: no summary line saying %d files judged' % len(judged))
-    # -q: the unsafe and unreadable files only, no summary
+    return fails
+
+
+def check_quiet(tc, d):
+    """-q: the unsafe and unreadable files only, no summary."""
+    man, want = manifest(d)
+    fails = []
     exq, outq, _ = run_scan(tc, d, '-q')
     bad = [n for n, w in want.items() if w['verdict'] in ('unsafe', 'unreadable')]
     if len(outq.splitlines()) != len(bad) or exq != 4:
         fails.append('-q: %d lines (exit %d), want %d (exit 4)' % (len(outq.splitlines()), exq, len(bad)))
-    # SARIF: one result per unsafe or unreadable file, with its rule, level, message and location
+    return fails
+
+
+def check_sarif(tc, d):
+    """SARIF: one result per unsafe or unreadable file, with its rule, level, message and location."""
+    man, want = manifest(d)
+    fails = []
+    bad = [n for n, w in want.items() if w['verdict'] in ('unsafe', 'unreadable')]
     exs, outs, errs = run_scan(tc, d, '--sarif')
     try:
         log = json.loads(outs)
@@ -445,6 +478,9 @@ def check(tc, d):
     except (ValueError, KeyError, IndexError) as e:
         fails.append('--sarif: not a log (%s): %s' % (e, errs.strip()))
     return fails
+
+
+CHECKS = {'json': check_json, 'text': check_text, 'quiet': check_quiet, 'sarif': check_sarif}
 
 
 # ---- the loaders --------------------------------------------------------------------------
@@ -554,7 +590,13 @@ def load_(loader, path, safe):
     raise ValueError('no loader ' + loader)
 
 
-def loaders(d):
+# The loaders' features (scan-tree-loaders/FEATURE): the loaders of each, every loader of the
+# manifest in one of them.
+LOADERS = {'torch': ['torch'], 'pickle': ['pickle', 'pickle_xz', 'dill', 'joblib'], 'numpy': ['numpy'],
+           'safetensors-and-archives': ['safetensors', 'tar']}
+
+
+def loaders(d, only):
     try:
         import torch
     except ImportError:
@@ -563,8 +605,14 @@ def loaders(d):
     with open(os.path.join(d, 'manifest.json')) as f:
         man = json.load(f)
     fails, checked, unavailable = [], 0, set()
+    grouped = {x for g in LOADERS.values() for x in g}
     for item in man['items']:
-        if item['oracle'] == 'none':
+        if item['oracle'] != 'none' and item['loader'] not in grouped:
+            fails.append('%s: its loader %s is in none of the features %s' % (item['name'], item['loader'],
+                                                                              sorted(LOADERS)))
+    wanted = {x for g in only for x in LOADERS[g]}
+    for item in man['items']:
+        if item['oracle'] == 'none' or item['loader'] not in wanted:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             markers = os.path.join(tmp, 'markers')
@@ -611,8 +659,8 @@ def loaders(d):
             else:
                 checked += 1
     import torch
-    print('torch %s: %d verdicts agree with the real loaders%s' % (
-        torch.__version__, checked, '; not available here: ' + ', '.join(sorted(unavailable)) if unavailable else ''))
+    print('torch %s, %s: %d verdicts agree with the real loaders%s' % (
+        torch.__version__, ', '.join(only), checked, '; not available here: ' + ', '.join(sorted(unavailable)) if unavailable else ''))
     for f in fails:
         print('FAIL ' + f)
     return 1 if fails or not checked else 0
@@ -620,13 +668,23 @@ def loaders(d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('what', choices=['gen', 'check', 'loaders', 'auto'])
+    ap.add_argument('what', choices=['gen', 'check', 'loaders', 'auto', 'features'])
     ap.add_argument('dir', nargs='?')
     ap.add_argument('--tensorctl')
     ap.add_argument('--dir', dest='dir2')
     ap.add_argument('--mode', choices=['check', 'loaders'])
+    ap.add_argument('--only', help='the features to judge, comma-separated (all when absent)')
     a = ap.parse_args()
     d = a.dir2 or a.dir
+    if a.what == 'features':
+        print('\n'.join(CHECKS if a.mode == 'check' else LOADERS))
+        return 0
+    mode = a.mode if a.what == 'auto' else a.what
+    names = list(CHECKS if mode == 'check' else LOADERS)
+    only = names if not a.only else a.only.split(',')
+    if mode != 'gen' and any(f not in names for f in only):
+        print('unknown feature in %s (the features of %s: %s)' % (a.only, mode, ', '.join(names)), file=sys.stderr)
+        return 2
     if a.tensorctl:
         a.tensorctl = os.path.abspath(a.tensorctl)
     if a.what == 'gen':
@@ -636,27 +694,22 @@ def main():
                 [GEN_PYTHON, '-c', 'import torch, numpy, joblib, dill'], capture_output=True).returncode:
             print('%s with torch, numpy, joblib and dill is needed to make the tree: skipped' % GEN_PYTHON)
             return 77
-        d = os.path.join(d, 'gen-%d' % os.getpid())
-        if os.path.exists(d):
-            shutil.rmtree(d)
-        os.makedirs(d)
-        subprocess.run([GEN_PYTHON, os.path.abspath(__file__), 'gen', d], check=True)
-        try:
-            rc = run_mode(a.mode, a.tensorctl, d)
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
-        return rc
-    return run_mode(a.what, a.tensorctl, d)
+        # made once for every test of the run (each feature of check and of loaders, under each torch)
+        d = folder_once_per_run(d, 'tree', lambda p: subprocess.run(
+            [GEN_PYTHON, os.path.abspath(__file__), 'gen', p], check=True))
+    return run_mode(mode, a.tensorctl, d, only)
 
 
-def run_mode(mode, tc, d):
+def run_mode(mode, tc, d, only):
     if mode == 'loaders':
-        return loaders(d)
-    fails = check(tc, d)
+        return loaders(d, only)
+    fails = []
+    for f in only:
+        fails += ['%s: %s' % (f, x) for x in CHECKS[f](tc, d)]
     for f in fails:
         print('FAIL ' + f)
     if not fails:
-        print('scan: every item of the tree as the manifest says')
+        print('scan: every item of the tree as the manifest says (%s)' % ', '.join(only))
     return 1 if fails else 0
 
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Check tensorctl's safetensors reading and .pt <-> safetensors conversion.
 
-    check_st.py TENSORCTL OUTDIR CORPUS_DIR SAMPLES_DIR
+    check_st.py [--only FEATURE[,FEATURE...]] TENSORCTL OUTDIR CORPUS_DIR SAMPLES_DIR
+    check_st.py --features        the features, one a line (meson registers st-convert/FEATURE)
 
 CORPUS_DIR: sample_models/corpus, or the reference corpus (laid out alike: torch-1.x/, torch-2.x/).
+The features (all without --only), each in OUTDIR/FEATURE: corpus-safetensors (the corpus's own
+.safetensors files), pt-round-trip (.pt to safetensors and back), index (shards and their index),
+reshard (--max-shard-size), memory (peak RSS of big conversions). Which interpreters import torch
+and safetensors is asked once for the tests of one `meson test` (judge.once_per_run).
 
 Without torch (pure Python, always run):
   * every corpus .safetensors file: `inspect --json` agrees with its .expect.json (names, dtypes,
@@ -35,7 +40,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from judge import corpus_file  # noqa: E402
+from judge import corpus_file, features, once_per_run  # noqa: E402
 
 SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1,
          "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4,
@@ -598,19 +603,17 @@ def check_memory(tc, outdir, r):
         os.unlink(os.path.join(d, f))
 
 
-def main():
-    if len(sys.argv) != 5:
-        print(__doc__)
-        return 2
-    tc, outdir, corpus, samples = sys.argv[1:]
-    os.makedirs(outdir, exist_ok=True)
-    r = Report()
-    if not os.path.isdir(corpus):
-        print("FAIL: the corpus %s is missing" % corpus)
-        return 1
+def probe_all():
+    """[(path, probe or None, asked)] for every interpreter: the set-up the torch features share."""
+    return [(p, probe(p) if os.path.exists(p) else None, asked) for p, asked in interpreters()]
+
+
+def torch_pythons(outdir, r):
+    """[(path, probe)] of the interpreters with torch, probed once for the run (judge.once_per_run);
+    a missing interpreter of TENSORCTL_EXTRA_PYTHONS is a failure, /usr/bin/python3 without torch a skip."""
+    env = hashlib.sha256(os.environ.get("TENSORCTL_EXTRA_PYTHONS", "").encode()).hexdigest()[:12]
     pys = []
-    for p, asked in interpreters():
-        v = probe(p) if os.path.exists(p) else None
+    for p, v, asked in once_per_run(os.path.dirname(outdir), "interpreters-" + env, probe_all):
         if v:
             pys.append((p, v))
             if not v["st"]:
@@ -621,8 +624,11 @@ def main():
             r.skip("torch checks with " + p, "missing or cannot import torch")
     if not pys:
         r.skip("torch checks", "no interpreter with torch (set TENSORCTL_EXTRA_PYTHONS)")
+    return pys
 
-    # corpus safetensors files against their expect files
+
+def check_corpus_st(tc, outdir, corpus, samples, r):
+    """The corpus's safetensors files against their expect files."""
     for fn in ("dtypes.safetensors", "lm.safetensors"):
         path = corpus_file(corpus, "torch-2/" + fn)
         ex = expect_of(path, None)
@@ -637,6 +643,10 @@ def main():
         bad = [n for n in ex if hashes.get(n) != ex[n]["sha256"]]
         r.check(not bad, fn + ": tensor bytes match sha256", str(bad))
 
+
+def check_pt_round_trip(tc, outdir, corpus, samples, r):
+    """Every corpus and sample .pt to safetensors and back, judged by torch and safetensors."""
+    pys = torch_pythons(outdir, r)
     for rel, key in PT_INPUTS:
         path = os.path.join(samples, rel[8:]) if rel.startswith("samples:") else corpus_file(corpus, rel)
         if not r.check(os.path.exists(path) and os.path.exists(path + ".expect.json"),
@@ -721,9 +731,33 @@ def main():
                     if len(meta) <= 1:
                         same &= rawa == rawb
                     r.check(same, rel + ": same header (order, offsets, padding) and data as safetensors.save_file")
-    check_shards(tc, outdir, corpus, r, pys)
-    check_reshard(tc, outdir, corpus, samples, r, pys)
-    check_memory(tc, outdir, r)
+
+
+FEATURES = {
+    "corpus-safetensors": check_corpus_st,
+    "pt-round-trip": check_pt_round_trip,
+    "index": lambda tc, outdir, corpus, samples, r: check_shards(tc, outdir, corpus, r, torch_pythons(outdir, r)),
+    "reshard": lambda tc, outdir, corpus, samples, r: check_reshard(tc, outdir, corpus, samples, r,
+                                                                    torch_pythons(outdir, r)),
+    "memory": lambda tc, outdir, corpus, samples, r: check_memory(tc, outdir, r),
+}
+
+
+def main():
+    only, argv = features(sys.argv[1:], list(FEATURES))
+    if len(argv) != 4:
+        print(__doc__)
+        return 2
+    tc, outdir, corpus, samples = argv
+    r = Report()
+    if not os.path.isdir(corpus):
+        print("FAIL: the corpus %s is missing" % corpus)
+        return 1
+    for name in only:  # each feature in a folder of its own: their tests run side by side
+        print("# %s" % name)
+        sub = os.path.join(outdir, name)
+        os.makedirs(sub, exist_ok=True)
+        FEATURES[name](tc, sub, corpus, samples, r)
     print("%d passed, %d failed, %d skipped" % (r.passed, r.failed, r.skipped))
     if r.passed + r.failed == 0:
         print("FAIL: no check ran")
