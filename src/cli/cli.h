@@ -259,6 +259,8 @@ extern tc_wrote tc_wrote_run; /* the run's, filled by the command's summary */
 void tc_wrote_begin(const char *command, const char *input, bool json);
 /* What was written (output copied). */
 void tc_wrote_set(const char *output, size_t files, size_t tensors, uint64_t bytes, uint64_t tensor_bytes);
+/* Where the run writes, once known (what a failure's record names). */
+void tc_wrote_target(const char *output);
 /* The run ends with exit_status: its record printed (with --json); returns exit_status. */
 int tc_wrote_end(int exit_status);
 /* Whether the "wrote ..." line goes to stderr: at verbosity 1 and up, and not under --json. */

@@ -149,6 +149,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         out = out_path;
     }
+    tc_wrote_target(out);
     int fmt = tc_output_format(&a, out);
     if (fmt < 0)
         goto done;

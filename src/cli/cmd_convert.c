@@ -125,8 +125,9 @@ static int pick(tc_ckpt *c, const char *in, const tc_args *a, tc_convert_opts *o
     o->key = pk->w.prefix[0] ? pk->w.prefix : NULL;
     o->key_opt = from ? opt : "--from";
     o->no_entries = true;
+    o->plain = true; /* a state_dict as extract writes it */
     pk->on = true;
-    pk->found = !from;
+    pk->found = !from && !ema;
     return 0;
 }
 
@@ -376,6 +377,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         out = out_path;
     }
+    tc_wrote_target(out);
     tc_qtype gq = TC_Q_NONE;
     /* --dtype, --keep and --only of a GGUF output take ggml's types: not parsed as casts */
     static tc_args m;
@@ -517,8 +519,11 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
         } else {
             char lim_text[32];
             tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
-            snprintf(wrote, sizeof wrote, "%s and %zu shard%s of at most %s (from %zu)", rep.index_path, rep.nshards,
-                     tc_s(rep.nshards), lim_text, rep.ninputs);
+            tc_buf wb = tc_buf_fixed(wrote, sizeof wrote);
+            tc_buf_printf(&wb, "%s and %zu shard%s of at most %s", rep.index_path, rep.nshards, tc_s(rep.nshards),
+                          lim_text);
+            if (!one_input) /* the input set's shards */
+                tc_buf_printf(&wb, " (from %zu)", rep.ninputs);
         }
         if (one_input && !tc_ckpt_is_safe(c) && !r->allow_unsafe)
             tc_unsafe_note(c, in);

@@ -553,6 +553,7 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
     for (size_t i = 0; i < r->n; i++)
         cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));
+    cJSON_AddNumberToObject(j, "exit_status", r->equal ? TC_EXIT_OK : TC_EXIT_FAIL);
     char *s = cJSON_PrintUnformatted(j);
     if (s) {
         tc_put_json(s);
@@ -566,11 +567,12 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
 static void print_json_failure(const tc_args *a, int exit_status)
 {
     cJSON *j = cJSON_CreateObject();
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 2; s++) { /* {"path": ...} as a report's sides, so .a.path reads both */
+        cJSON *side = cJSON_AddObjectToObject(j, s ? "b" : "a");
         if (s < a->npos)
-            cJSON_AddStringToObject(j, s ? "b" : "a", a->pos[s]);
+            cJSON_AddStringToObject(side, "path", a->pos[s]);
         else
-            cJSON_AddNullToObject(j, s ? "b" : "a");
+            cJSON_AddNullToObject(side, "path");
     }
     cJSON_AddStringToObject(j, "error", tc_last_error()[0] ? tc_last_error() : "failed");
     cJSON_AddNumberToObject(j, "exit_status", exit_status);

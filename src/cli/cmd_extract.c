@@ -150,6 +150,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         out = out_path;
     }
+    tc_wrote_target(out);
     int fmt = set && !tc_index_path(out) && !a.set[OPT_FORMAT] ? tc_outname_format(in) : tc_output_format(&a, out);
     if (fmt == TC_OUTNAME_NONE) {
         tc_err(out, "a sharded set is written into this folder: give --format (pt or safetensors) for its shards");

@@ -424,6 +424,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                    "(to join the shards into one file: tensorctl convert IN OUT)");
             goto done;
         }
+        tc_wrote_target(o);
         tc_dst_cleanup_on_signals();
         ex = move_index(in, o, tc_dst_flags_from_args(&a), &r, &a);
         goto done;
@@ -456,6 +457,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(in, "OUT is the input file; use --in-place to replace it");
         goto done;
     }
+    tc_wrote_target(out);
     tc_dst_cleanup_on_signals();
     ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : tc_dst_flags_from_args(&a), &r);
 done:

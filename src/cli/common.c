@@ -301,6 +301,15 @@ void tc_wrote_set(const char *output, size_t files, size_t tensors, uint64_t byt
     w->done = true;
 }
 
+void tc_wrote_target(const char *output)
+{
+    tc_wrote *w = &tc_wrote_run;
+    if (!w->done && output) {
+        free(w->output);
+        w->output = strdup(output);
+    }
+}
+
 bool tc_wrote_line(void)
 {
     return tc_verbosity > 0 && !tc_wrote_run.json;
