@@ -12,11 +12,13 @@
 #include "shard_index.h"
 
 static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT", "write here: a .pt/.bin/.pth/.ckpt or .safetensors file, or a set's folder or index",
-    0, NULL,
-    "Write to \\fIOUT\\fR: one file (its format from its extension, or \\-\\-format), or a\n"
-    "sharded set: a folder (ending in '/' or existing) or an index\n"
-    "(\\fINAME\\fR.safetensors.index.json, \\fINAME\\fR.bin.index.json)."};
+    OPT_OUTPUT, 'o', "output", "OUT",
+    "write here: a .pt/.bin/.pth/.ckpt or .safetensors file, into folder OUT as DIR's name, or a set's index", 0, NULL,
+    "Write to \\fIOUT\\fR: one file (its format from its extension, or \\-\\-format); in an\n"
+    "existing folder \\fIOUT\\fR, the file named after \\fIDIR\\fR with \\-\\-format's extension\n"
+    "(\\fB\\-o out/ \\-\\-format safetensors\\fR writes \\fBout/\\fR\\fIDIR\\fR\\fB.safetensors\\fR); or a\n"
+    "sharded set: an index (\\fINAME\\fR.safetensors.index.json, \\fINAME\\fR.bin.index.json), or\n"
+    "a folder with \\-\\-max\\-shard\\-size or \\-\\-part."};
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors",
                                 "output format (default: from OUT's extension)", 0, NULL,
                                 "The output format, when \\fIOUT\\fR's name does not say (a folder)."};

@@ -10,11 +10,14 @@
 #include "safety.h"
 #include "shard_index.h"
 
-static const tc_opt o_output = {OPT_OUTPUT, 'o', "output", "OUT",
-                                "write here: .pt/.bin/.pth (torch) or .safetensors, or a set's *.index.json", 0, NULL,
-                                "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
-                                ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; "
-                                "an\n.B .index.json\nname writes a sharded set (its shards beside it)."};
+static const tc_opt o_output = {
+    OPT_OUTPUT, 'o', "output", "OUT",
+    "write here: .pt/.bin/.pth (torch) or .safetensors, into folder OUT under IN's name, or a set's *.index.json", 0,
+    NULL,
+    "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
+    ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; in an existing\n"
+    "folder \\fIOUT\\fR, the file named after \\fIIN\\fR, with \\-\\-format's extension or its own; "
+    "an\n.B .index.json\nname (or a folder with \\-\\-max\\-shard\\-size) writes a sharded set."};
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
                                 0, NULL, "The output format, when the extension does not say."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL,
