@@ -155,6 +155,9 @@ void tc_print_usage(FILE *f);
 /* JSON text cJSON printed, on stdout, fit for a terminal (tc_buf_json: DEL, C1 controls
  * and bidirectional marks from names as \uNNNN; the same JSON). */
 void tc_put_json(const char *s);
+/* The JSON document o as one line on stdout (through tc_put_json), then o deleted. */
+struct cJSON;
+void tc_put_json_line(struct cJSON *o);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

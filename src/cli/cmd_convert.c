@@ -510,7 +510,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
             tc_diag_subject(&d, in);
         tc_err_diag(&d);
     } else {
-        size_t files = so.one_file ? 1 : rep.nshards + 1;
+        size_t files = so.one_file ? 1 : rep.nshards + !so.nparts; /* a part writes no index */
         tc_wrote_set(rep.index_path, files, rep.sum.ntensors + rep.sum.ncopies, rep.file_bytes, rep.sum.data_bytes);
         char wrote[4200];
         if (so.one_file) {

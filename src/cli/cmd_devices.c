@@ -66,13 +66,7 @@ static void print_json(const tc_cuda_info *ci)
         cJSON_AddStringToObject(x, "compute_capability", cc);
         cJSON_AddItemToArray(devs, x);
     }
-    char *s = cJSON_PrintUnformatted(o);
-    if (s) {
-        tc_put_json(s);
-        putchar('\n');
-    }
-    free(s);
-    cJSON_Delete(o);
+    tc_put_json_line(o);
 }
 
 static int run(const tc_cmd *cmd, int argc, char **argv)

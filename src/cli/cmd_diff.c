@@ -554,13 +554,7 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     for (size_t i = 0; i < r->n; i++)
         cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));
     cJSON_AddNumberToObject(j, "exit_status", r->equal ? TC_EXIT_OK : TC_EXIT_FAIL);
-    char *s = cJSON_PrintUnformatted(j);
-    if (s) {
-        tc_put_json(s);
-        putchar('\n');
-    }
-    free(s);
-    cJSON_Delete(j);
+    tc_put_json_line(j);
 }
 
 /* A diff that could not be made, as one JSON line: both sides as given, the error line's message. */
@@ -576,13 +570,7 @@ static void print_json_failure(const tc_args *a, int exit_status)
     }
     cJSON_AddStringToObject(j, "error", tc_last_error()[0] ? tc_last_error() : "failed");
     cJSON_AddNumberToObject(j, "exit_status", exit_status);
-    char *s = cJSON_PrintUnformatted(j);
-    if (s) {
-        tc_put_json(s);
-        putchar('\n');
-    }
-    free(s);
-    cJSON_Delete(j);
+    tc_put_json_line(j);
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */

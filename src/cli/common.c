@@ -59,6 +59,17 @@ void tc_put_json(const char *s)
     tc_buf_free(&b);
 }
 
+void tc_put_json_line(cJSON *o)
+{
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (s) {
+        tc_put_json(s);
+        fputc('\n', stdout);
+    }
+    free(s);
+    cJSON_Delete(o);
+}
+
 void tc_err(const char *file, const char *fmt, ...)
 {
     va_list ap;
@@ -353,13 +364,7 @@ int tc_wrote_end(int exit_status)
             cJSON_AddStringToObject(o, "error", last_error[0] ? last_error : "failed");
         }
         cJSON_AddNumberToObject(o, "exit_status", exit_status);
-        char *s = cJSON_PrintUnformatted(o);
-        if (s) {
-            tc_put_json(s);
-            fputc('\n', stdout);
-        }
-        free(s);
-        cJSON_Delete(o);
+        tc_put_json_line(o);
     }
     free(w->output);
     *w = (tc_wrote){0};
