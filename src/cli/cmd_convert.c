@@ -362,11 +362,10 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto done;
     ex = TC_EXIT_USAGE;
     const char *in = in_path, *out = a.pos[1], *from_opt, *from = tc_from_arg(&a, &from_opt);
-    /* GGUF out (split files of at most --max-shard-size, named after OUT); else a set in, or a GGUF file (split or
-     * not) to shards: the set driver reads any checkpoint, and OUT a folder is the new set's */
+    /* GGUF out: split files of at most --max-shard-size, named after OUT. A set in: OUT a folder is the new set's.
+     * One checkpoint in (a split GGUF is one): a set out only when asked (tc_sharded_output), else one file */
     bool gguf = a.set[OPT_FORMAT] ? !strcmp(a.val[OPT_FORMAT], "gguf") : tc_ends_with(out, ".gguf");
-    bool set_in = !gguf && (tc_index_path(in) || (tc_ends_with(in, ".gguf") && (tc_index_path(out) ||
-                                                  tc_names_folder(out) || a.set[OPT_MAX_SHARD])));
+    bool set_in = !gguf && tc_index_path(in);
     uint64_t max_shard = 0;
     bool set_out = false;
     if (gguf || set_in ? tc_max_shard_from_args(&a, &max_shard) : tc_sharded_output(&a, out, &set_out, &max_shard))
