@@ -15,7 +15,7 @@ what=${1:-demo}
 packages="build-essential meson ninja-build pkg-config libcjson-dev zlib1g-dev libssl-dev libarchive-dev libcriterion-dev"
 walkthrough_packages="man-db jq parallel"
 test_packages="python3 python3-torch python3-numpy python3-joblib python3-dill p7zip-full clang libclang-rt-dev valgrind xfsprogs btrfs-progs unzip
-    dpkg-dev debhelper python3-mesonpy python3-build python3-venv"
+    dpkg-dev debhelper python3-mesonpy python3-build python3-venv debootstrap"
 
 install() {
     [ "${TENSORCTL_NO_INSTALL:-0}" = 1 ] && return 0

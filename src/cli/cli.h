@@ -110,6 +110,13 @@ extern const tc_opt tc_opt_no_sync;
 /* --part I/N | index: a sharded output written by several processes (tc_part_from_args). */
 extern const tc_opt tc_opt_part;
 
+/* --max-shard-size SIZE: a sharded output, for every command that writes sets (tc_sharded_output). */
+extern const tc_opt tc_opt_max_shard;
+/* --from KEY: the weights under one entry (convert, extract); --key is its alias (tc_from_arg). */
+extern const tc_opt tc_opt_from, tc_opt_key;
+/* --ema: the EMA copy of the weights, of the candidates --from chooses from. */
+extern const tc_opt tc_opt_ema;
+
 /* The key surgery every command that writes tensors under names takes (tc_keyops_from_args). */
 #define TC_KEY_OPTS &tc_opt_strip_prefix, &tc_opt_add_prefix, &tc_opt_rename, &tc_opt_drop, &tc_opt_only_keys
 
@@ -148,6 +155,9 @@ void tc_print_usage(FILE *f);
 /* JSON text cJSON printed, on stdout, fit for a terminal (tc_buf_json: DEL, C1 controls
  * and bidirectional marks from names as \uNNNN; the same JSON). */
 void tc_put_json(const char *s);
+/* The JSON document o as one line on stdout (through tc_put_json), then o deleted. */
+struct cJSON;
+void tc_put_json_line(struct cJSON *o);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -172,6 +182,14 @@ int tc_keyops_from_args(const tc_args *a, struct tc_keyops *k);
 /* --part: I/N (*part I, *nparts N) or "index" (*index_only); all 0 when not given.
  * Returns -1 after printing when malformed. */
 int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only);
+/* --max-shard-size's value into *max_shard (0 when not given); -1 after printing why it is bad. */
+int tc_max_shard_from_args(const tc_args *a, uint64_t *max_shard);
+/* Whether OUT and the options ask for a sharded set (*sharded): OUT an index name, or --max-shard-size
+ * or --part given, when OUT must name a folder or an index; *max_shard as tc_max_shard_from_args.
+ * -1 after printing why not. */
+int tc_sharded_output(const tc_args *a, const char *out, bool *sharded, uint64_t *max_shard);
+/* The value of --from, or of --key, its alias (NULL when neither); *opt (may be NULL) the one given, for messages. */
+const char *tc_from_arg(const tc_args *a, const char **opt);
 /* The tc_dst flags --force and --no-sync ask for. */
 unsigned tc_dst_flags_from_args(const tc_args *a);
 /* "5GB", "100MiB", "1024" -> bytes. */
@@ -212,9 +230,47 @@ bool tc_names_one_file(const char *path);
  * status after printing why. */
 int tc_input_path(const char *arg, char **path);
 /* Where one output file goes: out itself, or out/NAME (NAME the input's last
- * component) when out names a folder, as cp writes into one. *path: free() it.
- * 0, or the exit status after printing why. */
-int tc_output_path(const char *out, const char *in, char **path);
+ * component) when out names a folder, as cp writes into one; with ext, NAME's
+ * checkpoint extension (.pt, .bin, .pth, .ckpt, .safetensors, .gguf) replaced
+ * by it, or ext added when it has none (model.bin -> out/model.safetensors).
+ * out ending in '/' must be a folder. *path: free() it. 0, or the exit status
+ * after printing why. */
+int tc_output_path(const char *out, const char *in, const char *ext, char **path);
+/* One output file of a command that may change the format (convert, extract, consolidate): when out
+ * is a folder, the file in it (tc_output_path) with the extension of --format's format, else of in's
+ * own (its name's: a torch name keeps its extension); out itself otherwise. *path: free() it. 0, or
+ * the exit status after printing why (a folder and no format to name the file by). */
+int tc_output_file(const tc_args *a, const char *out, const char *in, char **path);
+
+/* --json of the commands that write checkpoints: instead of the "wrote ..." line on stderr, one JSON
+ * object on stdout for the run (one line), {"command", "input", "output", "files", "tensors", "bytes",
+ * "tensor_bytes", "seconds", "exit_status"} or, when it failed, {"command", "input", "output",
+ * "error", "exit_status"} (the error line's message). */
+extern const tc_opt tc_opt_json_wrote;
+typedef struct tc_wrote {
+    const char *command, *input;
+    char *output;          /* the file, or a set's index (owned) */
+    size_t files;          /* output files (a set: its shards and index) */
+    size_t tensors;        /* tensors written (aliases of shared storage included) */
+    uint64_t bytes;        /* of every output file */
+    uint64_t tensor_bytes; /* of tensor data */
+    double t0;
+    bool json, done;
+} tc_wrote;
+extern tc_wrote tc_wrote_run; /* the run's, filled by the command's summary */
+/* A run starts: --json asked for or not (the clock starts). */
+void tc_wrote_begin(const char *command, const char *input, bool json);
+/* What was written (output copied). */
+void tc_wrote_set(const char *output, size_t files, size_t tensors, uint64_t bytes, uint64_t tensor_bytes);
+/* Where the run writes, once known (what a failure's record names). */
+void tc_wrote_target(const char *output);
+/* The run ends with exit_status: its record printed (with --json); returns exit_status. */
+int tc_wrote_end(int exit_status);
+/* Whether the "wrote ..." line goes to stderr: at verbosity 1 and up, and not under --json. */
+bool tc_wrote_line(void);
+/* The message of the last error line printed (tc_err), "" when none since the run began. */
+const char *tc_last_error(void);
+void tc_last_error_clear(void);
 /* The integrity test of c, opened from path (test and inspect --verify-crc):
  * "PATH: OK (...)" on stdout when say, or the failure on stderr; the exit status. */
 int tc_test_ckpt(const char *path, const tc_ckpt *c, const tc_limits *lim, bool say);

@@ -12,11 +12,13 @@
 #include "shard_index.h"
 
 static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT", "write here: a .pt/.bin/.pth/.ckpt or .safetensors file, or a set's folder or index",
-    0, NULL,
-    "Write to \\fIOUT\\fR: one file (its format from its extension, or \\-\\-format), or a\n"
-    "sharded set: a folder (ending in '/' or existing) or an index\n"
-    "(\\fINAME\\fR.safetensors.index.json, \\fINAME\\fR.bin.index.json)."};
+    OPT_OUTPUT, 'o', "output", "OUT",
+    "write here: a .pt/.bin/.pth/.ckpt or .safetensors file, into folder OUT as DIR's name, or a set's index", 0, NULL,
+    "Write to \\fIOUT\\fR: one file (its format from its extension, or \\-\\-format); in an\n"
+    "existing folder \\fIOUT\\fR, the file named after \\fIDIR\\fR with \\-\\-format's extension\n"
+    "(\\fB\\-o out/ \\-\\-format safetensors\\fR writes \\fBout/\\fR\\fIDIR\\fR\\fB.safetensors\\fR); or a\n"
+    "sharded set: an index (\\fINAME\\fR.safetensors.index.json, \\fINAME\\fR.bin.index.json), or\n"
+    "a folder with \\-\\-max\\-shard\\-size or \\-\\-part."};
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors",
                                 "output format (default: from OUT's extension)", 0, NULL,
                                 "The output format, when \\fIOUT\\fR's name does not say (a folder)."};
@@ -27,13 +29,6 @@ static const tc_opt o_from = {
     "named relative to it: \\fBmodel.layers.0.weight\\fR becomes \\fBlayers.0.weight\\fR."};
 static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0, "cpu",
                                 "The device tag of the storages of a .pt output."};
-static const tc_opt o_max_shard = {
-    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "write a sharded set: at most SIZE bytes of tensor data per shard", 0,
-    "5GB",
-    "Write a sharded set with at most this much tensor data per shard (sizes after\n"
-    "\\fB\\-\\-dtype\\fR), in the order of the checkpoint's items, named as transformers names\n"
-    "them; a tensor larger than \\fISIZE\\fR gets a shard of its own. \\fIOUT\\fR is the set's\n"
-    "folder or its index."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more."};
 static const tc_opt o_tag = {
     OPT_TAG, 0, "tag", "TAG", "DeepSpeed ZeRO: the step folder DIR/TAG instead of the one DIR/latest names", 0, NULL,
@@ -47,9 +42,9 @@ static const tc_opt o_exclude_frozen = {
     "\\fBexclude_frozen_parameters\\fR."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_tag, &o_exclude_frozen,
                                      &tc_opt_dtype, &tc_opt_keep,
-                                     &tc_opt_only, &o_device, TC_KEY_OPTS, &o_max_shard, &tc_opt_part,
-                                     &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
-                                     &o_verbose, TC_LIMIT_OPTS, NULL};
+                                     &tc_opt_only, &o_device, TC_KEY_OPTS, &tc_opt_max_shard, &tc_opt_part,
+                                     &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals,
+                                     &tc_opt_json_wrote, &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS, NULL};
 
 
 
@@ -65,7 +60,9 @@ static void summary(const char *out, const tc_consolidate_report *r, const tc_co
     if (s->underflow)
         tc_warn(out, "%" PRIu64 " nonzero values too small for %s became zero", s->underflow,
                 tc_dtype_name(o->set.co.ro.dtype));
-    if (tc_verbosity < 1)
+    tc_wrote_set(o->sharded ? r->set.index_path : out, o->sharded ? r->set.nshards + !o->set.nparts : 1,
+                 o->set.index_only || o->set.nparts ? 0 : s->ntensors, r->set.file_bytes, s->data_bytes);
+    if (!tc_wrote_line())
         return;
     if (o->set.nparts)
         fprintf(stderr, "tensorctl: wrote part %u of %u of %s: %zu shard%s", o->set.part, o->set.nparts,
@@ -115,6 +112,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
+    char *out_path = NULL;
+    tc_wrote_begin(cmd->name, a.npos ? a.pos[0] : NULL, a.set[OPT_JSON]);
     if (a.npos != 1) {
         tc_err(NULL, "consolidate: expected one DIR (a distributed checkpoint's folder, a DeepSpeed ZeRO save "
                "folder), got %d (see 'tensorctl consolidate --help')", a.npos);
@@ -143,21 +142,20 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(NULL, "--from '%s': give the first component of the names (model, state_dict)", so->co.key);
         goto done;
     }
-    bool folder = tc_names_folder(out);
+    /* a set with --max-shard-size, --part or an index name; else one file: OUT, or DIR/NAME.EXT in a folder OUT */
+    if (tc_sharded_output(&a, out, &o.sharded, &so->max_shard))
+        goto done;
+    if (!o.sharded) {
+        if ((ex = tc_output_file(&a, out, in, &out_path)) != 0)
+            goto done;
+        ex = TC_EXIT_USAGE;
+        out = out_path;
+    }
+    tc_wrote_target(out);
     int fmt = tc_output_format(&a, out);
     if (fmt < 0)
         goto done;
     o.format = fmt == TC_OUTNAME_ST ? TC_OUT_ST : TC_OUT_PT;
-    o.sharded = folder || tc_index_path(out) || a.set[OPT_MAX_SHARD] || a.set[OPT_PART];
-    if (o.sharded && !folder && !tc_index_path(out)) {
-        tc_err(out, "a sharded output (--max-shard-size, --part) goes to a folder (ending in '/') or an index "
-               "(NAME.safetensors.index.json, NAME.bin.index.json)");
-        goto done;
-    }
-    if (a.set[OPT_MAX_SHARD] && (tc_parse_size(a.val[OPT_MAX_SHARD], &so->max_shard) || !so->max_shard)) {
-        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a.val[OPT_MAX_SHARD]);
-        goto done;
-    }
     if (a.set[OPT_DEVICE]) {
         const char *dv = a.val[OPT_DEVICE];
         if (o.format != TC_OUT_PT) {
@@ -197,8 +195,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_consolidate_report_free(&rep);
 done:
     tc_move_req_free(&r);
+    free(out_path);
     free(a.pos);
-    return ex;
+    return tc_wrote_end(ex);
 }
 
 const tc_cmd tc_cmd_consolidate = {

@@ -28,38 +28,18 @@ static const tc_opt o_kv = {
     ".B general.alignment=u32:N\nchanges the alignment from 32 (llama.cpp aborts below 32 when it mmaps)."};
 static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0,
                                 "cpu", "The device tag of the storages of a .pt output."};
-static const tc_opt o_key = {
-    OPT_KEY, 0, "key", "K", "to safetensors: only the tensors under entry K (e.g. model, state_dict), named relative to it",
-    0, NULL,
-    "Take the tensors under this top-level entry of a training checkpoint (for\nexample\n.B model\nor\n"
-    ".BR state_dict ),\nnamed relative to it."};
-/* extract's and consolidate's name for the same choice */
-static const tc_opt o_from = {OPT_FROM, 0, "from", "K", "the same as --key (extract's and consolidate's name)", 0, NULL,
-                              "The same as \\-\\-key, as extract and consolidate name it."};
-static const tc_opt o_max_shard = {
-    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", 0,
-    "5GB",
-    "For a sharded output: the most tensor data one shard holds (as\ntransformers). The set is planned from the input's "
-    "metadata, sizes taken after\n\\fB\\-\\-dtype\\fR, and written as\n.BI model\\- NNNNN \\-of\\- NNNNN .safetensors\n"
-    "or\n.BI pytorch_model\\- NNNNN \\-of\\- NNNNN .bin\n"
-    "shards, merging small input shards or splitting large ones; a tensor larger\n"
-    "than SIZE gets a shard of its own, and tensors that share a storage stay in\none shard."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (bytes shared/copied/written)", 0,
                                  NULL,
                                  "Say more: how many bytes of the output share the input's blocks (as many as the\n"
                                  "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
                                  "unchanged, and were written (casts, the pickle, headers and padding)."};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
-                                     &o_key, &o_from, TC_KEY_OPTS, &tc_opt_names, &o_kv, &tc_opt_max_expand, &o_max_shard, &tc_opt_part, &tc_opt_force, &tc_opt_no_sync,
-                                     &tc_opt_allow_unsafe,
-                                     &tc_opt_safe_globals, &tc_opt_quiet,
-                                     &o_verbose, TC_LIMIT_OPTS, NULL};
+                                     &tc_opt_from, &tc_opt_key, &tc_opt_ema, TC_KEY_OPTS, &tc_opt_names, &o_kv,
+                                     &tc_opt_max_expand, &tc_opt_max_shard, &tc_opt_part, &tc_opt_force,
+                                     &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_json_wrote,
+                                     &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS, NULL};
 
-
-
-
-
-/* Warnings, then (verbosity 1+) what was written: out, or `wrote` when given. */
+/* Warnings, then (verbosity 1+, not under --json) what was written: out, or `wrote` when given. */
 static void summary(const char *out, const char *wrote, const tc_convert_report *r, bool st, const tc_convert_opts *o,
                     uint64_t file_bytes)
 {
@@ -73,7 +53,7 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
     if (r->underflow)
         tc_warn(out, "%" PRIu64 " nonzero values too small for %s became zero", r->underflow,
                 tc_dtype_name(o->ro.dtype));
-    if (tc_verbosity < 1)
+    if (!tc_wrote_line())
         return;
     size_t nt = r->ntensors + r->ncopies;
     fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(wrote ? wrote : out), nt, nt == 1 ? "" : "s");
@@ -90,15 +70,89 @@ static void summary(const char *out, const char *wrote, const tc_convert_report 
     tc_print_sharing(out, file_bytes, r->shared_bytes, r->copied_bytes);
 }
 
+/* ---- which tensors: extract's choice ------------------------------------------------------ */
+
+/* A safetensors file (or a set) holds weights. Of a torch checkpoint, convert writes what extract
+ * would (one code path, tc_pick_weights): the entry --from (or --key) names, or, of a training
+ * checkpoint (its weights beside an optimizer's tensors), the one set of weights found there, named
+ * relative to its entry, the rest left behind and listed once written; several sets to choose from
+ * is exit 2, as for extract. Any other file (a state_dict, a module pickled whole, a dict of models
+ * or tensors) is written whole, as before: nothing in it is training state. */
+typedef struct picked {
+    tc_weights ws;
+    tc_wcand w;
+    tc_extract_report left;
+    bool on;      /* an entry was chosen: o->key is its prefix */
+    bool found;   /* ... by the candidate rule, not by --from */
+} picked;
+
+static void picked_free(picked *pk)
+{
+    tc_extract_report_free(&pk->left);
+    tc_wcand_clear(&pk->w);
+    tc_weights_free(&pk->ws);
+}
+
+static int pick(tc_ckpt *c, const char *in, const tc_args *a, tc_convert_opts *o, picked *pk)
+{
+    const char *opt, *from = tc_from_arg(a, &opt);
+    bool ema = a->set[OPT_EMA];
+    if (!tc_ckpt_has_objects(c)) {
+        if (ema) {
+            tc_err(in, "--ema: a %s file is one state_dict", tc_ckpt_format(c));
+            return TC_EXIT_USAGE;
+        }
+        return 0; /* a --from of a safetensors input: the ops say it has no entries */
+    }
+    tc_diag d = TC_DIAG_INIT;
+    if (tc_weights_find(c, &pk->ws, &d)) {
+        tc_diag_subject(&d, in);
+        return tc_err_diag(&d);
+    }
+    if (!from && !ema && !pk->ws.optimizer_bytes) /* no training checkpoint: every tensor, as before */
+        return 0;
+    int ex = tc_pick_weights(c, in, from, ema, &pk->ws, &pk->w);
+    if (ex) {
+        if (!from && !ema && tc_verbosity > 0)
+            fprintf(stderr, "tensorctl: note: a training checkpoint: convert writes its weights, as extract does; "
+                    "--from . writes every tensor of the file\n");
+        return ex;
+    }
+    if (!from && !ema && !pk->w.prefix[0])
+        return 0; /* the whole file all the same */
+    if (tc_extract_left(c, &pk->w, &pk->left, &d))
+        return tc_err_diag(&d);
+    o->key = pk->w.prefix[0] ? pk->w.prefix : NULL;
+    o->key_opt = from ? opt : "--from";
+    o->no_entries = true;
+    o->plain = true; /* a state_dict as extract writes it */
+    pk->on = true;
+    pk->found = !from && !ema;
+    return 0;
+}
+
+/* Once written: which entry was taken, and what stayed behind. */
+static void picked_note(const picked *pk)
+{
+    if (!pk->on || tc_verbosity < 1)
+        return;
+    if (pk->found)
+        fprintf(stderr, "tensorctl: note: a training checkpoint: wrote the weights under '%s' (%s), named "
+                "relative to it; --from . writes every tensor of the file\n", TC_ESC(pk->w.prefix),
+                TC_ESC(pk->w.reason));
+    tc_print_left(&pk->left);
+}
+
 /* One file to one file. */
 static int convert_file(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
-                        tc_convert_opts *o)
+                        tc_convert_opts *o, const tc_args *a)
 {
     tc_ckpt *c = NULL;
     tc_diag d = TC_DIAG_INIT;
     tc_dst dst = TC_DST_INIT;
     tc_convert_report rep = {0};
     tc_progress prog;
+    picked pk = {0};
     int rc = tc_open(&c, in, &r->lim, &d);
     if (rc)
         return tc_err_diag(&d);
@@ -114,11 +168,17 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
         tc_ckpt_close(c);
         return tc_err_diag(&d);
     }
+    int ex = fmt == TC_OUTNAME_ST ? pick(c, in, a, o, &pk) : 0;
+    if (ex) {
+        picked_free(&pk);
+        tc_ckpt_close(c);
+        return ex;
+    }
     /* said once the output is written (a failure is one line) */
     bool stay_behind = keeps == TC_KEEPS_TENSORS && !tc_ckpt_is_safe(c) && !r->allow_unsafe;
     const char *key_hint = NULL;
     size_t nt = tc_ckpt_ntensors(c);
-    if (fmt == TC_OUTNAME_ST && !o->key && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
+    if (fmt == TC_OUTNAME_ST && !o->key && !pk.on && tc_ckpt_has_objects(c) && tc_verbosity > 0) {
         static const char *const common[] = {"state_dict", "model", "module", "model_state_dict", NULL};
         for (const char *const *k = common; *k && !key_hint; k++) {
             size_t l = strlen(*k), n = 0;
@@ -151,9 +211,12 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
     if (stay_behind)
         tc_unsafe_note(c, in);
     if (key_hint)
-        fprintf(stderr, "tensorctl: note: tensors keep their full names; --key %s writes only that entry\n",
+        fprintf(stderr, "tensorctl: note: tensors keep their full names; --from %s writes only that entry\n",
                 TC_ESC(key_hint));
+    tc_wrote_set(out, 1, rep.ntensors + rep.ncopies, file_bytes, rep.data_bytes);
     summary(out, NULL, &rep, fmt == TC_OUTNAME_ST, o, file_bytes);
+    picked_note(&pk);
+    picked_free(&pk);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
     return TC_EXIT_OK;
@@ -161,13 +224,14 @@ fail:
     tc_dst_abort(&dst);
     if (rc != TC_ERR_USAGE)
         tc_diag_subject(&d, in);
+    picked_free(&pk);
     tc_convert_report_free(&rep);
     tc_ckpt_close(c);
     return tc_err_diag(&d);
 }
 
 static int convert_index(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
-                         const tc_convert_opts *o, uint64_t max_shard, const tc_args *a);
+                         tc_convert_opts *o, uint64_t max_shard, const tc_args *a, bool one_input);
 
 /* ---- GGUF output -------------------------------------------------------------- */
 
@@ -252,7 +316,8 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
     if (rep.nfallback)
         tc_warn(out, "%zu tensors have rows that are not whole %s blocks: written F16, as llama.cpp's converter does",
                 rep.nfallback, tc_qtype_name(q));
-    if (tc_verbosity > 0) {
+    tc_wrote_set(rep.first, rep.nfiles, rep.r.ntensors, rep.file_bytes, rep.r.data_bytes);
+    if (tc_wrote_line()) {
         fprintf(stderr, "tensorctl: wrote %s", rep.first);
         if (rep.nfiles > 1)
             fprintf(stderr, " and %zu more split files", rep.nfiles - 1);
@@ -275,21 +340,17 @@ done:
     return ex;
 }
 
-static bool gguf_named(const tc_args *a, const char *out)
-{
-    return a->set[OPT_FORMAT] ? !strcmp(a->val[OPT_FORMAT], "gguf") : tc_ends_with(out, ".gguf");
-}
-
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
     char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
-    char *in_path = NULL;
+    char *in_path = NULL, *out_path = NULL;
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
+    tc_wrote_begin(cmd->name, a.npos ? a.pos[0] : NULL, a.set[OPT_JSON]);
     if (a.npos != 2) {
         tc_err(NULL, "convert: expected IN and OUT, got %d argument%s (see 'tensorctl convert --help')", a.npos,
                tc_s((size_t)a.npos));
@@ -300,8 +361,22 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if ((ex = tc_input_path(a.pos[0], &in_path)) != 0)
         goto done;
     ex = TC_EXIT_USAGE;
-    const char *in = in_path, *out = a.pos[1];
-    bool gguf = gguf_named(&a, out);
+    const char *in = in_path, *out = a.pos[1], *from_opt, *from = tc_from_arg(&a, &from_opt);
+    /* GGUF out: split files of at most --max-shard-size, named after OUT. A set in: OUT a folder is the new set's.
+     * One checkpoint in (a split GGUF is one): a set out only when asked (tc_sharded_output), else one file */
+    bool gguf = a.set[OPT_FORMAT] ? !strcmp(a.val[OPT_FORMAT], "gguf") : tc_ends_with(out, ".gguf");
+    bool set_in = !gguf && tc_index_path(in);
+    uint64_t max_shard = 0;
+    bool set_out = false;
+    if (gguf || set_in ? tc_max_shard_from_args(&a, &max_shard) : tc_sharded_output(&a, out, &set_out, &max_shard))
+        goto done;
+    if (!set_in && !set_out) { /* OUT a folder: the file in it, under IN's name */
+        if ((ex = tc_output_file(&a, out, in, &out_path)) != 0)
+            goto done;
+        ex = TC_EXIT_USAGE;
+        out = out_path;
+    }
+    tc_wrote_target(out);
     tc_qtype gq = TC_Q_NONE;
     /* --dtype, --keep and --only of a GGUF output take ggml's types: not parsed as casts */
     static tc_args m;
@@ -322,14 +397,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(NULL, "--kv sets GGUF metadata; it applies to a .gguf output");
         goto done;
     }
-    int fmt = gguf ? TC_OUTNAME_NONE : tc_output_format(&a, out);
+    int fmt = gguf ? TC_OUTNAME_NONE
+              : set_out && !tc_index_path(out) && !a.set[OPT_FORMAT] ? tc_outname_format(in) : tc_output_format(&a, out);
+    if (fmt == TC_OUTNAME_NONE && !gguf) {
+        tc_err(out, "a sharded set is written into this folder: give --format (pt or safetensors) for its shards");
+        goto done;
+    }
     if (fmt < 0)
         goto done;
-    tc_convert_opts o = {.ro = r.o, .key = a.set[OPT_KEY] ? a.val[OPT_KEY] : NULL, .device = "cpu"};
-    if (a.set[OPT_FROM]) {
-        o.key = a.val[OPT_FROM];
-        o.key_opt = "--from";
-    }
+    tc_convert_opts o = {.ro = r.o, .key = from, .key_opt = from_opt, .device = "cpu"};
     if (tc_keyops_from_args(&a, &o.keys))
         goto done;
     if (tc_max_expand_from_args(&a, &o.max_expand))
@@ -348,13 +424,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             goto done;
         o.device = device_tag;
     }
-    if (o.key && (gguf || fmt != TC_OUTNAME_ST)) {
-        tc_err(NULL, "--key '%s' selects what goes into a safetensors file; it does not apply to .pt output", o.key);
+    /* a .pt file out keeps the whole object graph; a set or a safetensors file holds weights */
+    if ((from || a.set[OPT_EMA]) && (gguf || (fmt != TC_OUTNAME_ST && !set_out))) {
+        tc_err(NULL, "%s selects the weights a safetensors file or a set holds; a .pt output keeps the whole file "
+               "('tensorctl extract %s' writes one entry as a .pt state_dict)",
+               from ? from_opt : "--ema", from ? from_opt : "--ema");
         goto done;
     }
-    uint64_t max_shard = 0;
-    if (a.set[OPT_MAX_SHARD] && (tc_parse_size(a.val[OPT_MAX_SHARD], &max_shard) || !max_shard)) {
-        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a.val[OPT_MAX_SHARD]);
+    if (a.set[OPT_EMA] && set_in) {
+        tc_err(NULL, "--ema chooses among a checkpoint's entries; a set's shards are state_dicts");
         goto done;
     }
     if (!strcmp(in, out) || tc_same_file(in, out)) {
@@ -369,45 +447,33 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             ex = convert_gguf(in, out, &r, &a, gq, max_shard, tc_dst_flags_from_args(&a));
         goto done;
     }
-    /* a GGUF file (split or not) into a set of safetensors or .bin shards: the set driver takes any checkpoint */
-    if (tc_index_path(in) || (tc_ends_with(in, ".gguf") && (tc_index_path(out) || tc_names_folder(out) || max_shard))) {
-        ex = convert_index(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, max_shard, &a);
+    if (set_in || set_out) {
+        ex = convert_index(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, max_shard, &a, !set_in);
         goto done;
     }
-    if (a.set[OPT_PART]) {
-        tc_err(NULL, "--part splits the writing of a sharded set among processes; '%s' is not an index", in);
-        goto done;
-    }
-    if (tc_index_path(out)) {
-        tc_err(out, "an index output needs an index input (IN.index.json)");
-        goto done;
-    }
-    if (max_shard) {
-        tc_err(in, "not an index: --max-shard-size applies to sharded sets (to shard one file: tensorctl extract "
-               "IN -o OUT.index.json --max-shard-size SIZE)");
-        goto done;
-    }
-    ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o);
+    ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, &a);
 done:
     tc_move_req_free(&r);
     free(in_path);
+    free(out_path);
     free(a.pos);
-    return ex;
+    return tc_wrote_end(ex);
 }
 
 /* ---- sharded sets ------------------------------------------------------------ */
 
-/* A shard set through its index: planned and written by tc_set_run; this prints. */
+/* A shard set through its index, or one checkpoint written as a set (one_input): planned and written by the set
+ * driver; this prints. */
 static int convert_index(const char *in, const char *out, int fmt, unsigned dst_flags, const tc_move_req *r,
-                         const tc_convert_opts *o, uint64_t max_shard, const tc_args *a)
+                         tc_convert_opts *o, uint64_t max_shard, const tc_args *a, bool one_input)
 {
-    tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .co = *o, .max_shard = max_shard,
+    tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .max_shard = max_shard,
                       .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
         return TC_EXIT_USAGE;
     /* OUT named as a file (not an index, not a folder): the set joined into it */
-    so.one_file = tc_names_one_file(out);
+    so.one_file = !one_input && tc_names_one_file(out);
     if (so.one_file && (a->set[OPT_MAX_SHARD] || a->set[OPT_PART])) {
         tc_err(out, "%s writes a sharded set: give OUT as a folder or an .index.json name",
                a->set[OPT_MAX_SHARD] ? "--max-shard-size" : "--part");
@@ -415,25 +481,57 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
     }
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
-    int rc = tc_set_run(in, out, &so, &rep, &d);
+    tc_ckpt *c = NULL;
+    picked pk = {0};
+    int rc = 0, ex = 0;
+    if (one_input) { /* opened here, to choose its weights as a file out would */
+        if ((rc = tc_open(&c, in, &r->lim, &d)))
+            return tc_err_diag(&d);
+        tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+        if (tc_ckpt_distributed(c)) {
+            tc_err(in, "%s: 'tensorctl consolidate' writes it as one file or a set", tc_ckpt_distributed(c));
+            ex = TC_EXIT_USAGE;
+        } else if ((rc = tc_safety_gate(c, TC_KEEPS_TENSORS, "convert", r->allow_unsafe, &d))) {
+            ex = tc_err_diag(&d);
+        } else {
+            ex = pick(c, in, a, o, &pk);
+        }
+        if (ex) {
+            picked_free(&pk);
+            tc_ckpt_close(c);
+            return ex;
+        }
+    }
+    so.co = *o;
+    rc = one_input ? tc_set_run_ckpt(c, out, &so, &rep, &d) : tc_set_run(in, out, &so, &rep, &d);
     if (rc) {
         if (rc != TC_ERR_USAGE)
             tc_diag_subject(&d, in);
         tc_err_diag(&d);
-    } else if (so.one_file) {
-        char wrote[4200];
-        snprintf(wrote, sizeof wrote, "%s (the %zu shard%s of the set joined)", rep.index_path, rep.ninputs,
-                 tc_s(rep.ninputs));
-        summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
     } else {
-        char lim_text[32], wrote[4200];
-        tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
-        snprintf(wrote, sizeof wrote, "%s and %zu shard%s of at most %s (from %zu)", rep.index_path, rep.nshards,
-                 tc_s(rep.nshards), lim_text, rep.ninputs);
+        size_t files = so.one_file ? 1 : rep.nshards + !so.nparts; /* a part writes no index */
+        tc_wrote_set(rep.index_path, files, rep.sum.ntensors + rep.sum.ncopies, rep.file_bytes, rep.sum.data_bytes);
+        char wrote[4200];
+        if (so.one_file) {
+            snprintf(wrote, sizeof wrote, "%s (the %zu shard%s of the set joined)", rep.index_path, rep.ninputs,
+                     tc_s(rep.ninputs));
+        } else {
+            char lim_text[32];
+            tc_human_bytes(max_shard ? max_shard : TC_DEFAULT_MAX_SHARD, lim_text, sizeof lim_text);
+            tc_buf wb = tc_buf_fixed(wrote, sizeof wrote);
+            tc_buf_printf(&wb, "%s and %zu shard%s of at most %s", rep.index_path, rep.nshards, tc_s(rep.nshards),
+                          lim_text);
+            if (!one_input) /* the input set's shards */
+                tc_buf_printf(&wb, " (from %zu)", rep.ninputs);
+        }
+        if (one_input && !tc_ckpt_is_safe(c) && !r->allow_unsafe)
+            tc_unsafe_note(c, in);
         summary(rep.index_path, wrote, &rep.sum, fmt == TC_OUTNAME_ST, o, rep.file_bytes);
-    }
-    if (!rc)
+        picked_note(&pk);
         tc_print_removed(rep.index_path, rep.removed, rep.nremoved);
+    }
+    picked_free(&pk);
+    tc_ckpt_close(c);
     tc_set_report_free(&rep);
     return tc_exit_for(rc);
 }

@@ -1,4 +1,6 @@
 /* devices: what torch.cuda.is_available() and device_count() would say. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,7 +10,64 @@
 
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print nothing; exit 0 when CUDA is usable, 1 when not",
                                0, NULL, "Print nothing; only the exit status."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_quiet, NULL};
+static const tc_opt o_json = {
+    OPT_JSON, 0, "json", NULL, "print the report as one JSON object (one line); the same exit status", 0, NULL,
+    "Print the report as one JSON object on one line:\n.B cpu\n(cast_path),\n.B cuda\n"
+    "(built: CUDA support compiled in; usable; why, when it is not; driver and runtime\n"
+    "versions as \\fB\"12.4\"\\fR, null when unknown; count) and\n.B devices\n"
+    "(index, name, total_bytes, free_bytes, compute_capability). Without a usable\n"
+    "GPU, usable is false, why says why and devices is empty; the exit status is 1\n"
+    "as without \\fB\\-\\-json\\fR."};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_json, &o_quiet, NULL};
+
+/* "12.4" from CUDA's 12040, or null when unknown */
+static cJSON *version(int v)
+{
+    char t[32];
+    if (v <= 0)
+        return cJSON_CreateNull();
+    snprintf(t, sizeof t, "%d.%d", v / 1000, v % 1000 / 10);
+    return cJSON_CreateString(t);
+}
+
+static cJSON *bytes(uint64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRIu64, v);
+    return cJSON_CreateRaw(t);
+}
+
+static void print_json(const tc_cuda_info *ci)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *cpu = cJSON_AddObjectToObject(o, "cpu"), *cu = cJSON_AddObjectToObject(o, "cuda");
+    cJSON_AddStringToObject(cpu, "cast_path", tc_cast_cpu_path());
+    cJSON_AddBoolToObject(cu, "built", ci->compiled);
+    cJSON_AddBoolToObject(cu, "usable", ci->available);
+    if (ci->available)
+        cJSON_AddNullToObject(cu, "why");
+    else
+        cJSON_AddStringToObject(cu, "why", ci->why);
+    cJSON_AddItemToObject(cu, "driver", version(ci->driver_version));
+    cJSON_AddItemToObject(cu, "runtime", version(ci->runtime_version));
+    cJSON_AddNumberToObject(cu, "count", ci->available ? ci->count : 0);
+    cJSON *devs = cJSON_AddArrayToObject(o, "devices");
+    for (int i = 0; ci->available && i < ci->count; i++) {
+        tc_cuda_device d;
+        if (tc_cuda_device_get(&d, i))
+            continue;
+        cJSON *x = cJSON_CreateObject();
+        char cc[24];
+        snprintf(cc, sizeof cc, "%d.%d", d.cc_major, d.cc_minor);
+        cJSON_AddNumberToObject(x, "index", i);
+        cJSON_AddStringToObject(x, "name", d.name);
+        cJSON_AddItemToObject(x, "total_bytes", bytes(d.total_mem));
+        cJSON_AddItemToObject(x, "free_bytes", bytes(d.free_mem));
+        cJSON_AddStringToObject(x, "compute_capability", cc);
+        cJSON_AddItemToArray(devs, x);
+    }
+    tc_put_json_line(o);
+}
 
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
@@ -17,9 +76,15 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (pr)
         return tc_parse_exit(pr);
     free(a.pos);
+    if (a.set[OPT_JSON] && a.set[OPT_QUIET]) {
+        tc_err(NULL, "devices: -q prints nothing; it cannot go with --json");
+        return TC_EXIT_USAGE;
+    }
     tc_cuda_info ci;
     tc_cuda_query(&ci);
-    if (tc_verbosity > 0) {
+    if (a.set[OPT_JSON]) {
+        print_json(&ci);
+    } else if (tc_verbosity > 0) {
         printf("cpu: cast path %s\n", tc_cast_cpu_path());
         if (!ci.available) {
             printf("cuda: not usable: %s\n", ci.why);

@@ -55,8 +55,9 @@ static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
                                ".B module.\nof DataParallel, or\n.BR _orig_mod. ),\n"
                                "as the rewriting commands' \\-\\-strip\\-prefix does; a side whose names share\n"
                                "none keeps them. Two names that would become one are an error naming both."};
-static const tc_opt o_json = {OPT_JSON, 0, "json", NULL, "print the report as one JSON document", 0, NULL,
-                              "Print the report as one JSON document (described above)."};
+static const tc_opt o_json = {OPT_JSON, 0, "json", NULL, "print the report as one JSON document, on one line", 0, NULL,
+                              "Print the report as one JSON document on one line (described above), as\n"
+                              "\\fBinspect \\-\\-json\\fR prints one per file."};
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL,
                                "print nothing (errors aside); the exit status says equal or not", 0, NULL,
                                "Print nothing but errors; stop at the first difference. The exit status says\n"
@@ -552,13 +553,24 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
     for (size_t i = 0; i < r->n; i++)
         cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));
-    char *s = cJSON_Print(j);
-    if (s) {
-        tc_put_json(s);
-        putchar('\n');
+    cJSON_AddNumberToObject(j, "exit_status", r->equal ? TC_EXIT_OK : TC_EXIT_FAIL);
+    tc_put_json_line(j);
+}
+
+/* A diff that could not be made, as one JSON line: both sides as given, the error line's message. */
+static void print_json_failure(const tc_args *a, int exit_status)
+{
+    cJSON *j = cJSON_CreateObject();
+    for (int s = 0; s < 2; s++) { /* {"path": ...} as a report's sides, so .a.path reads both */
+        cJSON *side = cJSON_AddObjectToObject(j, s ? "b" : "a");
+        if (s < a->npos)
+            cJSON_AddStringToObject(side, "path", a->pos[s]);
+        else
+            cJSON_AddNullToObject(side, "path");
     }
-    free(s);
-    cJSON_Delete(j);
+    cJSON_AddStringToObject(j, "error", tc_last_error()[0] ? tc_last_error() : "failed");
+    cJSON_AddNumberToObject(j, "exit_status", exit_status);
+    tc_put_json_line(j);
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -584,6 +596,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
+    tc_last_error_clear();
     int ex = TC_EXIT_USAGE;
     char **safe = NULL, *safe_buf = NULL, *in[2] = {NULL, NULL};
     tc_diff_report rep = {0};
@@ -655,6 +668,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     ex = rep.equal ? TC_EXIT_OK : TC_EXIT_FAIL;
 done:
+    if (ex > TC_EXIT_FAIL && a.set[OPT_JSON] && !a.set[OPT_QUIET])
+        print_json_failure(&a, ex);
     tc_diff_report_free(&rep);
     free(safe);
     free(safe_buf);

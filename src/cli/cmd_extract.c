@@ -10,34 +10,23 @@
 #include "safety.h"
 #include "shard_index.h"
 
-static const tc_opt o_output = {OPT_OUTPUT, 'o', "output", "OUT",
-                                "write here: .pt/.bin/.pth (torch) or .safetensors, or a set's *.index.json", 0, NULL,
-                                "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
-                                ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; "
-                                "an\n.B .index.json\nname writes a sharded set (its shards beside it)."};
+static const tc_opt o_output = {
+    OPT_OUTPUT, 'o', "output", "OUT",
+    "write here: .pt/.bin/.pth (torch) or .safetensors, into folder OUT under IN's name, or a set's *.index.json", 0,
+    NULL,
+    "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
+    ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; in an existing\n"
+    "folder \\fIOUT\\fR, the file named after \\fIIN\\fR, with \\-\\-format's extension or its own; "
+    "an\n.B .index.json\nname (or a folder with \\-\\-max\\-shard\\-size) writes a sharded set."};
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
                                 0, NULL, "The output format, when the extension does not say."};
-static const tc_opt o_from = {
-    OPT_FROM, 0, "from", "KEY", "take the weights under this entry (dotted: model.module; '.' for the whole file)", 0,
-    NULL,
-    "Take the tensors under this entry (a top-level key such as\n.BR state_dict ,\nor a dotted path such as\n"
-    ".BR trainer.model ;\n.B .\nfor the whole file), named relative to it, instead of the one found."};
-static const tc_opt o_ema = {OPT_EMA, 0, "ema", NULL, "take the EMA copy of the weights (ema, model_ema, ema_model, ...)",
-                             0, NULL,
-                             "Take the EMA copy of the weights: the entry named\n.BR ema ,\n.BR model_ema ,\n"
-                             ".B ema_model\nor the like."};
-static const tc_opt o_max_shard = {
-    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "index output: at most SIZE bytes of tensor data per shard", 0, "5GB",
-    "With an\n.B .index.json\noutput: the most tensor data one shard holds, as for convert."};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL,
                                  "Also list every candidate set of weights."};
-/* convert's name for the same choice */
-static const tc_opt o_key = {OPT_KEY, 0, "key", "KEY", "the same as --from (convert's name)", 0, NULL,
-                             "The same as \\-\\-from, as convert names it."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_key, &o_ema, &tc_opt_dtype,
-                                     &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand, &o_max_shard,
-                                     &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_quiet,
-                                     &o_verbose, TC_LIMIT_OPTS, NULL};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &tc_opt_from, &tc_opt_key, &tc_opt_ema,
+                                     &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand,
+                                     &tc_opt_max_shard, &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe,
+                                     &tc_opt_safe_globals, &tc_opt_json_wrote, &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS,
+                                     NULL};
 
 
 
@@ -47,6 +36,49 @@ static void cand_line(const tc_wcand *w)
     tc_human_bytes(w->bytes, b, sizeof b);
     fprintf(stderr, "  --from %-16s %zu tensors, %s: %s%s%s%s\n", w->prefix[0] ? TC_ESC(w->prefix) : ".", w->ntensors, b,
             TC_ESC(w->reason), w->shared[0] ? " (every key starts with '" : "", TC_ESC(w->shared), w->shared[0] ? "')" : "");
+}
+
+int tc_pick_weights(const tc_ckpt *c, const char *in, const char *from, bool ema, const tc_weights *ws, tc_wcand *w)
+{
+    tc_diag d = TC_DIAG_INIT;
+    int rc = tc_weights_pick(ws, c, from, ema, w, &d);
+    if (rc) {
+        tc_diag_subject(&d, in);
+        int ex = tc_err_diag(&d);
+        if (rc == TC_ERR_USAGE)
+            for (size_t i = 0; i < ws->n; i++)
+                cand_line(&ws->v[i]);
+        return ex;
+    }
+    if (tc_verbosity > 1 && ws->n > 1)
+        for (size_t i = 0; i < ws->n; i++)
+            cand_line(&ws->v[i]);
+    return 0;
+}
+
+void tc_print_left(const tc_extract_report *r)
+{
+    if (!r->nleft || tc_verbosity < 1)
+        return;
+    char line[1200], b[32];
+    tc_buf lb = tc_buf_fixed(line, sizeof line);
+    size_t i = 0;
+    for (; i < r->nleft && tc_buf_len(&lb) < sizeof line - 120; i++) {
+        const tc_left *x = &r->left[i];
+        tc_buf_sep(&lb, ", ");
+        tc_buf_escs(&lb, x->name);
+        tc_buf_puts(&lb, " (");
+        tc_buf_escs(&lb, x->kind);
+        if (x->ntensors) {
+            tc_human_bytes(x->bytes, b, sizeof b);
+            tc_buf_printf(&lb, ", %zu tensor%s, %s", x->ntensors, tc_s(x->ntensors), b);
+        }
+        tc_buf_putc(&lb, ')');
+    }
+    fprintf(stderr, "tensorctl: left behind: %s", line);
+    if (i < r->nleft || tc_buf_cut(&lb))
+        fprintf(stderr, ", ... (%zu in all)", r->nleft);
+    fputc('\n', stderr);
 }
 
 static void summary(const char *out, const tc_wcand *w, const tc_extract_report *r, const tc_convert_report *conv,
@@ -62,40 +94,20 @@ static void summary(const char *out, const tc_wcand *w, const tc_extract_report 
         tc_warn(out, "%" PRIu64 " values became inf/NaN in the cast", conv->overflow);
     if (conv->underflow)
         tc_warn(out, "%" PRIu64 " nonzero values became zero in the cast", conv->underflow);
-    if (tc_verbosity < 1)
-        return;
-    tc_human_bytes(conv->data_bytes, b, sizeof b);
-    fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(out), conv->ntensors + conv->ncopies,
-            tc_s(conv->ntensors + conv->ncopies));
-    if (conv->naliases)
-        fprintf(stderr, st ? " + %zu alias%s of shared storage" : " + %zu shared view%s", conv->naliases,
-                conv->naliases == 1 ? "" : st ? "es" : "s");
-    if (conv->nleft_out)
-        fprintf(stderr, " (%zu left out by --drop/--only-keys)", conv->nleft_out);
-    fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "", w->prefix[0] ? TC_ESC(w->prefix) : "the whole file",
-            w->prefix[0] ? "'" : "", TC_ESC(w->reason));
-    if (r->nleft) {
-        char line[1200];
-        tc_buf lb = tc_buf_fixed(line, sizeof line);
-        size_t i = 0;
-        for (; i < r->nleft && tc_buf_len(&lb) < sizeof line - 120; i++) {
-            const tc_left *x = &r->left[i];
-            tc_buf_sep(&lb, ", ");
-            tc_buf_escs(&lb, x->name);
-            tc_buf_puts(&lb, " (");
-            tc_buf_escs(&lb, x->kind);
-            if (x->ntensors) {
-                tc_human_bytes(x->bytes, b, sizeof b);
-                tc_buf_printf(&lb, ", %zu tensors, %s", x->ntensors, b);
-            }
-            tc_buf_putc(&lb, ')');
-        }
-        fprintf(stderr, "tensorctl: left behind: %s", line);
-        if (i < r->nleft || tc_buf_cut(&lb))
-            fprintf(stderr, ", ... (%zu in all)", r->nleft);
-        fputc('\n', stderr);
+    if (tc_wrote_line()) {
+        tc_human_bytes(conv->data_bytes, b, sizeof b);
+        fprintf(stderr, "tensorctl: wrote %s: %zu tensor%s", TC_ESC(out), conv->ntensors + conv->ncopies,
+                tc_s(conv->ntensors + conv->ncopies));
+        if (conv->naliases)
+            fprintf(stderr, st ? " + %zu alias%s of shared storage" : " + %zu shared view%s", conv->naliases,
+                    conv->naliases == 1 ? "" : st ? "es" : "s");
+        if (conv->nleft_out)
+            fprintf(stderr, " (%zu left out by --drop/--only-keys)", conv->nleft_out);
+        fprintf(stderr, ", %s, from %s%s%s (%s)\n", b, w->prefix[0] ? "'" : "",
+                w->prefix[0] ? TC_ESC(w->prefix) : "the whole file", w->prefix[0] ? "'" : "", TC_ESC(w->reason));
     }
-    if (w->shared[0] && !stripped)
+    tc_print_left(r);
+    if (w->shared[0] && !stripped && tc_verbosity > 0)
         fprintf(stderr, "tensorctl: note: every key starts with '%s'; --strip-prefix takes it off\n", TC_ESC(w->shared));
 }
 
@@ -104,7 +116,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_args a;
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
-    char *in_path = NULL;
+    char *in_path = NULL, *out_path = NULL;
     tc_ckpt *c = NULL;
     tc_weights ws = {0};
     tc_wcand w = {0};
@@ -115,10 +127,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
-    if (a.set[OPT_KEY] && !a.set[OPT_FROM]) { /* --key is --from */
-        a.set[OPT_FROM] = true;
-        a.val[OPT_FROM] = a.val[OPT_KEY];
-    }
+    tc_wrote_begin(cmd->name, a.npos ? a.pos[0] : NULL, a.set[OPT_JSON]);
+    const char *from = tc_from_arg(&a, NULL);
     if (a.npos != 1 || !a.set[OPT_OUTPUT]) {
         tc_err(NULL, "extract: expected IN and -o OUT (see 'tensorctl extract --help')");
         tc_hint_bare_value(&a);
@@ -133,24 +143,31 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_extract_opts o = {.co = {.ro = r.o}};
     if (tc_keyops_from_args(&a, &o.co.keys) || tc_max_expand_from_args(&a, &o.co.max_expand))
         goto done;
-    int fmt = tc_output_format(&a, out);
+    uint64_t max_shard = 0;
+    bool set;
+    if (tc_sharded_output(&a, out, &set, &max_shard))
+        goto done;
+    if (!set) { /* -o DIR: the file in it, under IN's name */
+        if ((ex = tc_output_file(&a, out, in, &out_path)) != 0)
+            goto done;
+        ex = TC_EXIT_USAGE;
+        out = out_path;
+    }
+    tc_wrote_target(out);
+    int fmt = set && !tc_index_path(out) && !a.set[OPT_FORMAT] ? tc_outname_format(in) : tc_output_format(&a, out);
+    if (fmt == TC_OUTNAME_NONE) {
+        tc_err(out, "a sharded set is written into this folder: give --format (pt or safetensors) for its shards");
+        goto done;
+    }
     if (fmt < 0)
         goto done;
     o.safetensors = fmt == TC_OUTNAME_ST;
-    uint64_t max_shard = 0;
-    if (a.set[OPT_MAX_SHARD] && (tc_parse_size(a.val[OPT_MAX_SHARD], &max_shard) || !max_shard)) {
-        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a.val[OPT_MAX_SHARD]);
-        goto done;
-    }
-    bool set = tc_index_path(out);
-    if (max_shard && !set)
-        tc_warn(NULL, "--max-shard-size applies to an .index.json output; writing one file");
     if (tc_index_path(in)) {
         tc_err(in, "a sharded set's shards are state_dicts already; 'tensorctl convert' rewrites them (with the "
                "same key surgery)");
         goto done;
     }
-    if (a.set[OPT_FROM] && a.set[OPT_EMA]) {
+    if (from && a.set[OPT_EMA]) {
         tc_err(NULL, "--from and --ema exclude each other");
         goto done;
     }
@@ -170,18 +187,14 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = tc_err_diag(&d);
         goto done;
     }
-    if ((rc = tc_weights_find(c, &ws, &d)) ||
-        (rc = tc_weights_pick(&ws, c, a.set[OPT_FROM] ? a.val[OPT_FROM] : NULL, a.set[OPT_EMA], &w, &d))) {
+    if ((rc = tc_weights_find(c, &ws, &d))) {
         tc_diag_subject(&d, in);
         ex = tc_err_diag(&d);
-        if (rc == TC_ERR_USAGE)
-            for (size_t i = 0; i < ws.n; i++)
-                cand_line(&ws.v[i]);
         goto done;
     }
-    if (tc_verbosity > 1 && ws.n > 1)
-        for (size_t i = 0; i < ws.n; i++)
-            cand_line(&ws.v[i]);
+    if ((ex = tc_pick_weights(c, in, from, a.set[OPT_EMA], &ws, &w)) != 0)
+        goto done;
+    ex = TC_EXIT_USAGE;
     if ((rc = tc_extract_left(c, &w, &rep, &d))) {
         ex = tc_err_diag(&d);
         goto done;
@@ -190,12 +203,14 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_progress_init(&prog, "extracting", true);
     o.co.ro.progress = tc_progress_cb;
     o.co.ro.progress_ctx = &prog;
+    uint64_t file_bytes = 0;
     if (set) {
         tc_set_opts so = {.max_shard = max_shard, .dst_flags = tc_dst_flags_from_args(&a), .allow_unsafe = r.allow_unsafe,
                           .safe_globals = (const char *const *)r.safe_globals, .nsafe = r.nsafe, .lim = r.lim};
         rc = tc_extract_set(c, &w, &o, &so, out, &srep, &d);
     } else if (!(rc = tc_dst_open(&dst, out, tc_dst_flags_from_args(&a), &d)) &&
                !(rc = tc_extract(c, &w, &o, &dst, &rep, &d))) {
+        file_bytes = dst.pos;
         rc = tc_dst_commit(&dst, &d);
     }
     tc_progress_end(&prog);
@@ -212,9 +227,12 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (set) {
         char wrote[4200];
         snprintf(wrote, sizeof wrote, "%s and %zu shard%s", srep.index_path, srep.nshards, tc_s(srep.nshards));
+        tc_wrote_set(srep.index_path, srep.nshards + 1, srep.sum.ntensors + srep.sum.ncopies, srep.file_bytes,
+                     srep.sum.data_bytes);
         summary(wrote, &w, &rep, &srep.sum, o.safetensors, stripped);
         tc_print_removed(srep.index_path, srep.removed, srep.nremoved);
     } else {
+        tc_wrote_set(out, 1, rep.conv.ntensors + rep.conv.ncopies, file_bytes, rep.conv.data_bytes);
         summary(out, &w, &rep, &rep.conv, o.safetensors, stripped);
     }
     ex = TC_EXIT_OK;
@@ -226,8 +244,9 @@ done:
     tc_ckpt_close(c);
     tc_move_req_free(&r);
     free(in_path);
+    free(out_path);
     free(a.pos);
-    return ex;
+    return tc_wrote_end(ex);
 }
 
 const tc_cmd tc_cmd_extract = {

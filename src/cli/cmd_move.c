@@ -60,7 +60,7 @@ static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target dev
 #define MOVE_OPTS                                                                                         \
     &tc_opt_help, &o_output, &tc_opt_force, &tc_opt_no_sync, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \
         TC_KEY_OPTS, &o_engine, &tc_opt_part, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &o_verify_crc,          \
-        &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS
+        &tc_opt_json_wrote, &tc_opt_quiet, &o_verbose, TC_LIMIT_OPTS
 
 static const tc_opt *const cpu_opts[] = {MOVE_OPTS, NULL};
 static const tc_opt *const cuda_opts[] = {&o_device, MOVE_OPTS, NULL};
@@ -203,7 +203,8 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
                 rest_over, rest_under);
     free(first);
     free(more);
-    if (tc_verbosity < 1)
+    tc_wrote_set(out, 1, nt - rk->ndropped, file_bytes, p->out_bytes);
+    if (!tc_wrote_line())
         return;
     fprintf(stderr, "tensorctl: wrote %s: %zu tensors", TC_ESC(out), nt - rk->ndropped);
     if (rk->ndropped)
@@ -351,7 +352,8 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
     if (rep.sum.underflow)
         tc_warn(rep.index_path, "%" PRIu64 " nonzero values too small for %s became zero", rep.sum.underflow,
                 tc_dtype_name(r->o.dtype));
-    if (tc_verbosity > 0) {
+    tc_wrote_set(rep.index_path, rep.nshards + 1, rep.sum.ntensors, rep.file_bytes, rep.sum.data_bytes);
+    if (tc_wrote_line()) {
         char b[32];
         tc_human_bytes(rep.sum.data_bytes, b, sizeof b);
         fprintf(stderr, "tensorctl: wrote %s and %zu shard%s: %zu tensor%s", TC_ESC(rep.index_path), rep.nshards,
@@ -378,6 +380,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
+    tc_wrote_begin(cmd->name, a.npos ? a.pos[0] : NULL, a.set[OPT_JSON]);
     if (a.npos != 1) {
         tc_err(NULL, "%s: expected one FILE, got %d (see 'tensorctl %s --help')", cmd->name, a.npos, cmd->name);
         tc_hint_bare_value(&a);
@@ -421,6 +424,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                    "(to join the shards into one file: tensorctl convert IN OUT)");
             goto done;
         }
+        tc_wrote_target(o);
         tc_dst_cleanup_on_signals();
         ex = move_index(in, o, tc_dst_flags_from_args(&a), &r, &a);
         goto done;
@@ -432,7 +436,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (a.set[OPT_IN_PLACE])
         out = strdup(in);
     else if (a.set[OPT_OUTPUT]) {
-        if ((ex = tc_output_path(a.val[OPT_OUTPUT], in, &out)) != 0)
+        if ((ex = tc_output_path(a.val[OPT_OUTPUT], in, NULL, &out)) != 0)
             goto done;
         ex = TC_EXIT_USAGE;
     } else {
@@ -453,6 +457,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(in, "OUT is the input file; use --in-place to replace it");
         goto done;
     }
+    tc_wrote_target(out);
     tc_dst_cleanup_on_signals();
     ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : tc_dst_flags_from_args(&a), &r);
 done:
@@ -460,7 +465,7 @@ done:
     free(out);
     free(in_path);
     free(a.pos);
-    return ex;
+    return tc_wrote_end(ex);
 }
 
 const tc_cmd tc_cmd_to_cpu = {

@@ -1,4 +1,6 @@
 /* Messages, exit statuses, progress. */
+#include <cjson/cJSON.h>
+
 #include "buf.h"
 #include "cli.h"
 #include "format.h"
@@ -18,6 +20,7 @@
 
 
 int tc_verbosity = 1;
+static char last_error[4096]; /* tc_last_error: what the last error line said, after "tensorctl: " */
 
 /* One line on stderr: "tensorctl: KIND FILE: message". The subject is
  * escaped as stdout escapes names; the message is escaped whole once
@@ -39,6 +42,8 @@ static void vmsg(const char *kind, const char *file, const char *fmt, va_list ap
     }
     tc_buf_esc(&b, raw, tc_buf_len(&r));
     fprintf(stderr, "%s\n", line);
+    if (!*kind) /* an error: what --json's failure record says */
+        memcpy(last_error, line + strlen("tensorctl: "), strlen(line) - strlen("tensorctl: ") + 1);
 }
 
 void tc_put_json(const char *s)
@@ -52,6 +57,17 @@ void tc_put_json(const char *s)
     tc_buf_json(&b, s, n);
     fputs(tc_buf_oom(&b) ? s : tc_buf_str(&b), stdout); /* out of memory: as cJSON wrote it */
     tc_buf_free(&b);
+}
+
+void tc_put_json_line(cJSON *o)
+{
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (s) {
+        tc_put_json(s);
+        fputc('\n', stdout);
+    }
+    free(s);
+    cJSON_Delete(o);
 }
 
 void tc_err(const char *file, const char *fmt, ...)
@@ -202,7 +218,19 @@ int tc_input_path(const char *arg, char **path)
     return 0;
 }
 
-int tc_output_path(const char *out, const char *in, char **path)
+/* The extension of a checkpoint's name that tc_output_path replaces: its length, 0 when none. */
+static size_t ckpt_ext_len(const char *name, size_t n)
+{
+    static const char *const exts[] = {".safetensors", ".pt", ".bin", ".pth", ".ckpt", ".gguf", NULL};
+    for (const char *const *e = exts; *e; e++) {
+        size_t l = strlen(*e);
+        if (n > l && !memcmp(name + n - l, *e, l))
+            return l;
+    }
+    return 0;
+}
+
+int tc_output_path(const char *out, const char *in, const char *ext, char **path)
 {
     struct stat st;
     bool folder = stat(out, &st) == 0 && S_ISDIR(st.st_mode);
@@ -221,7 +249,10 @@ int tc_output_path(const char *out, const char *in, char **path)
         size_t o = strlen(out);
         while (o > 1 && out[o - 1] == '/')
             o--;
-        tc_buf_printf(&b, "%.*s/%.*s", (int)o, out, (int)(l - k), in + k);
+        size_t n = l - k;
+        if (ext)
+            n -= ckpt_ext_len(in + k, n);
+        tc_buf_printf(&b, "%.*s/%.*s%s", (int)o, out, (int)n, in + k, ext ? ext : "");
     } else {
         tc_buf_puts(&b, out);
     }
@@ -232,6 +263,112 @@ int tc_output_path(const char *out, const char *in, char **path)
         return TC_EXIT_FAIL;
     }
     return 0;
+}
+
+int tc_output_file(const tc_args *a, const char *out, const char *in, char **path)
+{
+    struct stat st;
+    if (!(stat(out, &st) == 0 && S_ISDIR(st.st_mode)))
+        return tc_output_path(out, in, NULL, path); /* out itself (or the error of a missing NAME/) */
+    /* the extension of the format asked for; a torch name keeps its own (.bin stays .bin) */
+    const char *f = a->set[OPT_FORMAT] ? a->val[OPT_FORMAT] : NULL, *ext = NULL;
+    int own = tc_index_path(in) ? TC_OUTNAME_NONE : tc_outname_format(in);
+    if (f ? !strcmp(f, "pt") : own == TC_OUTNAME_PT)
+        ext = own == TC_OUTNAME_PT ? strrchr(in, '.') : ".pt";
+    else if (f ? !strcmp(f, "safetensors") : own == TC_OUTNAME_ST)
+        ext = ".safetensors";
+    else if (f ? !strcmp(f, "gguf") : tc_ends_with(in, ".gguf"))
+        ext = ".gguf";
+    else if (f) /* the command's own check names its choices */
+        return tc_output_path(out, in, "", path);
+    if (!ext) {
+        tc_err(out, "is a folder, and the input's name gives no format for the file written into it: give "
+               "--format (--format safetensors writes %s/NAME.safetensors)", out);
+        return TC_EXIT_USAGE;
+    }
+    return tc_output_path(out, in, ext, path);
+}
+
+/* ---- --json of the commands that write ------------------------------------------------------ */
+
+tc_wrote tc_wrote_run;
+
+void tc_wrote_begin(const char *command, const char *input, bool json)
+{
+    free(tc_wrote_run.output);
+    tc_wrote_run = (tc_wrote){.command = command, .input = input, .t0 = now(), .json = json};
+    last_error[0] = 0;
+}
+
+void tc_wrote_set(const char *output, size_t files, size_t tensors, uint64_t bytes, uint64_t tensor_bytes)
+{
+    tc_wrote *w = &tc_wrote_run;
+    free(w->output);
+    w->output = output ? strdup(output) : NULL;
+    w->files = files;
+    w->tensors = tensors;
+    w->bytes = bytes;
+    w->tensor_bytes = tensor_bytes;
+    w->done = true;
+}
+
+void tc_wrote_target(const char *output)
+{
+    tc_wrote *w = &tc_wrote_run;
+    if (!w->done && output) {
+        free(w->output);
+        w->output = strdup(output);
+    }
+}
+
+bool tc_wrote_line(void)
+{
+    return tc_verbosity > 0 && !tc_wrote_run.json;
+}
+
+const char *tc_last_error(void)
+{
+    return last_error;
+}
+
+void tc_last_error_clear(void)
+{
+    last_error[0] = 0;
+}
+
+int tc_wrote_end(int exit_status)
+{
+    tc_wrote *w = &tc_wrote_run;
+    if (w->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "command", w->command ? w->command : "");
+        if (w->input)
+            cJSON_AddStringToObject(o, "input", w->input);
+        else
+            cJSON_AddNullToObject(o, "input");
+        if (w->output)
+            cJSON_AddStringToObject(o, "output", w->output);
+        else
+            cJSON_AddNullToObject(o, "output");
+        if (!exit_status && w->done) {
+            char t[32];
+            cJSON_AddNumberToObject(o, "files", (double)w->files);
+            cJSON_AddNumberToObject(o, "tensors", (double)w->tensors);
+            snprintf(t, sizeof t, "%" PRIu64, w->bytes); /* exactly, past 2^53 too */
+            cJSON_AddItemToObject(o, "bytes", cJSON_CreateRaw(t));
+            snprintf(t, sizeof t, "%" PRIu64, w->tensor_bytes);
+            cJSON_AddItemToObject(o, "tensor_bytes", cJSON_CreateRaw(t));
+            snprintf(t, sizeof t, "%.3f", now() - w->t0);
+            cJSON_AddItemToObject(o, "seconds", cJSON_CreateRaw(t));
+        } else {
+            cJSON_AddStringToObject(o, "error", last_error[0] ? last_error : "failed");
+        }
+        cJSON_AddNumberToObject(o, "exit_status", exit_status);
+        tc_put_json_line(o);
+    }
+    free(w->output);
+    *w = (tc_wrote){0};
+    return exit_status;
 }
 
 const tc_outsuffix tc_outsuffixes[] = {

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "device.h"
+#include "extract.h"
 #include "keys.h"
 #include "rewrite.h"
 
@@ -31,5 +32,13 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
 /* A device option's value as the location tag to write (device.h's
  * tc_device_target) into out; prints "OPT message" and returns -1 when it is none. */
 int tc_device_arg(const char *opt, const char *s, char *out, size_t n);
+
+/* The weights to take from c (opened from in), as extract and convert take them (cmd_extract.c): the
+ * entry `from` names (--from, --key; "." the whole file), else the EMA copy when ema, else ws's one
+ * candidate. None or several to choose from: the error, then the candidates, one a line. 0 with *w
+ * filled (tc_wcand_clear it), or the exit status after printing. */
+int tc_pick_weights(const tc_ckpt *c, const char *in, const char *from, bool ema, const tc_weights *ws, tc_wcand *w);
+/* "tensorctl: left behind: NAME (KIND, N tensors, SIZE), ..." on stderr: what r says stayed in the input. */
+void tc_print_left(const tc_extract_report *r);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "dest.h"
 #include "keys.h"
+#include "shard_index.h"
 #include "verdict.h"
 
 const tc_exit_info tc_exits[] = {
@@ -182,6 +183,43 @@ const tc_opt tc_opt_part = {
     "otherwise) checks that every shard is there and holds what the plan puts in it,\n"
     "and writes the index: the set is then byte for byte what one process writes.\n"
     "Parts take the same options; nothing schedules them (see EXAMPLES)."};
+
+/* One row, one parser for every command that writes sets (convert, extract, consolidate): the same words mean
+ * the same set whichever writes it. */
+const tc_opt tc_opt_max_shard = {
+    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "write a sharded set: at most SIZE bytes of tensor data per shard", 0,
+    "5GB",
+    "Write a sharded set with at most \\fISIZE\\fR bytes of tensor data per shard (decimal units,\n"
+    "as transformers: 5GB is 5000000000 bytes; sizes after \\fB\\-\\-dtype\\fR). \\fIOUT\\fR is then the\n"
+    "set's folder or its index\n.RI ( NAME .safetensors.index.json,\n.IR NAME .bin.index.json);\n"
+    "the shards are named as transformers names them,\n.BI model\\- NNNNN \\-of\\- NNNNN .safetensors\n"
+    "or\n.BI pytorch_model\\- NNNNN \\-of\\- NNNNN .bin .\n"
+    "The set is planned from the input's metadata, in its order; a tensor larger\n"
+    "than \\fISIZE\\fR gets a shard of its own, and tensors that share a storage stay in\n"
+    "one shard. An input set is re-sharded (small shards merged, large ones split).\n"
+    "An index name for \\fIOUT\\fR writes a set without it, at the default size."};
+
+const tc_opt tc_opt_from = {
+    OPT_FROM, 0, "from", "KEY", "take the weights under this entry (dotted: model.module; '.' for the whole file)", 0,
+    NULL,
+    "Take the tensors under this entry (a top-level key such as\n.BR state_dict ,\nor a dotted path such as\n"
+    ".BR trainer.model ;\n.B .\nfor the whole file), named relative to it, instead of the one found."};
+const tc_opt tc_opt_ema = {OPT_EMA, 0, "ema", NULL, "take the EMA copy of the weights (ema, model_ema, ema_model, ...)",
+                             0, NULL,
+                             "Take the EMA copy of the weights: the entry named\n.BR ema ,\n.BR model_ema ,\n"
+                             ".B ema_model\nor the like."};
+const tc_opt tc_opt_key = {OPT_KEY, 0, "key", "KEY", "an alias of --from", 0, NULL,
+                           "An alias of \\-\\-from (its name in earlier releases of convert)."};
+
+const tc_opt tc_opt_json_wrote = {
+    OPT_JSON, 0, "json", NULL, "say what was written as one JSON line on stdout (not the 'wrote' line)", 0, NULL,
+    "Instead of the\n.B wrote\nline on standard error, print one JSON object on one line on\n"
+    "standard output, as \\fBinspect \\-\\-json\\fR prints one per file: \\fBcommand\\fR, \\fBinput\\fR,\n"
+    "\\fBoutput\\fR (the file, or a set's index), \\fBfiles\\fR (the files written: a set's shards and\n"
+    "index), \\fBtensors\\fR, \\fBbytes\\fR (of every file written), \\fBtensor_bytes\\fR,\n"
+    "\\fBseconds\\fR and \\fBexit_status\\fR 0. A run that fails prints \\fBcommand\\fR, \\fBinput\\fR,\n"
+    "\\fBoutput\\fR, \\fBerror\\fR (its error line's message) and \\fBexit_status\\fR. Warnings and\n"
+    "notes stay on standard error."};
 
 const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", 0,
                              NULL, "No progress bar, summary or warnings."};
@@ -680,4 +718,38 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim)
         lim->names = strcmp(n, "hf") ? TC_NAMES_FILE : TC_NAMES_HF;
     }
     return 0;
+}
+
+int tc_max_shard_from_args(const tc_args *a, uint64_t *max_shard)
+{
+    *max_shard = 0;
+    if (!a->set[OPT_MAX_SHARD])
+        return 0;
+    if (tc_parse_size(a->val[OPT_MAX_SHARD], max_shard) || !*max_shard) {
+        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a->val[OPT_MAX_SHARD]);
+        return -1;
+    }
+    return 0;
+}
+
+int tc_sharded_output(const tc_args *a, const char *out, bool *sharded, uint64_t *max_shard)
+{
+    if (tc_max_shard_from_args(a, max_shard))
+        return -1;
+    *sharded = tc_index_path(out) || a->set[OPT_MAX_SHARD] || a->set[OPT_PART];
+    if (*sharded && !tc_index_path(out) && !tc_names_folder(out)) {
+        tc_err(out, "a sharded output (%s) goes to a folder (ending in '/') or an index (NAME.safetensors.index.json, "
+               "NAME.bin.index.json)", a->set[OPT_MAX_SHARD] ? "--max-shard-size" : "--part");
+        return -1;
+    }
+    return 0;
+}
+
+const char *tc_from_arg(const tc_args *a, const char **opt)
+{
+    /* --key is --from; given both, --from (the documented name) wins */
+    bool from = a->set[OPT_FROM];
+    if (opt)
+        *opt = from ? "--from" : "--key";
+    return from ? a->val[OPT_FROM] : a->set[OPT_KEY] ? a->val[OPT_KEY] : NULL;
 }

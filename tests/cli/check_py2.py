@@ -13,9 +13,11 @@ NAME.expect.json beside it, written from what real torch loads. For every file:
             every storage tagged cpu, plain torch.load works, weights_only=True works wherever it
             works on the input (tests/torch_verify.py verify_output);
   bfloat16  the same with `--dtype bfloat16`: floating tensors equal input.to(bfloat16);
-  convert   `tensorctl convert IN OUT.safetensors` exits 0 and OUT holds every tensor of the
-            input, bit for bit, each under its name (path joined by '.') or as a
-            "tensorctl.aliases" view of one that is there;
+  convert   `tensorctl convert IN OUT.safetensors --from .` exits 0 and OUT holds every tensor of
+            the input, bit for bit, each under its name (path joined by '.') or as a
+            "tensorctl.aliases" view of one that is there; without --from, a training checkpoint
+            (a dict with 'state_dict' beside 'optimizer') gives the tensors under 'state_dict' alone,
+            named relative to it, and any other file every tensor;
 and the input file is byte-identical afterwards.
 Prints PASS/FAIL per check, then 'N passed, N failed'. Exit 0, 1 on a failure, 2 on bad usage,
 77 when torch cannot be imported.
@@ -50,7 +52,13 @@ def run_msg(cmd):
     return rc, (err.strip() or out.strip())
 
 
-def check_safetensors(inp_path, st_path):
+def weights_key(inp_path):
+    """The entry convert takes without --from: 'state_dict' of a training checkpoint, else None (every tensor)."""
+    obj = torch_verify.load_checkpoint(inp_path).obj
+    return "state_dict" if isinstance(obj, dict) and "state_dict" in obj and "optimizer" in obj else None
+
+
+def check_safetensors(inp_path, st_path, key=None):
     problems = []
     loaded = torch_verify.load_checkpoint(inp_path)
     header, body = st_read.read_raw(st_path)
@@ -60,6 +68,8 @@ def check_safetensors(inp_path, st_path):
         return ["__metadata__ tensorctl.aliases is not JSON"]
     header.pop("__metadata__", None)
     want = {".".join(p): t for p, t in torch_verify.flatten(loaded.obj).items()}
+    if key:
+        want = {n[len(key) + 1:]: t for n, t in want.items() if n.startswith(key + ".")}
     for name, t in want.items():
         ref = t.detach()
         if name in header:
@@ -117,15 +127,17 @@ def check_file(tool, outdir, path, rep):
         problems, _ = torch_verify.verify_output(path, out, dtype=dtype, device="cpu")
         rep.check("%s %s (torch %s)" % (name, label, torch.__version__), problems)
 
-    st = os.path.join(outdir, stem + ".safetensors")
-    if os.path.exists(st):
-        os.remove(st)
-    rc, msg = run_msg([tool, "convert", "-q", "-f", path, st])
-    if rc != 0:
-        rep.check("%s convert .safetensors" % name, ["exit %d: %s" % (rc, msg)])
-    else:
-        rep.check("%s convert .safetensors (torch %s)" % (name, torch.__version__),
-                  check_safetensors(path, st))
+    for label, extra, key in (("convert .safetensors --from .", ["--from", "."], None),
+                              ("convert .safetensors", [], weights_key(path))):
+        st = os.path.join(outdir, stem + (".all" if extra else "") + ".safetensors")
+        if os.path.exists(st):
+            os.remove(st)
+        rc, msg = run_msg([tool, "convert", "-q", "-f", path, st] + extra)
+        what = "%s %s%s" % (name, label, " (the weights under '%s')" % key if key else "")
+        if rc != 0:
+            rep.check(what, ["exit %d: %s" % (rc, msg)])
+        else:
+            rep.check("%s (torch %s)" % (what, torch.__version__), check_safetensors(path, st, key))
 
     rep.check("%s input unchanged" % name, [] if sha_file(path) == before else ["input file was modified"])
 

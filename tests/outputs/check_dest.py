@@ -3,9 +3,10 @@
 
     check_dest.py TENSORCTL SAMPLES_DIR OUTDIR
 
-  - -o naming a named pipe, a character device (a node made here, as root), a socket, a symbolic link, a folder
-    (but to-cpu's -o FOLDER, which writes FOLDER/NAME as cp does), or "-" (standard output, not written to): exit 2, one line saying what it is, the thing left
-    as it was (still a pipe, a device, a link), --force or not; nothing else written.
+  - -o naming a named pipe, a character device (a node made here, as root), a socket, a symbolic link, or "-"
+    (standard output, not written to): exit 2, one line saying what it is, the thing left
+    as it was (still a pipe, a device, a link), --force or not; nothing else written. -o FOLDER writes
+    FOLDER/NAME, as cp does (to-cpu: the input's name; convert, extract: with the format's extension).
   - --in-place through a link into a Hugging Face cache (snapshots/<rev>/model.pt ->
     ../../blobs/<sha256>, two revisions sharing the blob): a new blob named by the SHA-256 of its
     content, only that link pointed at it (relative, as before), the old blob and the other
@@ -89,15 +90,18 @@ def main(argv):
                      ["convert", src, target, "--force", "--format", "safetensors"],
                      ["extract", src, "-o", target, "--force", "--format", "pt"]):
             rc, _, err = run(tc, *args, timeout=60)
-            if k == "dir" and args[0] == "to-cpu":
-                # one file into a folder: written inside it under the input's name, as cp does
-                inside = os.path.join(target, os.path.basename(src))
+            if k == "dir":
+                # one file into a folder: written inside it under the input's name, as cp does (convert and
+                # extract with the extension of the format written)
+                stem = os.path.splitext(os.path.basename(src))[0]
+                name = {"to-cpu": os.path.basename(src), "convert": stem + ".safetensors", "extract": stem + ".pt"}[args[0]]
+                inside = os.path.join(target, name)
                 probs = [] if rc == 0 else ["exit %d, want 0: %r" % (rc, err.strip())]
                 if kind(target) != k:
                     probs.append("it is now a %s" % kind(target))
-                elif not os.path.isfile(inside) or tags(inside) != ["cpu"]:
-                    probs.append("%s was not written with every storage on the CPU" % inside)
-                rep.check("to-cpu: -o %s writes %s inside it" % (" ".join(args[3:]), os.path.basename(src)), probs)
+                elif not os.path.isfile(inside) or (name.endswith(".pt") and tags(inside) != ["cpu"]):
+                    probs.append("%s was not written (with every storage on the CPU)" % inside)
+                rep.check("%s: %s %s writes %s inside it" % (args[0], what, " ".join(args[3:]), name), probs)
                 continue
             lines = err.strip().splitlines()
             probs = [] if rc == 2 else ["exit %d, want 2" % rc]

@@ -11,12 +11,11 @@ dependencies checked first by dpkg-checkbuilddeps), and the .deb:
   - unpacked (dpkg-deb -x) into a throwaway root: its binary says VERSION and reads
     SAMPLE as torch saved it, `man -l` renders its man page, and bash with its
     completion sourced has `complete -p tensorctl`
-Installing it into a fresh Debian 12 root (debootstrap) needs a mirror; that is done
-by hand (README). No dpkg-buildpackage, or build dependencies missing: exit 77,
+Installing it into a fresh Debian 12 root (debootstrap, from a mirror) is
+check_deb_root.py's (package-deb-fresh-root). No dpkg-buildpackage, or build dependencies missing: exit 77,
 saying what to install.
 """
 
-import glob
 import os
 import shutil
 import sys
@@ -24,7 +23,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from judge import Report, run  # noqa: E402
-from installed import check_binary, source_copy  # noqa: E402
+from installed import build_deb, check_binary, deb_tools_missing  # noqa: E402
 
 # where each shell finds the completions of installed programs on Debian
 COMPLETIONS = ["usr/share/bash-completion/completions/tensorctl.bash",
@@ -38,27 +37,15 @@ LIBS = ["libcjson1", "zlib1g", "libssl3"]
 def main():
     src, sample, version = sys.argv[1:4]
     sample = os.path.abspath(sample)
-    for tool, pkg in (("dpkg-buildpackage", "dpkg-dev"), ("dpkg-checkbuilddeps", "dpkg-dev"),
-                      ("dh", "debhelper")):
-        if shutil.which(tool) is None:
-            print("SKIP: building the .deb needs %s (apt-get install %s)" % (tool, pkg))
-            return 77
+    skip = deb_tools_missing()
+    if skip:
+        print("SKIP: " + skip)
+        return 77
     rep = Report()
     with tempfile.TemporaryDirectory(prefix="tensorctl-deb-") as tmp:
-        tree = os.path.join(tmp, "tensorctl-" + version)
-        source_copy(src, tree)
-        rc, out, err = run("dpkg-checkbuilddeps", cwd=tree)
-        if rc != 0:
-            print("SKIP: %s (apt-get install them)" % (err.strip() or out.strip()))
-            return 77
-        env = dict(os.environ, DEB_BUILD_OPTIONS="parallel=2")
-        rc, out, err = run("dpkg-buildpackage", "-us", "-uc", "-b", cwd=tree, env=env)
-        debs = glob.glob(os.path.join(tmp, "tensorctl_%s_*.deb" % version))
-        if not rep.check("dpkg-buildpackage -us -uc -b writes tensorctl_%s_ARCH.deb" % version,
-                         [] if rc == 0 and len(debs) == 1 else
-                         ["exit %d, files %s" % (rc, os.listdir(tmp))] + (out + err).strip().splitlines()[-15:]):
-            return rep.finish()
-        deb = debs[0]
+        deb = build_deb(rep, src, version, tmp)
+        if deb is None or deb == 77:
+            return 77 if deb == 77 else rep.finish()
 
         rc, depends, err = run("dpkg-deb", "-f", deb, "Depends")
         rep.check("the package depends on the libraries the binary links (%s)" % ", ".join(LIBS),

@@ -1,8 +1,10 @@
 """What the package checks share: a copy of the source tree to build from, and the
 checks that an installed tensorctl works.
 
-    from installed import source_copy, check_binary, check_report
+    from installed import source_copy, check_binary, check_report, build_deb, deb_tools_missing
     source_copy(SOURCE_ROOT, dest)             # the tree as a clone has it, without builds
+    deb_tools_missing()                        # why the .deb cannot be built here, or None
+    deb = build_deb(rep, SOURCE_ROOT, VERSION, tmp)  # the .deb built from a copy in tmp (None: failed, 77: skip)
     check_binary(rep, exe, sample, version)    # --version, and inspect --json --hash of sample
     check_report(rep, what, report, sample)    # an inspect --json report against sample's expect.json
 
@@ -14,6 +16,7 @@ against what torch.load gives, not against another tensorctl.
 """
 
 import fnmatch
+import glob
 import json
 import os
 import shutil
@@ -71,3 +74,31 @@ def check_binary(rep, exe, sample, version, env=None, cwd=None, label=None):
         return
     check_report(rep, "%s inspect --json --hash %s: the tensors torch saved" % (label, os.path.basename(sample)),
                  json.loads(out), sample)
+
+
+def deb_tools_missing():
+    """Why the .deb cannot be built here (a tool missing, with its package), or None."""
+    for tool, pkg in (("dpkg-buildpackage", "dpkg-dev"), ("dpkg-checkbuilddeps", "dpkg-dev"), ("dh", "debhelper")):
+        if shutil.which(tool) is None:
+            return "building the .deb needs %s (apt-get install %s)" % (tool, pkg)
+    return None
+
+
+def build_deb(rep, src, version, tmp):
+    """The .deb `dpkg-buildpackage -us -uc -b` builds from a copy of src in tmp (its build dependencies
+    checked first): its path, after a check in rep; None when the build failed (rep says why); 77 after
+    printing SKIP when build dependencies are missing."""
+    tree = os.path.join(tmp, "tensorctl-" + version)
+    source_copy(src, tree)
+    rc, out, err = run("dpkg-checkbuilddeps", cwd=tree)
+    if rc != 0:
+        print("SKIP: %s (apt-get install them)" % (err.strip() or out.strip()))
+        return 77
+    env = dict(os.environ, DEB_BUILD_OPTIONS=os.environ.get("DEB_BUILD_OPTIONS") or "parallel=2")
+    rc, out, err = run("dpkg-buildpackage", "-us", "-uc", "-b", cwd=tree, env=env)
+    debs = glob.glob(os.path.join(tmp, "tensorctl_%s_*.deb" % version))
+    if not rep.check("dpkg-buildpackage -us -uc -b writes tensorctl_%s_ARCH.deb" % version,
+                     [] if rc == 0 and len(debs) == 1 else
+                     ["exit %d, files %s" % (rc, os.listdir(tmp))] + (out + err).strip().splitlines()[-15:]):
+        return None
+    return debs[0]
