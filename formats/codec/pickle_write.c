@@ -421,7 +421,7 @@ static int wr_finish(wr *w, uint8_t **out, size_t *out_len)
 
 int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_t *out_len, tc_diag *d)
 {
-    char top;
+    char top = 0; /* only its address counts: where the stack was */
     wr w;
     pk_graph_clear_marks(g);
     wr_init(&w, g, max_depth, &top, d);
@@ -452,7 +452,7 @@ int pk_stream_new(pk_stream **out, pk_obj *root, size_t npairs, uint32_t max_dep
     pk_stream *s = calloc(1, sizeof *s);
     if (!s)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory writing the pickle");
-    char top;
+    char top = 0; /* only its address counts: where the stack was */
     wr_init(&s->w, NULL, max_depth, &top, d);
     s->npairs = npairs;
     /* the root as save writes it, its items to come: for a call, its function,
@@ -483,7 +483,7 @@ int pk_stream_pair(pk_stream *s, pk_obj *key, pk_obj *value)
         return w->err;
     if (s->done == s->npairs)
         return w->err = tc_fail(w->d, TC_ERR_FORMAT, "more pairs than the %zu announced", s->npairs);
-    char top;
+    char top = 0; /* only its address counts: where the stack was */
     w->stack_top = &top; /* the bound on save's recursion counts from here */
     if (s->done % 1000 == 0) {
         s->batch = s->npairs - s->done < 1000 ? s->npairs - s->done : 1000;
