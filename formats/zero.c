@@ -365,8 +365,11 @@ typedef struct zval {
     uint64_t numel;
     int cnd;               /* the assembled storage's dims: 1 ([numel]), or ndim for one n-d view */
     size_t ch0, nch;       /* its chunks */
-    bool rg, param, frozen;
+    bool rg, param, frozen, group;
     long tensor;           /* its first tensor once made, else -1 */
+    size_t base;           /* a view into another value's storage (a stage 1/2 group's): that value, else NONE */
+    uint64_t at;           /* the view's first element there; a group's own value: its group's index */
+    long storage;          /* the storage made for it (a group's), else -1 */
 } zval;
 
 typedef struct zent {
@@ -712,7 +715,7 @@ static int dense_of(zr *R, size_t fi, const tc_ckpt *b, const pk_obj *o, const c
 
 static int new_val(zr *R, tc_dtype dt, int ndim, const int64_t *shape, uint64_t numel, size_t *out, tc_diag *d)
 {
-    zval v = {dt, ndim, R->pool.n, numel, 1, R->ch.n, 0, false, false, false, -1};
+    zval v = {dt, ndim, R->pool.n, numel, 1, R->ch.n, 0, false, false, false, false, -1, NONE, 0, -1};
     int64_t *p = tc_vec_extend(&R->pool, (size_t)ndim);
     if ((ndim && !p) || tc_vec_push(&R->val, v))
         return oom(d);
@@ -1254,8 +1257,8 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
     int rc = 0;
     for (size_t g = 0; g < R->ngroups && !rc; g++) {
         objs shapes = {0};
-        uint64_t avail = 0, offset = 0, rstart = 0;
-        size_t rk = 0; /* the first rank whose slice reaches past offset, rstart where it starts */
+        uint64_t avail = 0, offset = 0;
+        size_t gv = NONE; /* the group's value: its ranks' slices one after another */
         for (size_t r = 0; r < R->world; r++)
             avail += R->flat.v[r * R->ngroups + g].numel;
         const pk_obj *pads = is_list(paddings) && g < paddings->n ? paddings->items[g] : NULL;
@@ -1265,7 +1268,18 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             tc_vec_free(&shapes);
             break;
         }
-        if (paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2))
+        if (!rc) {
+            int64_t len = (int64_t)avail;
+            rc = new_val(R, R->flat.v[g].dtype, 1, &len, avail, &gv, d);
+            R->val.v[gv].at = g;
+            R->val.v[gv].group = true;
+            for (size_t r = 0, pos = 0; r < R->world && !rc; r++) {
+                uint64_t n = R->flat.v[r * R->ngroups + g].numel;
+                rc = n ? take_flat(R, gv, r, g, g + 1, 0, 0, n, pos, d) : 0;
+                pos += n;
+            }
+        }
+        if (!rc && paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2))
             rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[0].path, TC_NO_OFFSET,
                             "param_alignment_paddings[%zu] lists %zu paddings for the %zu parameters of the group", g,
                             is_list(pads) ? pads->n : 0, shapes.n / 2);
@@ -1288,22 +1302,12 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             }
             if ((rc = new_val(R, R->flat.v[g].dtype, nd, shape, numel, &v, d)))
                 break;
-            /* the ranks whose slices hold [offset, offset + numel): from the first, onward */
-            uint64_t at = offset, left = numel;
-            while (rk < R->world && rstart + R->flat.v[rk * R->ngroups + g].numel <= at)
-                rstart += R->flat.v[rk++ * R->ngroups + g].numel;
-            for (size_t r = rk, start = rstart; r < R->world && left && !rc; r++) {
-                uint64_t len = R->flat.v[r * R->ngroups + g].numel;
-                if (at < start + len) {
-                    uint64_t n = start + len - at < left ? start + len - at : left;
-                    rc = take_flat(R, v, r, g, g + 1, 0, at - start, n, at - offset, d);
-                    at += n;
-                    left -= n;
-                }
-                start += len;
-            }
-            if (!rc)
-                rc = put(R, name, v, d);
+            /* a view at its offset into the group's storage, as the converter's
+               narrow(0, offset, numel).view(shape) of the concatenated slices is */
+            R->val.v[v].base = gv;
+            R->val.v[v].at = offset;
+            R->val.v[v].rg = R->val.v[gv].rg;
+            rc = put(R, name, v, d);
             if (pads && is_list(pads) && (!int_of(pads->items[k / 2], &pad) || pad < 0))
                 rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[0].path, TC_NO_OFFSET,
                                 "param_alignment_paddings[%zu][%zu] is not a non-negative number", g, k / 2);
@@ -1407,13 +1411,51 @@ static int add_shared(zr *R, zmodel *m, tc_diag *d)
     return rc;
 }
 
+/* Value v's storage, assembled from its chunks; named after its first
+ * tensor, or (a stage 1/2 group's) after its group. */
+typedef TC_VEC(tc_chunk) chunks;
+
+static int make_storage(zr *R, zval *v, const char *first, chunks *tmp, tc_diag *d)
+{
+    tc_ckpt *c = R->c;
+    tc_buf key = TC_BUF_INIT(0);
+    if (v->group)
+        tc_buf_printf(&key, "param group %" PRIu64, v->at);
+    else
+        tc_buf_puts(&key, first);
+    long s = tc_buf_oom(&key) ? -1 : tc_ckpt_add_storage(c, tc_buf_str(&key), d);
+    tc_buf_free(&key);
+    if (s < 0)
+        return d->code ? d->code : oom(d);
+    tc_storage *st = tc_ckpt_storage_mut(c, (size_t)s);
+    if (!(st->location = strdup("-")))
+        return oom(d);
+    st->dtype = v->dtype;
+    st->numel = v->numel;
+    st->nbytes = v->numel * tc_dtype_size(v->dtype);
+    st->ntensors = v->group ? 0 : 1;
+    tmp->n = 0;
+    for (size_t j = 0; j < v->nch; j++) {
+        const zch *z = &R->ch.v[v->ch0 + j];
+        const int64_t *dm = R->pool.v + z->dims;
+        if (tc_vec_push(tmp, ((tc_chunk){z->storage, z->soff, dm, dm + z->nd, dm + 2 * z->nd})))
+            return oom(d);
+    }
+    int64_t flat = (int64_t)v->numel;
+    int rc = tc_ckpt_set_chunks(c, (size_t)s, v->cnd, v->cnd == 1 ? &flat : R->pool.v + v->shape, tmp->v, tmp->n, d);
+    if (!rc)
+        v->storage = s;
+    return rc;
+}
+
 /* The tensors of c, in the state_dict's order: each value's first name its
- * tensor over a storage assembled from its chunks, later names aliases. */
+ * tensor over a storage assembled from its chunks (a stage 1/2 parameter:
+ * a view into its group's), later names aliases. */
 static int make_tensors(zr *R, tc_diag *d)
 {
     tc_ckpt *c = R->c;
     int rc = 0;
-    TC_VEC(tc_chunk) tmp = {0};
+    chunks tmp = {0};
     for (size_t e = 0; e < R->ent.n && !rc; e++) {
         zval *v = &R->val.v[R->ent.v[e].val];
         const int64_t *shape = R->pool.v + v->shape;
@@ -1421,34 +1463,19 @@ static int make_tensors(zr *R, tc_diag *d)
         if (k < 0)
             return d->code ? d->code : oom(d);
         if (v->tensor < 0) {
-            long s = tc_ckpt_add_storage(c, R->ent.v[e].name, d);
-            if (s < 0)
-                return d->code ? d->code : oom(d);
-            tc_storage *st = tc_ckpt_storage_mut(c, (size_t)s);
-            if (!(st->location = strdup("-")))
-                return oom(d);
-            st->dtype = v->dtype;
-            st->numel = v->numel;
-            st->nbytes = v->numel * tc_dtype_size(v->dtype);
-            st->ntensors = 1;
-            tmp.n = 0;
-            for (size_t j = 0; j < v->nch; j++) {
-                const zch *z = &R->ch.v[v->ch0 + j];
-                const int64_t *dm = R->pool.v + z->dims;
-                if (tc_vec_push(&tmp, ((tc_chunk){z->storage, z->soff, dm, dm + z->nd, dm + 2 * z->nd}))) {
-                    rc = oom(d);
-                    break;
-                }
-            }
-            int64_t flat = (int64_t)v->numel;
-            if (!rc)
-                rc = tc_ckpt_set_chunks(c, (size_t)s, v->cnd, v->cnd == 1 ? &flat : shape, tmp.v, tmp.n, d);
+            zval *sv = v->base != NONE ? &R->val.v[v->base] : v; /* the value whose storage it is */
+            if (sv->storage < 0 && (rc = make_storage(R, sv, R->ent.v[e].name, &tmp, d)))
+                break;
+            if (sv != v)
+                tc_ckpt_storage_mut(c, (size_t)sv->storage)->ntensors++;
             v->tensor = k;
             tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)k);
-            t->storage = s;
+            t->storage = sv->storage;
+            t->offset = sv != v ? (int64_t)v->at : 0;
         } else {
             tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)k);
             t->storage = tc_ckpt_tensor(c, (size_t)v->tensor)->storage;
+            t->offset = tc_ckpt_tensor(c, (size_t)v->tensor)->offset;
             t->alias_of = v->tensor;
         }
         tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)k);
