@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "filepool.h"
 #include "format.h"
 #include "map.h"
 #include "pickle.h"
@@ -58,7 +59,6 @@
 
 extern const tc_format tc_format_zero;
 
-#define MAX_OPEN_FILES 32     /* rank files kept open with no reader */
 #define MAX_LATEST 4096       /* bytes of a 'latest' file */
 #define NONE ((size_t)-1)
 #define READER "DeepSpeed's ZeRO classes"
@@ -280,20 +280,9 @@ static bool probe(const tc_probe *p)
 
 /* ---- private state -------------------------------------------------------------- */
 
-struct zpriv;
-
-typedef struct zfile {
-    struct zpriv *owner;
-    char *name;            /* in the step folder */
-    char *path;
-    tc_src src;            /* fd -1 while closed */
-    uint64_t size;
-    size_t readers;
-} zfile;
-
+/* The rank files (a bounded pool of them: formats/filepool.h), and where each storage lies. */
 typedef struct zpriv {
-    TC_VEC(zfile) f;
-    size_t nopen;
+    tc_filepool files;
     TC_VEC(size_t) file_of; /* per storage of the checkpoint: the file holding it, NONE when assembled */
 } zpriv;
 
@@ -302,50 +291,12 @@ static void zpriv_free(void *p)
     zpriv *x = p;
     if (!x)
         return;
-    for (size_t i = 0; i < x->f.n; i++) {
-        tc_src_close(&x->f.v[i].src);
-        free(x->f.v[i].name);
-        free(x->f.v[i].path);
-    }
-    tc_vec_free(&x->f);
+    tc_filepool_free(&x->files);
     tc_vec_free(&x->file_of);
     free(x);
 }
 
-static int file_open(zfile *f, tc_diag *d)
-{
-    if (f->src.fd >= 0)
-        return 0;
-    tc_src s;
-    int rc = tc_src_open_file(&s, f->path, d);
-    if (rc)
-        return rc;
-    if (s.size != f->size) {
-        tc_src_close(&s);
-        return tc_fail_at(d, TC_ERR_IO, f->path, TC_NO_OFFSET,
-                          "changed size while being read (%" PRIu64 " bytes, was %" PRIu64 ")", s.size, f->size);
-    }
-    f->src = s;
-    f->owner->nopen++;
-    return 0;
-}
-
-static void file_close(zfile *f)
-{
-    if (f->src.fd < 0)
-        return;
-    tc_src_close(&f->src);
-    f->src.fd = -1;
-    f->owner->nopen--;
-}
-
-/* Before opening another file: past MAX_OPEN_FILES, close those nothing reads. */
-static void trim(zpriv *x)
-{
-    for (size_t i = 0; i < x->f.n && x->nopen >= MAX_OPEN_FILES; i++)
-        if (!x->f.v[i].readers)
-            file_close(&x->f.v[i]);
-}
+static const tc_pfile *zfile_at(const zpriv *x, size_t i) { return tc_filepool_file(&x->files, i); }
 
 /* ---- the reading's state ---------------------------------------------------------- */
 
@@ -557,15 +508,11 @@ static int add_file(zr *R, const char *name, size_t *fi, tc_diag *d)
         free(path);
         return rc;
     }
-    zfile f = {R->x, strdup(name), path, {.fd = -1}, (uint64_t)st.st_size, 0};
-    if (!f.name || tc_vec_push(&R->x->f, f)) {
-        free(f.name);
-        free(path);
-        return oom(d);
-    }
-    R->files_bytes += f.size;
-    *fi = R->x->f.n - 1;
-    return 0;
+    int rc = tc_filepool_add(&R->x->files, name, path, (uint64_t)st.st_size, fi, d);
+    free(path);
+    if (!rc)
+        R->files_bytes += (uint64_t)st.st_size;
+    return rc;
 }
 
 /* The globals of b join c's, DeepSpeed's four allowed by name; the first
@@ -593,7 +540,7 @@ static int take_globals(zr *R, const tc_ckpt *b, const char *file, tc_diag *d)
 /* Rank file fi, opened with the torch zip driver; its globals and hazards taken. */
 static int open_rank(zr *R, size_t fi, tc_ckpt **out, tc_diag *d)
 {
-    const zfile *f = &R->x->f.v[fi];
+    const tc_pfile *f = zfile_at(R->x, fi);
     tc_ckpt *b = NULL;
     uint8_t head[64] = {0};
     int rc = tc_ckpt_new(&b, f->path, tc_ckpt_limits(R->c), d);
@@ -656,7 +603,7 @@ static long tensor_of(const tc_ckpt *b, const pk_obj *o)
 static int storage_of(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t, size_t *out, tc_diag *d)
 {
     const tc_storage *s = tc_ckpt_storage(b, (size_t)t->storage);
-    const char *file = R->x->f.v[fi].path;
+    const char *file = zfile_at(R->x, fi)->path;
     uint64_t *hit = tc_map_find2(&R->stor, fi, (uint64_t)t->storage);
     if (hit) {
         if (tc_ckpt_storage(R->c, (size_t)*hit)->dtype != t->dtype)
@@ -675,7 +622,7 @@ static int storage_of(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t, si
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "storage '%s' is not a whole number of %s elements",
                           s->key, tc_dtype_name(t->dtype));
     tc_buf key = TC_BUF_INIT(0);
-    tc_buf_printf(&key, "%s/data/%s", R->x->f.v[fi].name, s->key);
+    tc_buf_printf(&key, "%s/data/%s", zfile_at(R->x, fi)->name, s->key);
     long k = tc_buf_oom(&key) ? -1 : tc_ckpt_add_storage(R->c, tc_buf_str(&key), d);
     tc_buf_free(&key);
     if (k < 0)
@@ -706,7 +653,7 @@ static int dense_of(zr *R, size_t fi, const tc_ckpt *b, const pk_obj *o, const c
     long k = tensor_of(b, o);
     const tc_tensor *x = k >= 0 ? tc_ckpt_tensor(b, (size_t)k) : NULL;
     if (!x || x->kind != TC_TENSOR_DENSE || x->storage < 0)
-        return tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[fi].path, TC_NO_OFFSET, "%s is not a tensor with data", what);
+        return tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, fi)->path, TC_NO_OFFSET, "%s is not a tensor with data", what);
     *t = x;
     return 0;
 }
@@ -759,7 +706,7 @@ static int val_of_tensor(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t,
     const tc_storage *bs = tc_ckpt_storage(b, (size_t)t->storage);
     size_t es = tc_dtype_size(t->dtype), s;
     if (t->numel > (es ? bs->nbytes / es : 0) && t->numel > 1)
-        return tc_fail_at(d, TC_ERR_UNSUPPORTED, R->x->f.v[fi].path, TC_NO_OFFSET,
+        return tc_fail_at(d, TC_ERR_UNSUPPORTED, zfile_at(R->x, fi)->path, TC_NO_OFFSET,
                           "tensor '%s' has more elements than its storage (an expanded view)", t->name);
     int rc = storage_of(R, fi, b, t, &s, d);
     if (!rc)
@@ -859,7 +806,7 @@ static int read_optim(zr *R, size_t r, tc_diag *d)
     int rc = add_file(R, R->optim.v[r], &fi, d);
     if (rc || (rc = open_rank(R, fi, &b, d)))
         return rc;
-    const char *file = R->x->f.v[fi].path;
+    const char *file = zfile_at(R->x, fi)->path;
     const pk_obj *osd = get(root_of(b), "optimizer_state_dict");
     pk_obj *const *it;
     size_t n;
@@ -989,7 +936,7 @@ static int check_partitions(zr *R, size_t g, tc_diag *d)
         uint64_t p0 = f0->numel + (uint64_t)f0->pad, p = f->numel + (uint64_t)f->pad;
         bool bad = p > p0 || p0 - p > 1 || (f->pad && r < last);
         if (bad)
-            return tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[r].path, TC_NO_OFFSET,
+            return tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, r)->path, TC_NO_OFFSET,
                               "group %zu: this rank's partition holds %" PRIu64 " elements and %" PRId64
                               " of padding, rank 0's %" PRIu64 " and %" PRId64
                               ": not one partition of the same flat buffer (ranks of different runs?)",
@@ -1027,7 +974,7 @@ static int open_model(zr *R, size_t k, size_t *fi, tc_ckpt **b, tc_diag *d)
     if (rc || (rc = open_rank(R, *fi, b, d)))
         return rc;
     const pk_obj *root = root_of(*b);
-    const char *file = R->x->f.v[*fi].path, *miss = !get(root, "buffer_names") ? "buffer_names"
+    const char *file = zfile_at(R->x, *fi)->path, *miss = !get(root, "buffer_names") ? "buffer_names"
                                                     : !get(root, "module")     ? "module"
                                                     : !get(root, "param_shapes") ? "param_shapes"
                                                     : !get(root, "shared_params") ? "shared_params"
@@ -1052,7 +999,7 @@ static int read_model0(zr *R, zmodel *m, tc_diag *d)
         return rc;
     const pk_obj *root = root_of(m->b), *bn = get(root, "buffer_names"), *ps = get(root, "param_shapes"),
                  *fps = get(root, "frozen_param_shapes");
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     m->fragments = get(root, "frozen_param_fragments");
     if ((rc = str_pairs(get(root, "module"), "module", file, &m->module, d)) ||
         (rc = str_pairs(get(root, "shared_params"), "shared_params", file, &m->shared, d)))
@@ -1102,7 +1049,7 @@ static int add_buffers(zr *R, zmodel *m, tc_diag *d)
  * every model file concatenated, the first numel elements in its shape. */
 static int add_frozen(zr *R, zmodel *m, tc_diag *d)
 {
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     int rc = 0;
     if (!m->frozen.n)
         return 0;
@@ -1167,7 +1114,7 @@ static int add_frozen(zr *R, zmodel *m, tc_diag *d)
             if ((rc = dense_of(R, fi, b, get(frags, name), what, &t, d)))
                 break;
             if (t->ndim != 1 || (v->dtype != TC_DT_INVALID && v->dtype != t->dtype)) {
-                rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[fi].path, TC_NO_OFFSET,
+                rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, fi)->path, TC_NO_OFFSET,
                                 "%s is a %d-D %s tensor, not a 1-D partition like the others", what, t->ndim,
                                 tc_dtype_name(t->dtype));
                 break;
@@ -1249,7 +1196,7 @@ static int take_flat(zr *R, size_t v, size_t r, size_t g0, size_t g1, uint64_t s
 /* Stages 1/2: each group's ranks' slices concatenated, walked in param_shapes order. */
 static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
 {
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     if (m->shapes_groups.n != R->ngroups)
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET,
                           "param_shapes lists %zu parameter groups, but the optimizer files hold %zu flat groups",
@@ -1280,7 +1227,7 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             }
         }
         if (!rc && paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2))
-            rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[0].path, TC_NO_OFFSET,
+            rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
                             "param_alignment_paddings[%zu] lists %zu paddings for the %zu parameters of the group", g,
                             is_list(pads) ? pads->n : 0, shapes.n / 2);
         for (size_t k = 0; k + 1 < shapes.n && !rc; k += 2) {
@@ -1309,7 +1256,7 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             R->val.v[v].rg = R->val.v[gv].rg;
             rc = put(R, name, v, d);
             if (pads && is_list(pads) && (!int_of(pads->items[k / 2], &pad) || pad < 0))
-                rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[0].path, TC_NO_OFFSET,
+                rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
                                 "param_alignment_paddings[%zu][%zu] is not a non-negative number", g, k / 2);
             offset += numel;
             if (__builtin_add_overflow(offset, (uint64_t)pad, &offset))
@@ -1329,7 +1276,7 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
 /* Stage 3: every rank holds ceil(numel/ranks) elements of each parameter in turn. */
 static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
 {
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     objs all = {0}, merged = {0};
     int rc = 0;
     for (size_t g = 0; g < m->shapes_groups.n && !rc; g++) { /* {k: v for d in param_shapes for k, v in d.items()} */
@@ -1546,7 +1493,7 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
     if (!rc && plain_str(dsv))
         rc = tc_ckpt_add_fact(c, "ds_version", dsv->s, d);
     human(R->files_bytes, h, sizeof h);
-    snprintf(v, sizeof v, "%zu (%s)", R->x->f.n, h);
+    snprintf(v, sizeof v, "%zu (%s)", tc_filepool_n(&R->x->files), h);
     if (!rc)
         rc = tc_ckpt_add_fact(c, "files", v, d);
     /* entries: the kinds of names, the master weights, the optimizer state, the rest of model file 0 */
@@ -1648,7 +1595,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
     const pk_obj *paddings = NULL;
     if (!rc && R.stage <= 2) { /* rank 0's param_alignment_paddings, as the converter takes them */
         tc_ckpt *b = NULL;
-        if (!(rc = tc_ckpt_new(&b, x->f.v[0].path, tc_ckpt_limits(c), d)) &&
+        if (!(rc = tc_ckpt_new(&b, zfile_at(x, 0)->path, tc_ckpt_limits(c), d)) &&
             !(rc = tc_format_named("torch-zip")->open(b, d))) {
             paddings = get(get(root_of(b), "optimizer_state_dict"), "param_alignment_paddings");
             if (!(rc = add_buffers(&R, &m, d)) && !(rc = add_frozen(&R, &m, d)))
@@ -1680,8 +1627,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
                         was);
     }
 done:
-    for (size_t i = 0; i < x->f.n; i++)
-        file_close(&x->f.v[i]);
+    tc_filepool_close_idle(&x->files);
     zmodel_free(&m);
     zr_free(&R);
     free(dir);
@@ -1690,32 +1636,14 @@ done:
 
 /* ---- reading a piece's bytes ------------------------------------------------------------------ */
 
-static void rd_close(tc_rd *r)
-{
-    zfile *f = r->state;
-    if (f && !--f->readers && f->owner->nopen > MAX_OPEN_FILES)
-        file_close(f);
-    r->state = NULL;
-}
-
 static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 {
     zpriv *x = tc_ckpt_priv(c);
     const tc_storage *s = tc_ckpt_storage(c, i);
-    if (i >= x->file_of.n || x->file_of.v[i] == NONE || x->file_of.v[i] >= x->f.n)
+    if (i >= x->file_of.n || x->file_of.v[i] == NONE || x->file_of.v[i] >= tc_filepool_n(&x->files))
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is gathered from the ranks' pieces; it is read through them",
                        s->key);
-    zfile *f = &x->f.v[x->file_of.v[i]];
-    if (f->src.fd < 0)
-        trim(x);
-    int rc = file_open(f, d);
-    if (rc)
-        return rc;
-    f->readers++;
-    tc_rd_range(r, &f->src, s->file_off, s->nbytes);
-    r->close = rd_close;
-    r->state = f;
-    return 0;
+    return tc_filepool_reader(&x->files, x->file_of.v[i], s->file_off, s->nbytes, r, d);
 }
 
 const tc_format tc_format_zero = {"zero", probe, open_zero, open_storage, NULL};
