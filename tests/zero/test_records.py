@@ -62,11 +62,6 @@ def expected(case):
     return want, sizes, opt
 
 
-def storage_of(t):
-    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    return st.data_ptr(), st.nbytes()
-
-
 def record_start(path, name_end):
     """Byte offset of the data of the largest record of path whose name ends with name_end."""
     with zipfile.ZipFile(path) as z:
@@ -107,14 +102,14 @@ def main():
             badrec = z.testzip()
         if badrec:
             problems.append("record %s fails its CRC-32" % badrec)
-        sd = torch.load(pt, map_location="cpu", weights_only=True)
+        sd = torch_verify.load_weights_only(pt)
         for k, w in want.items():
             if k not in sd or torch_verify.tensor_bytes(sd[k]) != torch_verify.tensor_bytes(w.contiguous()):
                 problems.append("%s differs from the concatenated slices" % k)
         step = os.path.join(case, "global_step1")
         m = torch.load(os.path.join(step, "mp_rank_00_model_states.pt"), map_location="cpu", weights_only=True)
         for g, shapes in enumerate(m["param_shapes"]):
-            st = {storage_of(sd[k]) for k in shapes}
+            st = {(torch_verify.storage_ptr(sd[k]), torch_verify.storage_nbytes(sd[k])) for k in shapes}
             if len(st) != 1 or next(iter(st))[1] != sizes[g] * 4:
                 problems.append("group %d: storages %s, not one of %d bytes" % (g, sorted(st), sizes[g] * 4))
     rep.check(".pt: every parameter right, one storage per group, every record's CRC-32 right", problems)
@@ -127,7 +122,7 @@ def main():
             badrec = z.testzip()
         if badrec:
             problems.append("record %s fails its CRC-32" % badrec)
-        sd = torch.load(bp, map_location="cpu", weights_only=True)
+        sd = torch_verify.load_weights_only(bp)
         problems += ["%s is not the bfloat16 cast" % k for k, w in want.items()
                      if not torch.equal(sd[k], w.to(torch.bfloat16))]
     rep.check("--dtype bfloat16: every parameter the cast, every record's CRC-32 right", problems)
