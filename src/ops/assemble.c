@@ -252,6 +252,20 @@ static int elem_at(asm_ *A, part *t, uint64_t byte, uint8_t *out)
     return 0;
 }
 
+/* A chunk stored in another order: its next index, and the element it selects. */
+static void next_index(const asm_ *A, part *t)
+{
+    const int64_t *sz = t->ch->sizes, *st = t->ch->strides;
+    for (int i = A->nd - 1; i >= 0; i--) {
+        if (++t->idx[i] < sz[i]) {
+            t->sel += (uint64_t)st[i];
+            return;
+        }
+        t->sel -= (uint64_t)(t->idx[i] - 1) * (uint64_t)st[i];
+        t->idx[i] = 0;
+    }
+}
+
 /* The next k elements of chunk t (in its C order) into out. */
 static int take(asm_ *A, part *t, uint64_t k, uint8_t *out)
 {
@@ -290,18 +304,10 @@ static int take(asm_ *A, part *t, uint64_t k, uint8_t *out)
         }
         return 0;
     }
-    const int64_t *sz = t->ch->sizes, *st = t->ch->strides;
     for (uint64_t e = 0; e < k; e++) {
         if ((rc = elem_at(A, t, t->sel * A->ein, out + e * A->ein)))
             return rc;
-        for (int i = A->nd - 1; i >= 0; i--) { /* the next index, the next element */
-            if (++t->idx[i] < sz[i]) {
-                t->sel += (uint64_t)st[i];
-                break;
-            }
-            t->sel -= (uint64_t)(t->idx[i] - 1) * (uint64_t)st[i];
-            t->idx[i] = 0;
-        }
+        next_index(A, t);
     }
     return 0;
 }
@@ -314,16 +320,8 @@ static int pass_over(asm_ *A, part *t, uint64_t k)
     if (rc)
         return rc;
     if (!t->corder) {
-        const int64_t *sz = t->ch->sizes, *st = t->ch->strides;
         for (uint64_t e = 0; e < k; e++)
-            for (int i = A->nd - 1; i >= 0; i--) {
-                if (++t->idx[i] < sz[i]) {
-                    t->sel += (uint64_t)st[i];
-                    break;
-                }
-                t->sel -= (uint64_t)(t->idx[i] - 1) * (uint64_t)st[i];
-                t->idx[i] = 0;
-            }
+            next_index(A, t);
         return 0;
     }
     uint64_t n = k * A->ein, m = t->raat < t->ralen ? t->ralen - t->raat : 0;

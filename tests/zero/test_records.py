@@ -74,6 +74,16 @@ def record_start(path, name_end):
     return info.header_offset + 30 + n + e, info.file_size
 
 
+def consolidated(tool, case, out, *args):
+    """consolidate CASE -o OUT ARGS: the problems (its exit, a record failing its CRC-32) and the state_dict."""
+    rc, _, err = run(tool, "consolidate", "-q", case, "-o", out, *args)
+    if rc:
+        return ["consolidate %s exited %d: %s" % (" ".join(args), rc, err.strip())], None
+    with zipfile.ZipFile(out) as z:
+        badrec = z.testzip()
+    return ["record %s fails its CRC-32" % badrec] if badrec else [], torch_verify.load_weights_only(out)
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -94,15 +104,8 @@ def main():
               [] if any(o["group_paddings"][g] for o in opt for g in range(len(sizes))) and
               lean[0][0] * 4 >= 1 << 20 else ["no padding, or slices under 1 MiB: %s" % lean])
 
-    pt = os.path.join(out, "padded.pt")
-    rc, _, err = run(tool, "consolidate", "-q", case, "-o", pt)
-    problems = ["consolidate exited %d: %s" % (rc, err.strip())] if rc else []
-    if not rc:
-        with zipfile.ZipFile(pt) as z:
-            badrec = z.testzip()
-        if badrec:
-            problems.append("record %s fails its CRC-32" % badrec)
-        sd = torch_verify.load_weights_only(pt)
+    problems, sd = consolidated(tool, case, os.path.join(out, "padded.pt"))
+    if sd is not None:
         for k, w in want.items():
             if k not in sd or torch_verify.tensor_bytes(sd[k]) != torch_verify.tensor_bytes(w.contiguous()):
                 problems.append("%s differs from the concatenated slices" % k)
@@ -114,15 +117,8 @@ def main():
                 problems.append("group %d: storages %s, not one of %d bytes" % (g, sorted(st), sizes[g] * 4))
     rep.check(".pt: every parameter right, one storage per group, every record's CRC-32 right", problems)
 
-    bp = os.path.join(out, "padded.bf16.pt")
-    rc, _, err = run(tool, "consolidate", "-q", case, "-o", bp, "--dtype", "bfloat16")
-    problems = ["consolidate --dtype bfloat16 exited %d: %s" % (rc, err.strip())] if rc else []
-    if not rc:
-        with zipfile.ZipFile(bp) as z:
-            badrec = z.testzip()
-        if badrec:
-            problems.append("record %s fails its CRC-32" % badrec)
-        sd = torch_verify.load_weights_only(bp)
+    problems, sd = consolidated(tool, case, os.path.join(out, "padded.bf16.pt"), "--dtype", "bfloat16")
+    if sd is not None:
         problems += ["%s is not the bfloat16 cast" % k for k, w in want.items()
                      if not torch.equal(sd[k], w.to(torch.bfloat16))]
     rep.check("--dtype bfloat16: every parameter the cast, every record's CRC-32 right", problems)
