@@ -18,13 +18,17 @@
  * buffers (floating ones as float32), the frozen parameters as stored (stage
  * 1 records none), the trainable parameters group by group, then each alias
  * as the same tensor as its source; a name given twice keeps its first
- * place and its last value, as a Python dict does. Each tensor is a storage
- * assembled from pieces of the files' storages (the model's chunks): a
- * parameter is one 1-D chunk per piece of a rank's flat buffer it lies in,
- * at its offset there, so the assembly gathers it straight into the output
- * (src/ops/assemble.h); a buffer or a stage-2 frozen parameter is one chunk,
- * its source tensor's view. Nothing else is read: the sizes the converter's
- * checks compare are in the pickles.
+ * place and its last value, as a Python dict does. Each tensor lies in a
+ * storage assembled from pieces of the files' storages (the model's chunks),
+ * gathered straight into the output (src/ops/assemble.h). Stages 1/2: as in
+ * the converter's state_dict, the parameters of a group are views at their
+ * offsets into one storage, the ranks' slices of the group's flat buffer one
+ * after another (one chunk each): a .pt output's record for it is then the
+ * ranks' records in order, and its CRC-32 theirs combined. Stage 3: a
+ * parameter has a storage of its own, one 1-D chunk per rank's partition of
+ * it. A buffer or a stage-2 frozen parameter is one chunk, its source
+ * tensor's view. Nothing else is read: the sizes the converter's checks
+ * compare are in the pickles.
  *
  * Every file is opened with the torch zip driver; its globals are judged as
  * torch.load(weights_only=False) imports them (DeepSpeed's loaders load them
