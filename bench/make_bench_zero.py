@@ -55,6 +55,9 @@ LossScaler = stand_in("deepspeed.runtime.fp16.loss_scaler", "LossScaler", _LossS
 ZeroStageEnum = stand_in("deepspeed.runtime.zero.config", "ZeroStageEnum",
                          enum.IntEnum("ZeroStageEnum", {"disabled": 0, "optimizer_states": 1, "gradients": 2,
                                                         "weights": 3}))
+# pickled as ZeroStageEnum(2), as DeepSpeed's files hold it, under every Python (some pickle an enum
+# member as getattr(ZeroStageEnum, 'gradients') at torch.save's protocol 2)
+ZeroStageEnum.__reduce_ex__ = lambda self, proto: (type(self), (int(self),))
 fragment_address = stand_in("deepspeed.utils.tensor_fragment", "fragment_address",
                             dataclasses.make_dataclass("fragment_address", [("numel", int), ("start", int)]))
 
@@ -124,7 +127,9 @@ def write(out, groups, buffers, ranks, train, moments, gen):
             size = padded // ranks
             lo, hi = r * size, (r + 1) * size
             lean = min(hi, total) - lo if lo < total else 0
-            parts.append(flat[lo:lo + lean].clone())
+            # the saved slice is the rank's partition less its padding, a view of it: its record holds the
+            # padding too (seen in DeepSpeed 0.19.8's files: 52331 elements of a 52332-element record)
+            parts.append(flat[lo:hi].clone()[:lean])
             pads.append(size - lean)
             m, at = collections.OrderedDict(), 0
             for k, s in groups[gi].items():
@@ -170,8 +175,9 @@ def summary(path):
     obj = torch.load(path, map_location="cpu", weights_only=False)
 
     def walk(o):
-        if isinstance(o, torch.Tensor):
-            return "%s%s" % (str(o.dtype)[6:], list(o.shape))
+        if isinstance(o, torch.Tensor):  # with the elements of its storage (its record)
+            st = o.untyped_storage() if hasattr(o, "untyped_storage") else o.storage()
+            return "%s%s of %d" % (str(o.dtype)[6:], list(o.shape), st.nbytes() // o.element_size())
         if isinstance(o, dict):
             return {str(k): walk(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)):

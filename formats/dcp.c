@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "filepool.h"
 #include "format.h"
 #include "pickle.h"
 #include "readings.h"
@@ -41,7 +42,6 @@
 
 extern const tc_format tc_format_dcp;
 
-#define MAX_OPEN_FILES 32          /* .distcp files kept open with no reader */
 #define CARRY_MAX (1u << 20)       /* a byte item larger than this is not carried into outputs */
 #define CARRY_TOTAL (64u << 20)    /* nor once the carried ones reach this */
 
@@ -74,21 +74,10 @@ static bool dcp_allowed(const char *name)
 
 /* ---- private state ------------------------------------------------------------- */
 
-struct dpriv;
-
-typedef struct dfile {
-    struct dpriv *owner;
-    char *name;            /* relative_path as .metadata gives it */
-    char *path;            /* DIR/name */
-    tc_src src;            /* fd -1 while closed */
-    uint64_t size;
-    size_t readers;
-} dfile;
-
+/* The .distcp files (a bounded pool of them: formats/filepool.h), and where each chunk's storage lies. */
 typedef struct dpriv {
     char *dir;
-    dfile *f;
-    size_t nf, fcap, nopen;
+    tc_filepool files;
     size_t *file_of;       /* per storage: its file (chunk storages only) */
     size_t nfile_of;
 } dpriv;
@@ -98,55 +87,13 @@ static void dpriv_free(void *p)
     dpriv *x = p;
     if (!x)
         return;
-    for (size_t i = 0; i < x->nf; i++) {
-        tc_src_close(&x->f[i].src);
-        free(x->f[i].name);
-        free(x->f[i].path);
-    }
-    free(x->f);
+    tc_filepool_free(&x->files);
     free(x->file_of);
     free(x->dir);
     free(x);
 }
 
-static int file_open(dfile *f, tc_diag *d)
-{
-    if (f->src.fd >= 0)
-        return 0;
-    f->owner->nopen++;
-    tc_src s;
-    int rc = tc_src_open_file(&s, f->path, d);
-    if (rc) {
-        f->owner->nopen--;
-        return rc;
-    }
-    if (s.size != f->size) {
-        f->owner->nopen--;
-        tc_src_close(&s);
-        return tc_fail_at(d, TC_ERR_IO, f->path, TC_NO_OFFSET, "changed size while being read (%" PRIu64
-                          " bytes, was %" PRIu64 ")", s.size, f->size);
-    }
-    f->src = s;
-    return 0;
-}
-
-static void file_close(dfile *f)
-{
-    if (f->src.fd < 0)
-        return;
-    tc_src_close(&f->src);
-    f->src.fd = -1;
-    f->owner->nopen--;
-}
-
-/* Before opening another file: past MAX_OPEN_FILES, close those nothing reads
- * (a checkpoint of thousands of ranks must not run out of descriptors). */
-static void trim(dpriv *x)
-{
-    for (size_t i = 0; i < x->nf && x->nopen >= MAX_OPEN_FILES; i++)
-        if (!x->f[i].readers)
-            file_close(&x->f[i]);
-}
+static const tc_pfile *dfile_at(const dpriv *x, size_t i) { return tc_filepool_file(&x->files, i); }
 
 static bool probe(const tc_probe *p)
 {
@@ -346,42 +293,27 @@ static int add_file(rd *R, tc_strmap *files, const char *name, size_t *out, tc_d
     dpriv *x = R->x;
     if (tc_strmap_get(files, name, out))
         return 0;
-    if (tc_grow(&x->f, &x->fcap, x->nf + 1, sizeof *x->f))
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    dfile *f = &x->f[x->nf];
-    memset(f, 0, sizeof *f);
-    f->owner = x;
-    f->src.fd = -1;
-    size_t n = strlen(x->dir) + strlen(name) + 2;
-    if (!(f->name = strdup(name)) || !(f->path = malloc(n))) {
-        free(f->name);
+    tc_buf path = TC_BUF_INIT(0);
+    tc_buf_printf(&path, "%s/%s", x->dir, name);
+    if (tc_buf_oom(&path)) {
+        tc_buf_free(&path);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    snprintf(f->path, n, "%s/%s", x->dir, name);
     struct stat st;
-    if (lstat(f->path, &st) < 0) {
+    int rc = 0;
+    if (lstat(tc_buf_str(&path), &st) < 0) {
         int e = errno;
-        int rc = tc_fail(d, e == ENOENT ? TC_ERR_FORMAT : TC_ERR_IO, "file %s, which .metadata names, cannot be read: %s%s",
-                         name, strerror(e), e == ENOENT ? " (incomplete copy of the checkpoint?)" : "");
-        free(f->name);
-        free(f->path);
-        return rc;
+        rc = tc_fail(d, e == ENOENT ? TC_ERR_FORMAT : TC_ERR_IO, "file %s, which .metadata names, cannot be read: %s%s",
+                     name, strerror(e), e == ENOENT ? " (incomplete copy of the checkpoint?)" : "");
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = tc_fail(d, TC_ERR_FORMAT, "file %s, which .metadata names, is %s, not a regular file", name,
+                     S_ISLNK(st.st_mode) ? "a symbolic link (not followed)" : S_ISDIR(st.st_mode) ? "a folder" : "special");
+    } else if (!(rc = tc_filepool_add(&x->files, name, tc_buf_str(&path), (uint64_t)st.st_size, out, d)) &&
+               tc_strmap_put(files, dfile_at(x, *out)->name, *out, NULL) < 0) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    if (!S_ISREG(st.st_mode)) {
-        int rc = tc_fail(d, TC_ERR_FORMAT, "file %s, which .metadata names, is %s, not a regular file", name,
-                         S_ISLNK(st.st_mode) ? "a symbolic link (not followed)" : S_ISDIR(st.st_mode) ? "a folder" : "special");
-        free(f->name);
-        free(f->path);
-        return rc;
-    }
-    f->size = (uint64_t)st.st_size;
-    if (tc_strmap_put(files, f->name, x->nf, NULL) < 0) {
-        free(f->name);
-        free(f->path);
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
-    *out = x->nf++;
-    return 0;
+    tc_buf_free(&path);
+    return rc;
 }
 
 /* Every storage_data entry: key -> item. */
@@ -479,7 +411,7 @@ static int check_spans(rd *R, const sitem *si, size_t n, tc_diag *d)
     int rc = 0;
     for (size_t k = 0; k < n && !rc; k++) {
         const sitem *s = &si[ord[k]];
-        const dfile *f = &R->x->f[s->file];
+        const tc_pfile *f = dfile_at(R->x, s->file);
         if (s->off > f->size || s->len > f->size - s->off)
             rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, f->size,
                             "item '%s' at bytes [%" PRIu64 ", %" PRIu64 ") lies past the end of the file (%" PRIu64
@@ -499,17 +431,16 @@ static int check_spans(rd *R, const sitem *si, size_t n, tc_diag *d)
 /* The archive at item s, opened with the torch zip driver; msg prefix names it. */
 static int open_item(rd *R, const sitem *s, const char *what, tc_ckpt **out, tc_diag *d)
 {
-    dfile *f = &R->x->f[s->file];
+    const tc_pfile *f = dfile_at(R->x, s->file);
+    const tc_src *src;
     tc_src win;
     tc_diag in = TC_DIAG_INIT;
     tc_ckpt *b = NULL;
     uint8_t head[4] = {0};
-    if (f->src.fd < 0)
-        trim(R->x);
-    int rc = file_open(f, d);
+    int rc = tc_filepool_open(&R->x->files, s->file, &src, d);
     if (rc)
         return rc;
-    if ((rc = tc_src_window(&win, &f->src, s->off, s->len, &in)) ||
+    if ((rc = tc_src_window(&win, src, s->off, s->len, &in)) ||
         (rc = tc_src_read(&win, 0, head, s->len < 4 ? (size_t)s->len : 4, what, &in)))
         return tc_fail_at(d, rc, f->path, s->off, "%s: %s", what, in.msg);
     if (s->len < 4 || memcmp(head, "PK\x03\x04", 4))
@@ -591,7 +522,7 @@ static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, t
     int rc = open_item(R, s, what, &b, d);
     if (rc)
         return rc;
-    dfile *f = &R->x->f[s->file];
+    const tc_pfile *f = dfile_at(R->x, s->file);
     const tc_tensor *bt = tc_ckpt_ntensors(b) == 1 ? tc_ckpt_tensor(b, 0) : NULL;
     const tc_storage *bs = bt && bt->storage >= 0 ? tc_ckpt_storage(b, (size_t)bt->storage) : NULL;
     char want[200], got[200];
@@ -980,16 +911,15 @@ static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried,
 {
     char what[400], desc[160], why[300] = "", kbuf[64] = "object";
     snprintf(what, sizeof what, "item '%s'", t->fqn);
-    dfile *f = &R->x->f[s->file];
+    const tc_pfile *f = dfile_at(R->x, s->file);
     tc_ckpt *b = NULL;
     uint8_t head[4] = {0}, *pkl = NULL;
     size_t plen = 0;
+    const tc_src *src;
     tc_src win;
-    if (f->src.fd < 0)
-        trim(R->x);
-    int rc = file_open(f, d);
+    int rc = tc_filepool_open(&R->x->files, s->file, &src, d);
     if (!rc)
-        rc = tc_src_window(&win, &f->src, s->off, s->len, d);
+        rc = tc_src_window(&win, src, s->off, s->len, d);
     if (!rc && s->len >= 4)
         rc = tc_src_read(&win, 0, head, 4, what, d);
     if (rc)
@@ -1130,41 +1060,56 @@ done:
     return rc;
 }
 
-static int open_dcp(tc_ckpt *c, tc_diag *d)
+/* What open_dcp reads from .metadata and makes of it, phase by phase. */
+typedef struct dmeta {
+    uint8_t *buf;          /* .metadata's bytes, kept while the graph is */
+    pk_graph *g;
+    const pk_obj *sdm, *sd, *planner, *version; /* Metadata's fields */
+    titem *it;             /* state_dict_metadata's items */
+    size_t nit;
+    sitem *si;             /* storage_data's entries */
+    size_t nsi;
+    tc_strmap keys;        /* storage_data key -> its entry */
+    char **text, **kind;   /* per item: what inspect says of it */
+    uint64_t nchunks;
+} dmeta;
+
+static void dmeta_free(dmeta *m)
 {
-    dpriv *x = calloc(1, sizeof *x);
-    if (!x)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_dcp, tc_format_dcp.name, x, dpriv_free);
-    tc_ckpt_set_distributed(c, "a distributed checkpoint (torch.distributed.checkpoint)");
-    const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
-    if (!(x->dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".")))
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < m->nsi; i++)
+        free(m->si[i].key);
+    for (size_t i = 0; m->text && m->kind && i < m->nit; i++) {
+        free(m->text[i]);
+        free(m->kind[i]);
+    }
+    free(m->text);
+    free(m->kind);
+    free(m->si);
+    free(m->it);
+    tc_strmap_free(&m->keys);
+    pk_graph_free(m->g);
+    free(m->buf);
+}
+
+/* .metadata read with the inert pickle reader, its globals judged: its Metadata's fields. */
+static int read_metadata(rd *R, dmeta *m, tc_diag *d)
+{
+    tc_ckpt *c = R->c;
     const tc_src *src = tc_ckpt_src(c);
     const tc_limits *lim = tc_ckpt_limits(c);
     if (src->size > lim->max_pickle_bytes)
         return tc_fail(d, TC_ERR_LIMIT, ".metadata is %" PRIu64 " bytes, more than %" PRIu64 " (raise with --max-pickle-size)",
                        src->size, lim->max_pickle_bytes);
-    uint8_t *buf = malloc(src->size ? (size_t)src->size : 1);
-    pk_graph *g = pk_graph_new();
-    titem *it = NULL;
-    sitem *si = NULL;
-    char **text = NULL, **kind = NULL;
-    size_t nit = 0, nsi = 0;
-    tc_strmap keys = {0};
-    rd R = {c, x, d};
-    int rc = 0;
-    if (!buf || !g) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    if ((rc = tc_src_read(src, 0, buf, (size_t)src->size, ".metadata", d)))
-        goto done;
+    if (!(m->buf = malloc(src->size ? (size_t)src->size : 1)) || !(m->g = pk_graph_new()))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_src_read(src, 0, m->buf, (size_t)src->size, ".metadata", d);
+    if (rc)
+        return rc;
     pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects}, .what = ".metadata"};
     pk_obj *root = NULL;
-    if ((rc = pk_read(g, buf, (size_t)src->size, &o, &root, NULL, d))) {
-        gscan gs = {c, d, ""};
-        pk_graph_foreach(g, first_bad, &gs);
+    gscan gs = {c, d, ""};
+    if ((rc = pk_read(m->g, m->buf, (size_t)src->size, &o, &root, NULL, d))) {
+        pk_graph_foreach(m->g, first_bad, &gs);
         if (gs.first_bad[0] && rc != TC_ERR_NOMEM) {
             char was[sizeof d->msg];
             snprintf(was, sizeof was, "%s", d->msg);
@@ -1172,57 +1117,61 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
             rc = tc_fail(d, TC_ERR_UNSAFE, ".metadata names %s before it fails (pickle.load would import and call it "
                          "first): %s", gs.first_bad, was);
         }
-        goto done;
+        return rc;
     }
-    gscan gs = {c, d, ""};
-    pk_graph_foreach(g, one_global, &gs);
+    pk_graph_foreach(m->g, one_global, &gs);
     if ((rc = d->code))
-        goto done;
+        return rc;
     tc_ckpt_sort_globals(c);
     const pk_obj *f = fields(root);
-    if (!is_instance(root, "Metadata") || !f) {
-        rc = tc_fail(d, TC_ERR_FORMAT, ".metadata holds %s, not a torch.distributed.checkpoint Metadata",
-                     pk_call_global(root) ? pk_call_global(root)->name : "something else");
-        goto done;
-    }
-    const pk_obj *sdm = dict_get(f, "state_dict_metadata"), *sd = dict_get(f, "storage_data"),
-                 *planner = dict_get(f, "planner_data"), *version = dict_get(f, "version");
-    if (!sdm || sdm->kind != PK_DICT || !sd || sd->kind != PK_DICT) {
-        rc = tc_fail(d, TC_ERR_FORMAT, "Metadata has no %s dict (not written by DCP's FileSystemWriter?)",
-                     !sdm || sdm->kind != PK_DICT ? "state_dict_metadata" : "storage_data");
-        goto done;
-    }
-    if (sdm->n / 2 > lim->max_entries || sd->n / 2 > lim->max_entries) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "Metadata lists %zu items stored in %zu pieces, over the limit of %" PRIu64
-                     " (raise with --max-entries)", sdm->n / 2, sd->n / 2, lim->max_entries);
-        goto done;
-    }
-    if (!(it = calloc(sdm->n / 2 + 1, sizeof *it)) || !(si = calloc(sd->n / 2 + 1, sizeof *si)) ||
-        !(text = calloc(sdm->n / 2 + 1, sizeof *text)) || !(kind = calloc(sdm->n / 2 + 1, sizeof *kind))) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    if ((rc = read_items(sdm, planner && planner->kind == PK_DICT ? planner : NULL, it, &nit, d)) ||
-        (rc = read_storage_data(&R, sd, si, &nsi, &keys, d)) || (rc = check_spans(&R, si, nsi, d)))
-        goto done;
-    uint64_t nchunks = 0;
-    for (size_t i = 0; i < nit; i++)
-        nchunks += it[i].bytes ? 0 : it[i].chunks->n;
-    if (nchunks > lim->max_entries) {
-        rc = tc_fail(d, TC_ERR_LIMIT, "Metadata lists %" PRIu64 " chunks, over the limit of %" PRIu64
-                     " (raise with --max-entries)", nchunks, lim->max_entries);
-        goto done;
-    }
-    /* the tensors and their storages first, then the chunks' storages */
-    for (size_t i = 0; i < nit && !rc; i++) {
-        titem *t = &it[i];
+    if (!is_instance(root, "Metadata") || !f)
+        return tc_fail(d, TC_ERR_FORMAT, ".metadata holds %s, not a torch.distributed.checkpoint Metadata",
+                       pk_call_global(root) ? pk_call_global(root)->name : "something else");
+    m->sdm = dict_get(f, "state_dict_metadata");
+    m->sd = dict_get(f, "storage_data");
+    m->planner = dict_get(f, "planner_data");
+    m->version = dict_get(f, "version");
+    if (!m->sdm || m->sdm->kind != PK_DICT || !m->sd || m->sd->kind != PK_DICT)
+        return tc_fail(d, TC_ERR_FORMAT, "Metadata has no %s dict (not written by DCP's FileSystemWriter?)",
+                       !m->sdm || m->sdm->kind != PK_DICT ? "state_dict_metadata" : "storage_data");
+    return 0;
+}
+
+/* Its items and where their pieces lie, within the limits; the pieces inside their files. */
+static int read_tables(rd *R, dmeta *m, tc_diag *d)
+{
+    const tc_limits *lim = tc_ckpt_limits(R->c);
+    size_t nitems = m->sdm->n / 2, npieces = m->sd->n / 2;
+    if (nitems > lim->max_entries || npieces > lim->max_entries)
+        return tc_fail(d, TC_ERR_LIMIT, "Metadata lists %zu items stored in %zu pieces, over the limit of %" PRIu64
+                       " (raise with --max-entries)", nitems, npieces, lim->max_entries);
+    if (!(m->it = calloc(nitems + 1, sizeof *m->it)) || !(m->si = calloc(npieces + 1, sizeof *m->si)) ||
+        !(m->text = calloc(nitems + 1, sizeof *m->text)) || !(m->kind = calloc(nitems + 1, sizeof *m->kind)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc;
+    if ((rc = read_items(m->sdm, m->planner && m->planner->kind == PK_DICT ? m->planner : NULL, m->it, &m->nit, d)) ||
+        (rc = read_storage_data(R, m->sd, m->si, &m->nsi, &m->keys, d)) || (rc = check_spans(R, m->si, m->nsi, d)))
+        return rc;
+    for (size_t i = 0; i < m->nit; i++)
+        m->nchunks += m->it[i].bytes ? 0 : m->it[i].chunks->n;
+    if (m->nchunks > lim->max_entries)
+        return tc_fail(d, TC_ERR_LIMIT, "Metadata lists %" PRIu64 " chunks, over the limit of %" PRIu64
+                       " (raise with --max-entries)", m->nchunks, lim->max_entries);
+    return 0;
+}
+
+/* Each tensor of the checkpoint and its storage (assembled later from its chunks). */
+static int add_tensors(rd *R, dmeta *m, tc_diag *d)
+{
+    tc_ckpt *c = R->c;
+    int rc = 0;
+    for (size_t i = 0; i < m->nit && !rc; i++) {
+        titem *t = &m->it[i];
         if (t->bytes)
             continue;
         long s = tc_ckpt_add_storage(c, t->fqn, d), k = s < 0 ? -1 : tc_ckpt_add_tensor(c, t->fqn, d);
-        if (k < 0) {
-            rc = d->code;
-            break;
-        }
+        if (k < 0)
+            return d->code;
         uint64_t numel = 1;
         for (int j = 0; j < t->ndim; j++)
             if (__builtin_mul_overflow(numel, (uint64_t)t->shape[j], &numel))
@@ -1246,70 +1195,78 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
         snprintf(tt->device, sizeof tt->device, "-");
         t->tensor = k;
     }
+    return rc;
+}
+
+/* Every tensor's chunks and every byte item, read from their archives. */
+static int read_data(rd *R, dmeta *m, tc_diag *d)
+{
     uint64_t carried = 0;
-    for (size_t i = 0; i < nit && !rc; i++) {
-        titem *t = &it[i];
+    int rc = 0;
+    for (size_t i = 0; i < m->nit && !rc; i++) {
+        titem *t = &m->it[i];
         if (!t->bytes) {
-            rc = read_tensor(&R, t, si, &keys, d);
+            rc = read_tensor(R, t, m->si, &m->keys, d);
             continue;
         }
         char *key = item_key(t->fqn, NULL, -1);
         size_t at;
-        if (!key) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            break;
-        }
-        bool found = tc_strmap_get(&keys, key, &at);
+        if (!key)
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        bool found = tc_strmap_get(&m->keys, key, &at);
         free(key);
-        if (!found) {
-            rc = tc_fail(d, TC_ERR_FORMAT, "item '%s' has no entry in storage_data (its bytes are missing)", t->fqn);
-            break;
-        }
-        rc = read_object(&R, t, &si[at], &carried, &text[i], &kind[i], d);
+        if (!found)
+            return tc_fail(d, TC_ERR_FORMAT, "item '%s' has no entry in storage_data (its bytes are missing)", t->fqn);
+        rc = read_object(R, t, &m->si[at], &carried, &m->text[i], &m->kind[i], d);
     }
-    if (!rc)
-        rc = add_entries(&R, it, nit, text, kind, d);
+    return rc;
+}
+
+/* What inspect lists: the items, and the facts of the folder. */
+static int describe(rd *R, dmeta *m, tc_diag *d)
+{
+    tc_ckpt *c = R->c;
     char v[64];
-    if (!rc && plain_str(version))
-        rc = tc_ckpt_add_fact(c, "dcp_version", version->s, d);
-    snprintf(v, sizeof v, "%zu", x->nf);
+    int rc = add_entries(R, m->it, m->nit, m->text, m->kind, d);
+    if (!rc && plain_str(m->version))
+        rc = tc_ckpt_add_fact(c, "dcp_version", m->version->s, d);
+    snprintf(v, sizeof v, "%zu", tc_filepool_n(&R->x->files));
     if (!rc)
         rc = tc_ckpt_add_fact(c, "files", v, d);
-    snprintf(v, sizeof v, "%" PRIu64, nchunks);
+    snprintf(v, sizeof v, "%" PRIu64, m->nchunks);
     if (!rc)
         rc = tc_ckpt_add_fact(c, "chunks", v, d);
     snprintf(v, sizeof v, "%zu", tc_ckpt_nobjects(c));
     if (!rc)
         rc = tc_ckpt_add_fact(c, "pickled_items", v, d);
     tc_ckpt_sort_globals(c);
-done:
-    for (size_t i = 0; i < x->nf; i++)
-        file_close(&x->f[i]);
-    for (size_t i = 0; i < nsi; i++)
-        free(si[i].key);
-    for (size_t i = 0; text && kind && i < nit; i++) {
-        free(text[i]);
-        free(kind[i]);
-    }
-    free(text);
-    free(kind);
-    free(si);
-    free(it);
-    tc_strmap_free(&keys);
-    pk_graph_free(g);
-    free(buf);
+    return rc;
+}
+
+static int open_dcp(tc_ckpt *c, tc_diag *d)
+{
+    dpriv *x = calloc(1, sizeof *x);
+    if (!x)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    tc_ckpt_set_driver(c, &tc_format_dcp, tc_format_dcp.name, x, dpriv_free);
+    tc_ckpt_set_distributed(c, "a distributed checkpoint (torch.distributed.checkpoint)");
+    const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
+    if (!(x->dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".")))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    rd R = {c, x, d};
+    dmeta m = {0};
+    /* the phases in order, each filling d where it fails */
+    static int (*const phase[])(rd *, dmeta *, tc_diag *) = {read_metadata, read_tables, add_tensors, read_data,
+                                                             describe};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof phase / sizeof *phase && !rc; i++)
+        rc = phase[i](&R, &m, d);
+    tc_filepool_close_idle(&x->files); /* opened as the archives were read; none has a reader yet */
+    dmeta_free(&m);
     return rc;
 }
 
 /* ---- reading a chunk's bytes ------------------------------------------------------ */
-
-static void rd_close(tc_rd *r)
-{
-    dfile *f = r->state;
-    if (f && !--f->readers && f->owner->nopen > MAX_OPEN_FILES)
-        file_close(f);
-    r->state = NULL;
-}
 
 static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 {
@@ -1319,17 +1276,7 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     if (tc_ckpt_chunks(c, i, &n) || i >= x->nfile_of || tc_ckpt_chunk_of(c, i) < 0)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "storage '%s' is assembled from %zu chunks; it is read through them",
                        s->key, n);
-    dfile *f = &x->f[x->file_of[i]];
-    if (f->src.fd < 0)
-        trim(x);
-    int rc = file_open(f, d);
-    if (rc)
-        return rc;
-    f->readers++;
-    tc_rd_range(r, &f->src, s->file_off, s->nbytes);
-    r->close = rd_close;
-    r->state = f;
-    return 0;
+    return tc_filepool_reader(&x->files, x->file_of[i], s->file_off, s->nbytes, r, d);
 }
 
 const tc_format tc_format_dcp = {"dcp", probe, open_dcp, open_storage, NULL};

@@ -18,13 +18,17 @@
  * buffers (floating ones as float32), the frozen parameters as stored (stage
  * 1 records none), the trainable parameters group by group, then each alias
  * as the same tensor as its source; a name given twice keeps its first
- * place and its last value, as a Python dict does. Each tensor is a storage
- * assembled from pieces of the files' storages (the model's chunks): a
- * parameter is one 1-D chunk per piece of a rank's flat buffer it lies in,
- * at its offset there, so the assembly gathers it straight into the output
- * (src/ops/assemble.h); a buffer or a stage-2 frozen parameter is one chunk,
- * its source tensor's view. Nothing else is read: the sizes the converter's
- * checks compare are in the pickles.
+ * place and its last value, as a Python dict does. Each tensor lies in a
+ * storage assembled from pieces of the files' storages (the model's chunks),
+ * gathered straight into the output (src/ops/assemble.h). Stages 1/2: as in
+ * the converter's state_dict, the parameters of a group are views at their
+ * offsets into one storage, the ranks' slices of the group's flat buffer one
+ * after another (one chunk each): a .pt output's record for it is then the
+ * ranks' records in order, and its CRC-32 theirs combined. Stage 3: a
+ * parameter has a storage of its own, one 1-D chunk per rank's partition of
+ * it. A buffer or a stage-2 frozen parameter is one chunk, its source
+ * tensor's view. Nothing else is read: the sizes the converter's checks
+ * compare are in the pickles.
  *
  * Every file is opened with the torch zip driver; its globals are judged as
  * torch.load(weights_only=False) imports them (DeepSpeed's loaders load them
@@ -46,6 +50,7 @@
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "filepool.h"
 #include "format.h"
 #include "map.h"
 #include "pickle.h"
@@ -58,7 +63,6 @@
 
 extern const tc_format tc_format_zero;
 
-#define MAX_OPEN_FILES 32     /* rank files kept open with no reader */
 #define MAX_LATEST 4096       /* bytes of a 'latest' file */
 #define NONE ((size_t)-1)
 #define READER "DeepSpeed's ZeRO classes"
@@ -280,20 +284,9 @@ static bool probe(const tc_probe *p)
 
 /* ---- private state -------------------------------------------------------------- */
 
-struct zpriv;
-
-typedef struct zfile {
-    struct zpriv *owner;
-    char *name;            /* in the step folder */
-    char *path;
-    tc_src src;            /* fd -1 while closed */
-    uint64_t size;
-    size_t readers;
-} zfile;
-
+/* The rank files (a bounded pool of them: formats/filepool.h), and where each storage lies. */
 typedef struct zpriv {
-    TC_VEC(zfile) f;
-    size_t nopen;
+    tc_filepool files;
     TC_VEC(size_t) file_of; /* per storage of the checkpoint: the file holding it, NONE when assembled */
 } zpriv;
 
@@ -302,50 +295,12 @@ static void zpriv_free(void *p)
     zpriv *x = p;
     if (!x)
         return;
-    for (size_t i = 0; i < x->f.n; i++) {
-        tc_src_close(&x->f.v[i].src);
-        free(x->f.v[i].name);
-        free(x->f.v[i].path);
-    }
-    tc_vec_free(&x->f);
+    tc_filepool_free(&x->files);
     tc_vec_free(&x->file_of);
     free(x);
 }
 
-static int file_open(zfile *f, tc_diag *d)
-{
-    if (f->src.fd >= 0)
-        return 0;
-    tc_src s;
-    int rc = tc_src_open_file(&s, f->path, d);
-    if (rc)
-        return rc;
-    if (s.size != f->size) {
-        tc_src_close(&s);
-        return tc_fail_at(d, TC_ERR_IO, f->path, TC_NO_OFFSET,
-                          "changed size while being read (%" PRIu64 " bytes, was %" PRIu64 ")", s.size, f->size);
-    }
-    f->src = s;
-    f->owner->nopen++;
-    return 0;
-}
-
-static void file_close(zfile *f)
-{
-    if (f->src.fd < 0)
-        return;
-    tc_src_close(&f->src);
-    f->src.fd = -1;
-    f->owner->nopen--;
-}
-
-/* Before opening another file: past MAX_OPEN_FILES, close those nothing reads. */
-static void trim(zpriv *x)
-{
-    for (size_t i = 0; i < x->f.n && x->nopen >= MAX_OPEN_FILES; i++)
-        if (!x->f.v[i].readers)
-            file_close(&x->f.v[i]);
-}
+static const tc_pfile *zfile_at(const zpriv *x, size_t i) { return tc_filepool_file(&x->files, i); }
 
 /* ---- the reading's state ---------------------------------------------------------- */
 
@@ -365,8 +320,11 @@ typedef struct zval {
     uint64_t numel;
     int cnd;               /* the assembled storage's dims: 1 ([numel]), or ndim for one n-d view */
     size_t ch0, nch;       /* its chunks */
-    bool rg, param, frozen;
+    bool rg, param, frozen, group;
     long tensor;           /* its first tensor once made, else -1 */
+    size_t base;           /* a view into another value's storage (a stage 1/2 group's): that value, else NONE */
+    uint64_t at;           /* the view's first element there; a group's own value: its group's index */
+    long storage;          /* the storage made for it (a group's), else -1 */
 } zval;
 
 typedef struct zent {
@@ -554,15 +512,11 @@ static int add_file(zr *R, const char *name, size_t *fi, tc_diag *d)
         free(path);
         return rc;
     }
-    zfile f = {R->x, strdup(name), path, {.fd = -1}, (uint64_t)st.st_size, 0};
-    if (!f.name || tc_vec_push(&R->x->f, f)) {
-        free(f.name);
-        free(path);
-        return oom(d);
-    }
-    R->files_bytes += f.size;
-    *fi = R->x->f.n - 1;
-    return 0;
+    int rc = tc_filepool_add(&R->x->files, name, path, (uint64_t)st.st_size, fi, d);
+    free(path);
+    if (!rc)
+        R->files_bytes += (uint64_t)st.st_size;
+    return rc;
 }
 
 /* The globals of b join c's, DeepSpeed's four allowed by name; the first
@@ -590,7 +544,7 @@ static int take_globals(zr *R, const tc_ckpt *b, const char *file, tc_diag *d)
 /* Rank file fi, opened with the torch zip driver; its globals and hazards taken. */
 static int open_rank(zr *R, size_t fi, tc_ckpt **out, tc_diag *d)
 {
-    const zfile *f = &R->x->f.v[fi];
+    const tc_pfile *f = zfile_at(R->x, fi);
     tc_ckpt *b = NULL;
     uint8_t head[64] = {0};
     int rc = tc_ckpt_new(&b, f->path, tc_ckpt_limits(R->c), d);
@@ -653,7 +607,7 @@ static long tensor_of(const tc_ckpt *b, const pk_obj *o)
 static int storage_of(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t, size_t *out, tc_diag *d)
 {
     const tc_storage *s = tc_ckpt_storage(b, (size_t)t->storage);
-    const char *file = R->x->f.v[fi].path;
+    const char *file = zfile_at(R->x, fi)->path;
     uint64_t *hit = tc_map_find2(&R->stor, fi, (uint64_t)t->storage);
     if (hit) {
         if (tc_ckpt_storage(R->c, (size_t)*hit)->dtype != t->dtype)
@@ -672,7 +626,7 @@ static int storage_of(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t, si
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "storage '%s' is not a whole number of %s elements",
                           s->key, tc_dtype_name(t->dtype));
     tc_buf key = TC_BUF_INIT(0);
-    tc_buf_printf(&key, "%s/data/%s", R->x->f.v[fi].name, s->key);
+    tc_buf_printf(&key, "%s/data/%s", zfile_at(R->x, fi)->name, s->key);
     long k = tc_buf_oom(&key) ? -1 : tc_ckpt_add_storage(R->c, tc_buf_str(&key), d);
     tc_buf_free(&key);
     if (k < 0)
@@ -703,7 +657,7 @@ static int dense_of(zr *R, size_t fi, const tc_ckpt *b, const pk_obj *o, const c
     long k = tensor_of(b, o);
     const tc_tensor *x = k >= 0 ? tc_ckpt_tensor(b, (size_t)k) : NULL;
     if (!x || x->kind != TC_TENSOR_DENSE || x->storage < 0)
-        return tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[fi].path, TC_NO_OFFSET, "%s is not a tensor with data", what);
+        return tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, fi)->path, TC_NO_OFFSET, "%s is not a tensor with data", what);
     *t = x;
     return 0;
 }
@@ -712,7 +666,7 @@ static int dense_of(zr *R, size_t fi, const tc_ckpt *b, const pk_obj *o, const c
 
 static int new_val(zr *R, tc_dtype dt, int ndim, const int64_t *shape, uint64_t numel, size_t *out, tc_diag *d)
 {
-    zval v = {dt, ndim, R->pool.n, numel, 1, R->ch.n, 0, false, false, false, -1};
+    zval v = {dt, ndim, R->pool.n, numel, 1, R->ch.n, 0, false, false, false, false, -1, NONE, 0, -1};
     int64_t *p = tc_vec_extend(&R->pool, (size_t)ndim);
     if ((ndim && !p) || tc_vec_push(&R->val, v))
         return oom(d);
@@ -756,7 +710,7 @@ static int val_of_tensor(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t,
     const tc_storage *bs = tc_ckpt_storage(b, (size_t)t->storage);
     size_t es = tc_dtype_size(t->dtype), s;
     if (t->numel > (es ? bs->nbytes / es : 0) && t->numel > 1)
-        return tc_fail_at(d, TC_ERR_UNSUPPORTED, R->x->f.v[fi].path, TC_NO_OFFSET,
+        return tc_fail_at(d, TC_ERR_UNSUPPORTED, zfile_at(R->x, fi)->path, TC_NO_OFFSET,
                           "tensor '%s' has more elements than its storage (an expanded view)", t->name);
     int rc = storage_of(R, fi, b, t, &s, d);
     if (!rc)
@@ -856,7 +810,7 @@ static int read_optim(zr *R, size_t r, tc_diag *d)
     int rc = add_file(R, R->optim.v[r], &fi, d);
     if (rc || (rc = open_rank(R, fi, &b, d)))
         return rc;
-    const char *file = R->x->f.v[fi].path;
+    const char *file = zfile_at(R->x, fi)->path;
     const pk_obj *osd = get(root_of(b), "optimizer_state_dict");
     pk_obj *const *it;
     size_t n;
@@ -986,7 +940,7 @@ static int check_partitions(zr *R, size_t g, tc_diag *d)
         uint64_t p0 = f0->numel + (uint64_t)f0->pad, p = f->numel + (uint64_t)f->pad;
         bool bad = p > p0 || p0 - p > 1 || (f->pad && r < last);
         if (bad)
-            return tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[r].path, TC_NO_OFFSET,
+            return tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, r)->path, TC_NO_OFFSET,
                               "group %zu: this rank's partition holds %" PRIu64 " elements and %" PRId64
                               " of padding, rank 0's %" PRIu64 " and %" PRId64
                               ": not one partition of the same flat buffer (ranks of different runs?)",
@@ -1024,7 +978,7 @@ static int open_model(zr *R, size_t k, size_t *fi, tc_ckpt **b, tc_diag *d)
     if (rc || (rc = open_rank(R, *fi, b, d)))
         return rc;
     const pk_obj *root = root_of(*b);
-    const char *file = R->x->f.v[*fi].path, *miss = !get(root, "buffer_names") ? "buffer_names"
+    const char *file = zfile_at(R->x, *fi)->path, *miss = !get(root, "buffer_names") ? "buffer_names"
                                                     : !get(root, "module")     ? "module"
                                                     : !get(root, "param_shapes") ? "param_shapes"
                                                     : !get(root, "shared_params") ? "shared_params"
@@ -1049,7 +1003,7 @@ static int read_model0(zr *R, zmodel *m, tc_diag *d)
         return rc;
     const pk_obj *root = root_of(m->b), *bn = get(root, "buffer_names"), *ps = get(root, "param_shapes"),
                  *fps = get(root, "frozen_param_shapes");
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     m->fragments = get(root, "frozen_param_fragments");
     if ((rc = str_pairs(get(root, "module"), "module", file, &m->module, d)) ||
         (rc = str_pairs(get(root, "shared_params"), "shared_params", file, &m->shared, d)))
@@ -1099,7 +1053,7 @@ static int add_buffers(zr *R, zmodel *m, tc_diag *d)
  * every model file concatenated, the first numel elements in its shape. */
 static int add_frozen(zr *R, zmodel *m, tc_diag *d)
 {
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     int rc = 0;
     if (!m->frozen.n)
         return 0;
@@ -1164,7 +1118,7 @@ static int add_frozen(zr *R, zmodel *m, tc_diag *d)
             if ((rc = dense_of(R, fi, b, get(frags, name), what, &t, d)))
                 break;
             if (t->ndim != 1 || (v->dtype != TC_DT_INVALID && v->dtype != t->dtype)) {
-                rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[fi].path, TC_NO_OFFSET,
+                rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, fi)->path, TC_NO_OFFSET,
                                 "%s is a %d-D %s tensor, not a 1-D partition like the others", what, t->ndim,
                                 tc_dtype_name(t->dtype));
                 break;
@@ -1246,7 +1200,7 @@ static int take_flat(zr *R, size_t v, size_t r, size_t g0, size_t g1, uint64_t s
 /* Stages 1/2: each group's ranks' slices concatenated, walked in param_shapes order. */
 static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
 {
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     if (m->shapes_groups.n != R->ngroups)
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET,
                           "param_shapes lists %zu parameter groups, but the optimizer files hold %zu flat groups",
@@ -1254,8 +1208,8 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
     int rc = 0;
     for (size_t g = 0; g < R->ngroups && !rc; g++) {
         objs shapes = {0};
-        uint64_t avail = 0, offset = 0, rstart = 0;
-        size_t rk = 0; /* the first rank whose slice reaches past offset, rstart where it starts */
+        uint64_t avail = 0, offset = 0;
+        size_t gv = NONE; /* the group's value: its ranks' slices one after another */
         for (size_t r = 0; r < R->world; r++)
             avail += R->flat.v[r * R->ngroups + g].numel;
         const pk_obj *pads = is_list(paddings) && g < paddings->n ? paddings->items[g] : NULL;
@@ -1265,8 +1219,19 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             tc_vec_free(&shapes);
             break;
         }
-        if (paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2))
-            rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[0].path, TC_NO_OFFSET,
+        if (!rc) {
+            int64_t len = (int64_t)avail;
+            rc = new_val(R, R->flat.v[g].dtype, 1, &len, avail, &gv, d);
+            R->val.v[gv].at = g;
+            R->val.v[gv].group = true;
+            for (size_t r = 0, pos = 0; r < R->world && !rc; r++) {
+                uint64_t n = R->flat.v[r * R->ngroups + g].numel;
+                rc = n ? take_flat(R, gv, r, g, g + 1, 0, 0, n, pos, d) : 0;
+                pos += n;
+            }
+        }
+        if (!rc && paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2))
+            rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
                             "param_alignment_paddings[%zu] lists %zu paddings for the %zu parameters of the group", g,
                             is_list(pads) ? pads->n : 0, shapes.n / 2);
         for (size_t k = 0; k + 1 < shapes.n && !rc; k += 2) {
@@ -1288,24 +1253,14 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
             }
             if ((rc = new_val(R, R->flat.v[g].dtype, nd, shape, numel, &v, d)))
                 break;
-            /* the ranks whose slices hold [offset, offset + numel): from the first, onward */
-            uint64_t at = offset, left = numel;
-            while (rk < R->world && rstart + R->flat.v[rk * R->ngroups + g].numel <= at)
-                rstart += R->flat.v[rk++ * R->ngroups + g].numel;
-            for (size_t r = rk, start = rstart; r < R->world && left && !rc; r++) {
-                uint64_t len = R->flat.v[r * R->ngroups + g].numel;
-                if (at < start + len) {
-                    uint64_t n = start + len - at < left ? start + len - at : left;
-                    rc = take_flat(R, v, r, g, g + 1, 0, at - start, n, at - offset, d);
-                    at += n;
-                    left -= n;
-                }
-                start += len;
-            }
-            if (!rc)
-                rc = put(R, name, v, d);
+            /* a view at its offset into the group's storage, as the converter's
+               narrow(0, offset, numel).view(shape) of the concatenated slices is */
+            R->val.v[v].base = gv;
+            R->val.v[v].at = offset;
+            R->val.v[v].rg = R->val.v[gv].rg;
+            rc = put(R, name, v, d);
             if (pads && is_list(pads) && (!int_of(pads->items[k / 2], &pad) || pad < 0))
-                rc = tc_fail_at(d, TC_ERR_FORMAT, R->x->f.v[0].path, TC_NO_OFFSET,
+                rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
                                 "param_alignment_paddings[%zu][%zu] is not a non-negative number", g, k / 2);
             offset += numel;
             if (__builtin_add_overflow(offset, (uint64_t)pad, &offset))
@@ -1325,7 +1280,7 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
 /* Stage 3: every rank holds ceil(numel/ranks) elements of each parameter in turn. */
 static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
 {
-    const char *file = R->x->f.v[m->fi].path;
+    const char *file = zfile_at(R->x, m->fi)->path;
     objs all = {0}, merged = {0};
     int rc = 0;
     for (size_t g = 0; g < m->shapes_groups.n && !rc; g++) { /* {k: v for d in param_shapes for k, v in d.items()} */
@@ -1407,13 +1362,51 @@ static int add_shared(zr *R, zmodel *m, tc_diag *d)
     return rc;
 }
 
+/* Value v's storage, assembled from its chunks; named after its first
+ * tensor, or (a stage 1/2 group's) after its group. */
+typedef TC_VEC(tc_chunk) chunks;
+
+static int make_storage(zr *R, zval *v, const char *first, chunks *tmp, tc_diag *d)
+{
+    tc_ckpt *c = R->c;
+    tc_buf key = TC_BUF_INIT(0);
+    if (v->group)
+        tc_buf_printf(&key, "param group %" PRIu64, v->at);
+    else
+        tc_buf_puts(&key, first);
+    long s = tc_buf_oom(&key) ? -1 : tc_ckpt_add_storage(c, tc_buf_str(&key), d);
+    tc_buf_free(&key);
+    if (s < 0)
+        return d->code ? d->code : oom(d);
+    tc_storage *st = tc_ckpt_storage_mut(c, (size_t)s);
+    if (!(st->location = strdup("-")))
+        return oom(d);
+    st->dtype = v->dtype;
+    st->numel = v->numel;
+    st->nbytes = v->numel * tc_dtype_size(v->dtype);
+    st->ntensors = v->group ? 0 : 1;
+    tmp->n = 0;
+    for (size_t j = 0; j < v->nch; j++) {
+        const zch *z = &R->ch.v[v->ch0 + j];
+        const int64_t *dm = R->pool.v + z->dims;
+        if (tc_vec_push(tmp, ((tc_chunk){z->storage, z->soff, dm, dm + z->nd, dm + 2 * z->nd})))
+            return oom(d);
+    }
+    int64_t flat = (int64_t)v->numel;
+    int rc = tc_ckpt_set_chunks(c, (size_t)s, v->cnd, v->cnd == 1 ? &flat : R->pool.v + v->shape, tmp->v, tmp->n, d);
+    if (!rc)
+        v->storage = s;
+    return rc;
+}
+
 /* The tensors of c, in the state_dict's order: each value's first name its
- * tensor over a storage assembled from its chunks, later names aliases. */
+ * tensor over a storage assembled from its chunks (a stage 1/2 parameter:
+ * a view into its group's), later names aliases. */
 static int make_tensors(zr *R, tc_diag *d)
 {
     tc_ckpt *c = R->c;
     int rc = 0;
-    TC_VEC(tc_chunk) tmp = {0};
+    chunks tmp = {0};
     for (size_t e = 0; e < R->ent.n && !rc; e++) {
         zval *v = &R->val.v[R->ent.v[e].val];
         const int64_t *shape = R->pool.v + v->shape;
@@ -1421,34 +1414,19 @@ static int make_tensors(zr *R, tc_diag *d)
         if (k < 0)
             return d->code ? d->code : oom(d);
         if (v->tensor < 0) {
-            long s = tc_ckpt_add_storage(c, R->ent.v[e].name, d);
-            if (s < 0)
-                return d->code ? d->code : oom(d);
-            tc_storage *st = tc_ckpt_storage_mut(c, (size_t)s);
-            if (!(st->location = strdup("-")))
-                return oom(d);
-            st->dtype = v->dtype;
-            st->numel = v->numel;
-            st->nbytes = v->numel * tc_dtype_size(v->dtype);
-            st->ntensors = 1;
-            tmp.n = 0;
-            for (size_t j = 0; j < v->nch; j++) {
-                const zch *z = &R->ch.v[v->ch0 + j];
-                const int64_t *dm = R->pool.v + z->dims;
-                if (tc_vec_push(&tmp, ((tc_chunk){z->storage, z->soff, dm, dm + z->nd, dm + 2 * z->nd}))) {
-                    rc = oom(d);
-                    break;
-                }
-            }
-            int64_t flat = (int64_t)v->numel;
-            if (!rc)
-                rc = tc_ckpt_set_chunks(c, (size_t)s, v->cnd, v->cnd == 1 ? &flat : shape, tmp.v, tmp.n, d);
+            zval *sv = v->base != NONE ? &R->val.v[v->base] : v; /* the value whose storage it is */
+            if (sv->storage < 0 && (rc = make_storage(R, sv, R->ent.v[e].name, &tmp, d)))
+                break;
+            if (sv != v)
+                tc_ckpt_storage_mut(c, (size_t)sv->storage)->ntensors++;
             v->tensor = k;
             tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)k);
-            t->storage = s;
+            t->storage = sv->storage;
+            t->offset = sv != v ? (int64_t)v->at : 0;
         } else {
             tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)k);
             t->storage = tc_ckpt_tensor(c, (size_t)v->tensor)->storage;
+            t->offset = tc_ckpt_tensor(c, (size_t)v->tensor)->offset;
             t->alias_of = v->tensor;
         }
         tc_tensor *t = tc_ckpt_tensor_mut(c, (size_t)k);
@@ -1519,7 +1497,7 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
     if (!rc && plain_str(dsv))
         rc = tc_ckpt_add_fact(c, "ds_version", dsv->s, d);
     human(R->files_bytes, h, sizeof h);
-    snprintf(v, sizeof v, "%zu (%s)", R->x->f.n, h);
+    snprintf(v, sizeof v, "%zu (%s)", tc_filepool_n(&R->x->files), h);
     if (!rc)
         rc = tc_ckpt_add_fact(c, "files", v, d);
     /* entries: the kinds of names, the master weights, the optimizer state, the rest of model file 0 */
@@ -1621,7 +1599,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
     const pk_obj *paddings = NULL;
     if (!rc && R.stage <= 2) { /* rank 0's param_alignment_paddings, as the converter takes them */
         tc_ckpt *b = NULL;
-        if (!(rc = tc_ckpt_new(&b, x->f.v[0].path, tc_ckpt_limits(c), d)) &&
+        if (!(rc = tc_ckpt_new(&b, zfile_at(x, 0)->path, tc_ckpt_limits(c), d)) &&
             !(rc = tc_format_named("torch-zip")->open(b, d))) {
             paddings = get(get(root_of(b), "optimizer_state_dict"), "param_alignment_paddings");
             if (!(rc = add_buffers(&R, &m, d)) && !(rc = add_frozen(&R, &m, d)))
@@ -1653,8 +1631,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
                         was);
     }
 done:
-    for (size_t i = 0; i < x->f.n; i++)
-        file_close(&x->f.v[i]);
+    tc_filepool_close_idle(&x->files);
     zmodel_free(&m);
     zr_free(&R);
     free(dir);
@@ -1663,32 +1640,14 @@ done:
 
 /* ---- reading a piece's bytes ------------------------------------------------------------------ */
 
-static void rd_close(tc_rd *r)
-{
-    zfile *f = r->state;
-    if (f && !--f->readers && f->owner->nopen > MAX_OPEN_FILES)
-        file_close(f);
-    r->state = NULL;
-}
-
 static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 {
     zpriv *x = tc_ckpt_priv(c);
     const tc_storage *s = tc_ckpt_storage(c, i);
-    if (i >= x->file_of.n || x->file_of.v[i] == NONE || x->file_of.v[i] >= x->f.n)
+    if (i >= x->file_of.n || x->file_of.v[i] == NONE || x->file_of.v[i] >= tc_filepool_n(&x->files))
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is gathered from the ranks' pieces; it is read through them",
                        s->key);
-    zfile *f = &x->f.v[x->file_of.v[i]];
-    if (f->src.fd < 0)
-        trim(x);
-    int rc = file_open(f, d);
-    if (rc)
-        return rc;
-    f->readers++;
-    tc_rd_range(r, &f->src, s->file_off, s->nbytes);
-    r->close = rd_close;
-    r->state = f;
-    return 0;
+    return tc_filepool_reader(&x->files, x->file_of.v[i], s->file_off, s->nbytes, r, d);
 }
 
 const tc_format tc_format_zero = {"zero", probe, open_zero, open_storage, NULL};

@@ -514,6 +514,49 @@ def is_castable_float(dt):
 
 
 # ---------------------------------------------------------------------------
+# What the consolidation judges (tests/zero, tests/dcp) compare a state_dict by
+
+FLOATS = {"float64", "float32", "float16", "bfloat16"}
+
+
+def tensor_dtype(t):
+    """A tensor's dtype as tensorctl and the expect files name it ('float32')."""
+    return dtype_name(t.dtype)
+
+
+def tensor_sha256(t):
+    return hashlib.sha256(tensor_bytes(t)).hexdigest()
+
+
+def facts(sd):
+    """name -> (dtype, shape, SHA-256 of the elements) of the tensors of a loaded state_dict."""
+    return {k: (tensor_dtype(v), list(v.shape), tensor_sha256(v)) for k, v in sd.items()
+            if isinstance(v, torch.Tensor)}
+
+
+def st_facts(path):
+    """The same from a safetensors file's own header and data (no library), the views tensorctl
+    records in its metadata (tensorctl.aliases: a tied name as a record of what it views) included."""
+    from st_read import ST_DTYPES, read_raw  # beside this file
+    hdr, data = read_raw(path)
+    out = {}
+    for k, v in hdr.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        out[k] = (ST_DTYPES.get(v["dtype"], v["dtype"]), list(v["shape"]), hashlib.sha256(data[a:b]).hexdigest())
+    aliases = json.loads((hdr.get("__metadata__") or {}).get("tensorctl.aliases", "{}"))
+    for k, a in aliases.items():
+        out[k] = out.get(a["of"], ("?", [], ""))[:1] + (list(a["shape"]), out.get(a["of"], ("", [], ""))[2])
+    return out
+
+
+def load_weights_only(path):
+    """torch.load as a user of a consolidated file calls it: weights_only=True, on the CPU."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+# ---------------------------------------------------------------------------
 # Comparison
 
 def same_tensors(got, want, plain=False):

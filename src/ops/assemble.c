@@ -18,6 +18,9 @@
 #define WHOLE (4u << 20)          /* a chunk stored in another order is read whole up to this size */
 #define CBLK 4096u                /* else through a direct-mapped cache of blocks */
 #define CBLKS 1024u
+#define AROUND (1u << 20)         /* a run's CRC-32 is had from its storage's when at most this much lies around it */
+#define CRC_ORDER 0xffffffffull   /* x's order modulo CRC-32's polynomial (a primitive one): a shift by that many
+                                     bytes is none, so one by k bytes is undone by one by CRC_ORDER - k */
 
 bool tc_assembled(const tc_ckpt *c, size_t i)
 {
@@ -90,6 +93,7 @@ typedef struct asm_ {
     int nd;
     const int64_t *shape;
     uint64_t numel;
+    uint64_t lo, hi;            /* the elements written: a view's range of the whole (all of it for a storage) */
     part *pt;
     size_t npt;
     size_t *heap, nheap;
@@ -98,10 +102,10 @@ typedef struct asm_ {
     tc_sink_fn sink;
     void *ctx;
     uint32_t *want_crc, crc;
-    uint64_t pos;               /* elements placed */
+    uint64_t pos;               /* elements placed (or passed over, before lo) */
     uint8_t *slab, *cbuf;
     size_t slab_cap, fill;      /* input bytes */
-    uint64_t slab_pos;          /* the slab's first element */
+    uint64_t slab_pos;          /* the slab's first element, counted from lo */
     size_t rabuf;
     tc_cast_stats *stats;
     tc_diag *d;
@@ -248,6 +252,20 @@ static int elem_at(asm_ *A, part *t, uint64_t byte, uint8_t *out)
     return 0;
 }
 
+/* A chunk stored in another order: its next index, and the element it selects. */
+static void next_index(const asm_ *A, part *t)
+{
+    const int64_t *sz = t->ch->sizes, *st = t->ch->strides;
+    for (int i = A->nd - 1; i >= 0; i--) {
+        if (++t->idx[i] < sz[i]) {
+            t->sel += (uint64_t)st[i];
+            return;
+        }
+        t->sel -= (uint64_t)(t->idx[i] - 1) * (uint64_t)st[i];
+        t->idx[i] = 0;
+    }
+}
+
 /* The next k elements of chunk t (in its C order) into out. */
 static int take(asm_ *A, part *t, uint64_t k, uint8_t *out)
 {
@@ -286,19 +304,36 @@ static int take(asm_ *A, part *t, uint64_t k, uint8_t *out)
         }
         return 0;
     }
-    const int64_t *sz = t->ch->sizes, *st = t->ch->strides;
     for (uint64_t e = 0; e < k; e++) {
         if ((rc = elem_at(A, t, t->sel * A->ein, out + e * A->ein)))
             return rc;
-        for (int i = A->nd - 1; i >= 0; i--) { /* the next index, the next element */
-            if (++t->idx[i] < sz[i]) {
-                t->sel += (uint64_t)st[i];
-                break;
-            }
-            t->sel -= (uint64_t)(t->idx[i] - 1) * (uint64_t)st[i];
-            t->idx[i] = 0;
-        }
+        next_index(A, t);
     }
+    return 0;
+}
+
+/* The next k elements of chunk t passed over unread (before a view's first
+ * element): a C-ordered chunk's reader moves on, another order's index does. */
+static int pass_over(asm_ *A, part *t, uint64_t k)
+{
+    int rc = part_open(A, t);
+    if (rc)
+        return rc;
+    if (!t->corder) {
+        for (uint64_t e = 0; e < k; e++)
+            next_index(A, t);
+        return 0;
+    }
+    uint64_t n = k * A->ein, m = t->raat < t->ralen ? t->ralen - t->raat : 0;
+    m = m < n ? m : n;
+    t->raat += (size_t)m;
+    n -= m;
+    if (!n)
+        return 0;
+    if (!t->r.src)
+        return tc_fail(A->d, TC_ERR_UNSUPPORTED, "chunk '%s' is not a plain range of its file: a view inside the "
+                       "tensor it assembles cannot start within it", t->s->key);
+    t->r.done += n;
     return 0;
 }
 
@@ -364,10 +399,42 @@ static int flush(asm_ *A)
     return 0;
 }
 
-/* Run of part t: len elements at A->pos. */
-static int do_run(asm_ *A, part *t)
+/* The CRC-32 of bytes [a, a + n) of part t's storage, from the CRC-32 its
+ * archive records for all of it and the few bytes around them (read here):
+ * crc(PMS) = shift_|S|(shift_|M|(crc(P)) ^ crc(M)) ^ crc(S), with shift_k
+ * what zlib's crc32_combine does to its first CRC for k bytes. Trusted as
+ * the whole storage's is: a piece of a ZeRO rank's record whose padding was
+ * cut on save (the tensor is the record less its last elements). */
+static int piece_crc(asm_ *A, const part *t, uint64_t a, uint64_t n, uint32_t *out)
 {
-    uint64_t len = t->len, bytes = len * A->ein;
+    const tc_storage *s = t->s;
+    uint64_t b = a + n, post = s->nbytes - b;
+    uint32_t pre_crc = (uint32_t)crc32(0, NULL, 0), post_crc = pre_crc;
+    uint8_t buf[16384];
+    for (uint64_t at = 0; at < s->nbytes;) { /* [0, a) and [b, nbytes) */
+        if (at == a)
+            at = b;
+        uint64_t end = at < a ? a : s->nbytes, k = end - at < sizeof buf ? end - at : sizeof buf;
+        if (!k)
+            break;
+        int rc = tc_src_read(t->r.src, t->r.off + at, buf, (size_t)k, s->key, A->d);
+        if (rc)
+            return rc;
+        if (at < a)
+            pre_crc = (uint32_t)crc32(pre_crc, buf, (uInt)k);
+        else
+            post_crc = (uint32_t)crc32(post_crc, buf, (uInt)k);
+        at += k;
+    }
+    uint32_t pm = (uint32_t)crc32_combine(s->crc ^ post_crc, 0, (z_off_t)(CRC_ORDER - post % CRC_ORDER));
+    *out = pm ^ (uint32_t)crc32_combine(pre_crc, 0, (z_off_t)n);
+    return 0;
+}
+
+/* len elements of part t's run, at A->pos. */
+static int do_run(asm_ *A, part *t, uint64_t len)
+{
+    uint64_t bytes = len * A->ein;
     bool gpu_cast = A->p && A->p->cuda && A->from != A->to;
     int rc = part_open(A, t);
     if (rc)
@@ -375,24 +442,28 @@ static int do_run(asm_ *A, part *t)
     if (A->dst && t->corder && t->r.src && bytes >= BIG && !gpu_cast && t->raat >= t->ralen) {
         if ((rc = flush(A)))
             return rc;
-        /* the chunk's own CRC-32 stands for a run that is all of it, copied unchanged */
+        /* a run copied unchanged has its CRC-32 from its chunk's own: all of it, or all but a few bytes around
+           it (a ZeRO rank's record less its padding); checked against it when asked to check */
         const tc_storage *s = t->s;
-        bool whole = t->nruns == 1 && bytes == s->nbytes;
-        bool trust = whole && A->from == A->to && s->crc_known && !(s->crc == 0 && s->nbytes) &&
-                     !(A->p && A->p->o && A->p->o->verify_crc);
-        uint32_t got = 0;
+        uint64_t at = t->r.done, around = s->nbytes - bytes;
+        bool known = A->want_crc && A->from == A->to && s->crc_known && !(s->crc == 0 && s->nbytes) &&
+                     sizeof(z_off_t) >= 8 && at + bytes <= s->nbytes && around <= AROUND;
+        bool trust = known && !(A->p && A->p->o && A->p->o->verify_crc);
+        uint32_t got = 0, want = s->crc;
+        if (known && around && (rc = piece_crc(A, t, at, bytes, &want)))
+            return rc;
         uint64_t in = t->r.off + t->r.done;
-        rc = tc_stream_range(A->p, t->r.src, in, bytes, s->key, A->from, A->to, A->dst, A->off + A->pos * A->eout,
-                             A->want_crc && !trust ? &got : NULL, A->stats, A->d);
+        rc = tc_stream_range(A->p, t->r.src, in, bytes, s->key, A->from, A->to, A->dst,
+                             A->off + (A->pos - A->lo) * A->eout, A->want_crc && !trust ? &got : NULL, A->stats, A->d);
         if (rc)
             return rc;
         t->r.done += bytes;
-        if (whole && A->want_crc && !trust && s->crc_known && A->from == A->to && s->crc && got != s->crc)
-            return tc_fail(A->d, TC_ERR_FORMAT, "chunk '%s': CRC-32 is %08x but its archive says %08x (data corrupted)",
-                           s->key, got, s->crc);
+        if (known && !trust && got != want)
+            return tc_fail(A->d, TC_ERR_FORMAT, "chunk '%s': CRC-32 %sis %08x but its archive says %08x (data corrupted)",
+                           s->key, around ? "of the bytes read " : "", got, want);
         if (A->want_crc)
-            A->crc = (uint32_t)crc32_combine(A->crc, trust ? s->crc : got, (z_off_t)(len * A->eout));
-        A->slab_pos = A->pos + len;
+            A->crc = (uint32_t)crc32_combine(A->crc, trust ? want : got, (z_off_t)(len * A->eout));
+        A->slab_pos = A->pos + len - A->lo;
         return 0;
     }
     for (uint64_t done = 0; done < len;) {
@@ -424,6 +495,9 @@ static int run_all(asm_ *A, size_t i)
     A->nd = nd;
     A->shape = shape;
     A->numel = w->numel;
+    if (A->lo > A->hi || A->hi > A->numel)
+        return tc_fail(A->d, TC_ERR_FORMAT, "storage '%s' holds %" PRIu64 " elements, not the %" PRIu64
+                       " from element %" PRIu64 " a view of it takes", w->key, A->numel, A->hi - A->lo, A->lo);
     A->ein = tc_dtype_size(A->from);
     A->eout = tc_dtype_size(A->to);
     if (A->from != A->to && !tc_cast_supported(A->to, A->from))
@@ -477,15 +551,15 @@ static int run_all(asm_ *A, size_t i)
     A->rabuf = ra > READAHEAD ? READAHEAD : ra < 4096 ? 0 : ra;
     bool gpu = A->p && A->p->cuda && A->from != A->to;
     A->slab_cap = (gpu ? CUDA_SLAB : SLAB) / (A->ein > A->eout ? A->ein : A->eout) * A->ein;
-    uint64_t total = A->numel * A->ein;
+    uint64_t total = (A->hi - A->lo) * A->ein;
     if (A->slab_cap > total)
         A->slab_cap = total ? (size_t)total : A->ein;
     A->slab = malloc(A->slab_cap);
     if (!A->slab || (A->from != A->to && !(A->cbuf = malloc(A->slab_cap / A->ein * A->eout))))
         return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
     if (A->dst) /* the whole tensor is written: its space at once, where the file system gives it ahead */
-        tc_dst_reserve(A->dst, A->off, A->numel * A->eout);
-    while (A->nheap && !rc) {
+        tc_dst_reserve(A->dst, A->off, (A->hi - A->lo) * A->eout);
+    while (A->nheap && !rc && A->pos < A->hi) {
         part *t = &A->pt[heap_pop(A)];
         if (t->pos != A->pos) {
             char at[300];
@@ -494,9 +568,20 @@ static int run_all(asm_ *A, size_t i)
                            " in C order (chunks that do not tile the tensor)", w->key, at,
                            t->pos < A->pos ? "overlaps another before" : "leaves a gap before", t->pos);
         }
-        if ((rc = do_run(A, t)))
+        /* a view's range: the part before lo passed over, the part from hi on never reached */
+        uint64_t skip = A->lo > A->pos ? A->lo - A->pos : 0, len = t->len;
+        skip = skip < len ? skip : len;
+        if (skip && (rc = pass_over(A, t, skip)))
             break;
-        A->pos += t->len;
+        A->pos += skip;
+        len -= skip;
+        if (len > A->hi - A->pos)
+            len = A->hi - A->pos;
+        if (len && (rc = do_run(A, t, len)))
+            break;
+        A->pos += len;
+        if (A->pos >= A->hi)
+            break;
         if (++t->run < t->nruns) {
             t->pos = run_pos(A, t, t->run, split, ostride);
             heap_push(A, (size_t)(t - A->pt));
@@ -504,7 +589,7 @@ static int run_all(asm_ *A, size_t i)
             part_done(t);
         }
     }
-    if (!rc && A->pos != A->numel)
+    if (!rc && A->pos < A->hi)
         rc = tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': its chunks stop at element %" PRIu64 " of %" PRIu64
                      " (a chunk is missing)", w->key, A->pos, A->numel);
     if (!rc)
@@ -532,10 +617,10 @@ static tc_dtype chunk_dtype(const tc_ckpt *c, size_t i)
     return ch && n ? tc_ckpt_storage(c, ch[0].storage)->dtype : tc_ckpt_storage(c, i)->dtype;
 }
 
-int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
-                tc_cast_stats *stats, tc_diag *d)
+int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, uint64_t lo, uint64_t n, tc_dtype to, tc_dst *dst,
+                uint64_t off, uint32_t *crc, tc_cast_stats *stats, tc_diag *d)
 {
-    asm_ A = {.p = p, .c = c, .from = chunk_dtype(c, i), .to = to, .dst = dst, .off = off,
+    asm_ A = {.p = p, .c = c, .from = chunk_dtype(c, i), .to = to, .lo = lo, .hi = lo + n, .dst = dst, .off = off,
               .want_crc = crc, .crc = (uint32_t)crc32(0, NULL, 0), .stats = stats, .d = d};
     int rc = run_all(&A, i);
     asm_free(&A);
@@ -544,10 +629,10 @@ int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst
     return rc;
 }
 
-int tc_assemble_elements(const tc_ckpt *c, size_t i, tc_dtype to, tc_sink_fn sink, void *ctx, tc_cast_stats *stats,
-                         tc_diag *d)
+int tc_assemble_elements(const tc_ckpt *c, size_t i, uint64_t lo, uint64_t n, tc_dtype to, tc_sink_fn sink, void *ctx,
+                         tc_cast_stats *stats, tc_diag *d)
 {
-    asm_ A = {.c = c, .from = chunk_dtype(c, i), .to = to, .sink = sink, .ctx = ctx,
+    asm_ A = {.c = c, .from = chunk_dtype(c, i), .to = to, .lo = lo, .hi = lo + n, .sink = sink, .ctx = ctx,
               .crc = 0, .stats = stats, .d = d};
     int rc = run_all(&A, i);
     asm_free(&A);

@@ -29,11 +29,14 @@
 /* Storage i of c is assembled from chunks. */
 bool tc_assembled(const tc_ckpt *c, size_t i);
 
-/* Storage i (assembled), cast to `to` on p's engine, into dst at off; *crc
+/* Elements [lo, lo + n) of storage i (assembled; all of it, or a
+ * contiguous view's range: one storage may hold several tensors, as a ZeRO
+ * parameter group does), cast to `to` on p's engine, into dst at off; *crc
  * (when crc is not NULL) receives the CRC-32 of what was written; stats
- * (may be NULL) the cast's counts. */
-int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc,
-                tc_cast_stats *stats, tc_diag *d);
+ * (may be NULL) the cast's counts. The elements before lo are passed over
+ * unread where the chunk holding them is a plain range of its file. */
+int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, uint64_t lo, uint64_t n, tc_dtype to, tc_dst *dst,
+                uint64_t off, uint32_t *crc, tc_cast_stats *stats, tc_diag *d);
 
 /* Where in its file the chunk lies that storage i (assembled) starts with,
  * when that chunk's bytes are copied to the start of the output as they lie
@@ -45,7 +48,7 @@ int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_dst *dst
 bool tc_assembled_origin(const tc_ckpt *c, size_t i, uint64_t *off);
 
 /* The same elements to a sink (cast on the CPU). */
-int tc_assemble_elements(const tc_ckpt *c, size_t i, tc_dtype to, tc_sink_fn sink, void *ctx, tc_cast_stats *stats,
-                         tc_diag *d);
+int tc_assemble_elements(const tc_ckpt *c, size_t i, uint64_t lo, uint64_t n, tc_dtype to, tc_sink_fn sink, void *ctx,
+                         tc_cast_stats *stats, tc_diag *d);
 
 #endif

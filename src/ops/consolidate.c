@@ -32,7 +32,7 @@ static const char *under(const char *name, const char *key)
 static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_consolidate_report *rep, tc_diag *d)
 {
     tc_convert_report *sum = &rep->set.sum;
-    size_t nt = tc_ckpt_ntensors(c), no = tc_ckpt_nobjects(c), n = 0, nb = 0, ni = 0, nobj = 0;
+    size_t nt = tc_ckpt_ntensors(c), no = tc_ckpt_nobjects(c), n = 0, nb = 0, ni = 0, nobj = 0, nalias = 0;
     tc_rewrite_opts ro = co->ro;
     ro.all_to = co->device ? co->device : "cpu";
     ro.maps = NULL;
@@ -45,11 +45,13 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     tc_witem *items = calloc(nt + 1, sizeof *items);
     tc_wblock *blocks = calloc(nt + 1, sizeof *blocks);
     size_t *blk = calloc(nt + 1, sizeof *blk);
+    size_t ns = tc_ckpt_nstorages(c);
+    long *block_of = malloc((ns + 1) * sizeof *block_of); /* per storage: its block once written, else -1 */
     const char **on = calloc(no + 1, sizeof *on);
     const uint8_t **ov = calloc(no + 1, sizeof *ov);
     size_t *ol = calloc(no + 1, sizeof *ol);
     int rc = 0;
-    if (!names || !src || !item_of || !items || !blocks || !blk || !on || !ov || !ol) {
+    if (!names || !src || !item_of || !items || !blocks || !blk || !block_of || !on || !ov || !ol) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -57,6 +59,8 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
         goto done;
     sum->ncast = p.ncast;
     sum->nkept = p.nkept;
+    for (size_t s = 0; s < ns; s++)
+        block_of[s] = -1;
     for (size_t i = 0; i < nt; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, i);
         const char *rel = under(t->name, co->key);
@@ -98,14 +102,17 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
         }
         const tc_tensor *t = tc_ckpt_tensor(c, (size_t)src[k]);
         const tc_out_storage *ps = &p.out[t->storage];
-        /* another name for a tensor written already (tied weights): the same object, one storage */
-        long same = t->alias_of >= 0 ? item_of[t->alias_of] : -1;
+        /* another name for a tensor written already (tied weights): the same object, one storage; a
+           tensor whose storage holds others too (a ZeRO parameter group's): a view into its one block */
+        long same = t->alias_of >= 0 ? item_of[t->alias_of] : -1, b = block_of[t->storage];
         item_of[src[k]] = (long)ni;
-        items[ni] = (tc_witem){name, same >= 0 ? items[same].block : nb, ps->dtype, t->ndim, t->shape, t->stride, 0,
-                               t->requires_grad, t->parameter, same};
+        items[ni] = (tc_witem){name, same >= 0 ? items[same].block : b >= 0 ? (size_t)b : nb, ps->dtype, t->ndim,
+                               t->shape, t->stride, t->offset, t->requires_grad, t->parameter, same};
         ni++;
-        if (same >= 0)
+        nalias += same >= 0;
+        if (same >= 0 || b >= 0)
             continue;
+        block_of[t->storage] = (long)nb;
         blocks[nb] = (tc_wblock){ps->nbytes, ps->dtype, ps->location, ps->cast};
         blk[nb] = (size_t)t->storage;
         sum->data_bytes += ps->nbytes;
@@ -118,8 +125,8 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
         rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET, "nothing to write: every name is left out");
         goto done;
     }
-    sum->ntensors = nb;
-    sum->naliases = ni - nb;
+    sum->ntensors = ni - nalias;
+    sum->naliases = nalias;
     rep->ncarried = nobj;
     tc_storage_data pd = {&p, c, blk}; /* block k of the .pt output is storage blk[k] of c */
     tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .data = tc_storage_data_fn,
@@ -140,6 +147,7 @@ done:
     free(items);
     free(blocks);
     free(blk);
+    free(block_of);
     free(on);
     free(ov);
     free(ol);

@@ -2,8 +2,10 @@
  * folder of .distcp files and their .metadata; a DeepSpeed ZeRO save folder)
  * into one checkpoint, or a sharded set. A ZeRO folder's tensors are the
  * state_dict DeepSpeed's get_fp32_state_dict_from_zero_checkpoint returns,
- * each parameter assembled from the ranks' flat fp32 partitions; tied
- * parameters stay one tensor (one storage) in a .pt output.
+ * each parameter assembled from the ranks' flat fp32 partitions (stages 1/2:
+ * a view into its group's storage, which a .pt output writes once, as
+ * torch.save writes the converter's state_dict); tied parameters stay one
+ * tensor (one storage) in a .pt output.
  *
  * The output is a flat state_dict named by DCP's own flattened names
  * ("model.layers.0.weight", "optim.state.0.exp_avg"), as dcp_to_torch_save's

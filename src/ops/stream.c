@@ -292,7 +292,7 @@ int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint6
     tc_dtype from = ps->cast ? stat->from : ps->dtype, to = ps->dtype;
     tc_cast_stats cs = {0};
     if (tc_assembled(c, i)) { /* a distributed checkpoint's tensor: from its chunks */
-        int arc = tc_assemble(p, c, i, to, dst, off, crc, &cs, d);
+        int arc = tc_assemble(p, c, i, 0, s->numel, to, dst, off, crc, &cs, d);
         stat->overflow += cs.overflow;
         stat->underflow += cs.underflow;
         return arc;
@@ -366,10 +366,11 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
                        tc_dtype_name(to));
     const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
     uint64_t start = (uint64_t)t->offset * tc_dtype_size(t->dtype);
-    if (tc_assembled(c, (size_t)t->storage)) {
-        if (!tc_tensor_contiguous(t) || start || t->nbytes != s->nbytes)
-            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
-        return tc_assemble(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
+    if (tc_assembled(c, (size_t)t->storage)) { /* all of its storage, or a contiguous range (a ZeRO group's) */
+        if (!tc_tensor_contiguous(t) || t->offset < 0)
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a strided view of a tensor assembled from chunks",
+                           t->name);
+        return tc_assemble(p, c, (size_t)t->storage, (uint64_t)t->offset, t->numel, to, dst, off, crc, stats, d);
     }
     if (s->enc != TC_Q_NONE && tc_tensor_contiguous(t) && !start && t->nbytes == s->nbytes) {
         int rc = xfer_blocks(p, c, (size_t)t->storage, to, dst, off, crc, stats, d);
@@ -643,11 +644,11 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
         return 0;
     if (t->storage < 0)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' has no data", t->name);
-    const tc_storage *s = tc_ckpt_storage(c, (size_t)t->storage);
     if (tc_assembled(c, (size_t)t->storage)) {
-        if (!tc_tensor_contiguous(t) || t->offset || t->nbytes != s->nbytes)
-            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a view of a tensor assembled from chunks", t->name);
-        return tc_assemble_elements(c, (size_t)t->storage, to, sink, ctx, stats, d);
+        if (!tc_tensor_contiguous(t) || t->offset < 0)
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "tensor '%s' is a strided view of a tensor assembled from chunks",
+                           t->name);
+        return tc_assemble_elements(c, (size_t)t->storage, (uint64_t)t->offset, t->numel, to, sink, ctx, stats, d);
     }
     size_t esz = tc_dtype_size(t->dtype);
     size_t chunk = GATHER_CHUNK / esz * esz;

@@ -19,7 +19,6 @@ One line per check, then `N passed, M failed`. A sample with no tensor, or a run
 nothing, fails. Exit 0, 1 on any failure, 2 on bad usage, 77 when torch cannot be imported.
 """
 import glob
-import hashlib
 import json
 import os
 import shutil
@@ -32,30 +31,10 @@ from judge import Report, compare_names, out_dir, run, torch_or_skip  # noqa: E4
 
 torch = torch_or_skip()
 import torch_verify  # noqa: E402
-from st_read import ST_DTYPES, read_raw  # noqa: E402
+from torch_verify import FLOATS, st_facts, tensor_dtype as dname, tensor_sha256 as sha  # noqa: E402
+from torch_verify import facts as from_pt  # noqa: E402
 
 warnings.filterwarnings("ignore")
-FLOATS = {"float64", "float32", "float16", "bfloat16"}
-
-
-def sha(t):
-    return hashlib.sha256(torch_verify.tensor_bytes(t)).hexdigest()
-
-
-def dname(t):
-    return str(t.dtype).replace("torch.", "")
-
-
-def st_facts(path):
-    """name -> (dtype, shape, sha256 of its bytes), from the header and the data of the file."""
-    hdr, data = read_raw(path)
-    out = {}
-    for k, v in hdr.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        out[k] = (ST_DTYPES.get(v["dtype"], v["dtype"]), v["shape"], hashlib.sha256(data[a:b]).hexdigest())
-    return out
 
 
 def jsonable(v):
@@ -71,10 +50,6 @@ def compare_tensors(got, want):
             problems.append("%s: %s %s %s, expected %s %s %s" % (name, g[0], list(g[1]), g[2][:12], w["dtype"],
                                                                 w["shape"], w["sha256"][:12]))
     return problems
-
-
-def from_pt(sd):
-    return {k: (dname(v), list(v.shape), sha(v)) for k, v in sd.items() if isinstance(v, torch.Tensor)}
 
 
 def check_sample(tool, out, sample, expect, rep):

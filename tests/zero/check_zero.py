@@ -27,8 +27,6 @@ with one line, writing nothing. One line per check, then `N passed, M failed`. E
 torch cannot be imported.
 """
 import glob
-import hashlib
-import json
 import os
 import shutil
 import sys
@@ -39,27 +37,10 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from judge import Report, out_dir, run, torch_or_skip  # noqa: E402
 
 torch = torch_or_skip()
-import torch_verify  # noqa: E402
-from st_read import ST_DTYPES, read_raw  # noqa: E402
+from torch_verify import FLOATS, facts, st_facts, tensor_bytes as tbytes, tensor_dtype as dname  # noqa: E402
+from torch_verify import load_weights_only as load  # noqa: E402
 
 warnings.filterwarnings("ignore")
-FLOATS = {"float64", "float32", "float16", "bfloat16"}
-
-
-def dname(t):
-    return str(t.dtype).replace("torch.", "")
-
-
-def tbytes(t):
-    return torch_verify.tensor_bytes(t.detach())
-
-
-def sha(t):
-    return hashlib.sha256(tbytes(t)).hexdigest()
-
-
-def load(path):
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def same_groups(sd):
@@ -89,25 +70,6 @@ def compare(got, want, what, rg=True):
         elif rg and g.requires_grad != w.requires_grad:
             problems.append("%s: %s requires_grad %s, expected %s" % (what, k, g.requires_grad, w.requires_grad))
     return problems
-
-
-def st_facts(path):
-    """name -> (dtype, shape, sha256), from a safetensors file's header and data, aliases included."""
-    hdr, data = read_raw(path)
-    out = {}
-    for k, v in hdr.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        out[k] = (ST_DTYPES.get(v["dtype"], v["dtype"]), list(v["shape"]), hashlib.sha256(data[a:b]).hexdigest())
-    aliases = json.loads((hdr.get("__metadata__") or {}).get("tensorctl.aliases", "{}"))
-    for k, a in aliases.items():
-        out[k] = out.get(a["of"], ("?", [], ""))[:1] + (list(a["shape"]), out.get(a["of"], ("", [], ""))[2])
-    return out
-
-
-def facts(sd):
-    return {k: (dname(v), list(v.shape), sha(v)) for k, v in sd.items()}
 
 
 def frozen_names(case):
