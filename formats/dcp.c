@@ -40,6 +40,7 @@
 #include "verdict.h"
 
 extern const tc_format tc_format_dcp;
+extern const tc_format tc_format_torch_zip; /* DCP's torch_save serialization of an item */
 
 #define MAX_OPEN_FILES 32          /* .distcp files kept open with no reader */
 #define CARRY_MAX (1u << 20)       /* a byte item larger than this is not carried into outputs */
@@ -518,7 +519,7 @@ static int open_item(rd *R, const sitem *s, const char *what, tc_ckpt **out, tc_
                           "serialization is read)",
                           what, s->off, s->off + s->len);
     if ((rc = tc_ckpt_new_src(&b, f->path, &win, tc_ckpt_limits(R->c), &in)) ||
-        (rc = tc_format_named("torch-zip")->open(b, &in))) {
+        (rc = tc_format_torch_zip.open(b, &in))) {
         tc_ckpt_close(b);
         return tc_fail_at(d, rc, f->path, s->off, "%s at bytes [%" PRIu64 ", %" PRIu64 "): %s", what, s->off,
                           s->off + s->len, in.msg);
@@ -1135,7 +1136,7 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
     dpriv *x = calloc(1, sizeof *x);
     if (!x)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_dcp, tc_format_dcp.name, x, dpriv_free);
+    tc_ckpt_set_driver(c, &tc_format_dcp, x, dpriv_free);
     tc_ckpt_set_distributed(c, "a distributed checkpoint (torch.distributed.checkpoint)");
     const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
     if (!(x->dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".")))
@@ -1332,4 +1333,5 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_dcp = {"dcp", probe, open_dcp, open_storage, NULL};
+const tc_format tc_format_dcp = {"dcp", probe, open_dcp, open_storage, NULL,
+                                  TC_CAP_ASSEMBLED | TC_CAP_FOLDER | TC_CAP_OWN_READER};

@@ -682,7 +682,7 @@ static int open_gguf(tc_ckpt *c, tc_diag *d)
     gg_priv *g = calloc(1, sizeof *g);
     if (!g)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_gguf, tc_format_gguf.name, g, priv_free);
+    tc_ckpt_set_driver(c, &tc_format_gguf, g, priv_free);
     gg_file *f = tc_vec_extend(&g->files, 1);
     size_t names_cap = 2;
     info **names = calloc(names_cap, sizeof *names);
@@ -753,4 +753,4 @@ done:
     return rc;
 }
 
-const tc_format tc_format_gguf = {"gguf", probe, open_gguf, gg_open_storage, tc_gguf_write};
+const tc_format tc_format_gguf = {"gguf", probe, open_gguf, gg_open_storage, tc_gguf_write, TC_CAP_WRITES_GGUF};

@@ -109,12 +109,9 @@ static bool zip_reading(const tc_src *src, const tc_limits *lim)
 
 int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
 {
-    const char *fmt = tc_ckpt_format(c);
-    if (!strcmp(fmt, "safetensors-index") || !strcmp(fmt, "torch-index"))
-        return 0; /* a JSON index: torch.load is not what reads it */
-    if (!strcmp(fmt, "dcp"))
-        return 0; /* .metadata is read by pickle.load from byte 0: the reading its driver judged */
-    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4), tar = !strcmp(fmt, "torch-tar");
+    if (tc_ckpt_can(c, TC_CAP_OWN_READER))
+        return 0; /* a JSON index, a DCP's .metadata (read by pickle.load from byte 0: the reading its driver judged) */
+    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4), tar = tc_ckpt_can(c, TC_CAP_LEGACY_TAR);
     const tc_src *src = tc_ckpt_src(c);
     int rc = 0;
     if (!zip && !tar) {
@@ -134,7 +131,7 @@ int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
                                 "given them as a stream (a BytesIO, not a file)",
                                 d);
     /* a file that is not a zip and not torch's legacy stream is still unpickled from byte 0 */
-    if (!rc && !zip && !stream && strcmp(fmt, "torch-legacy")) {
+    if (!rc && !zip && !stream && !tc_ckpt_can(c, TC_CAP_LEGACY_STREAM)) {
         char unsafe[1100];
         if (!(rc = tc_pickle_at_zero(src, tc_ckpt_limits(c), unsafe, sizeof unsafe, d)) && unsafe[0]) {
             char text[1400];

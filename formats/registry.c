@@ -1,4 +1,4 @@
-/* The format registry, opening by probe, and storage readers. */
+/* The format registry: opening by probe, the drivers' names and traits, storage readers. */
 #include "buf.h"
 #include "format.h"
 #include "readings.h"
@@ -31,12 +31,20 @@ const tc_format *const tc_formats[] = {
     NULL,
 };
 
-const tc_format *tc_format_named(const char *name)
+const tc_format *tc_format_writer(unsigned cap)
 {
     for (const tc_format *const *f = tc_formats; *f; f++)
-        if (!strcmp((*f)->name, name))
+        if (((*f)->caps & cap) == cap && (*f)->write)
             return *f;
     return NULL;
+}
+
+int tc_format_write(unsigned cap, const tc_write_job *job, tc_dst *dst, tc_diag *d)
+{
+    const tc_format *f = tc_format_writer(cap);
+    if (!f)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "no format driver writes this output");
+    return f->write(job, dst, d);
 }
 
 /* The names a model folder's checkpoint goes by, as Hugging Face's save_pretrained
@@ -213,7 +221,7 @@ again:
         }
         goto fail;
     }
-    tc_ckpt_set_driver(c, fmt, fmt->name, NULL, NULL);
+    tc_ckpt_set_driver(c, fmt, NULL, NULL);
     if ((rc = fmt->open(c, d)) == TC_FORMAT_DECLINE) {
         /* another driver's file after all: start over with the next one that probes it */
         tc_ckpt_close(c);
@@ -255,55 +263,9 @@ int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 {
     memset(r, 0, sizeof *r);
     const tc_format *f = tc_ckpt_driver(c);
-    int rc = f->open_storage(c, i, r, d);
+    int rc = f && f->open_storage ? f->open_storage(c, i, r, d)
+                                  : tc_fail(d, TC_ERR_UNSUPPORTED, "a %s file has no storages to read", tc_ckpt_format(c));
     r->what = tc_ckpt_storage(c, i)->key;
     tc_diag_subject(d, tc_ckpt_path(c));
     return rc;
-}
-
-int tc_rd_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
-{
-    uint64_t left = r->size - r->done;
-    if (n > left)
-        n = (size_t)left;
-    *got = 0;
-    size_t total = 0;
-    while (total < n) {
-        size_t g = 0;
-        int rc = r->read(r, (uint8_t *)buf + total, n - total, &g, d);
-        if (rc)
-            return rc;
-        if (!g)
-            return tc_fail(d, TC_ERR_FORMAT, "record for storage '%s' is shorter than its %llu bytes", r->what,
-                           (unsigned long long)r->size);
-        total += g;
-        r->done += g;
-    }
-    *got = total;
-    return 0;
-}
-
-void tc_rd_close(tc_rd *r)
-{
-    if (r && r->close)
-        r->close(r);
-    if (r)
-        r->close = NULL;
-}
-
-static int range_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
-{
-    int rc = tc_src_read(r->src, r->off + r->done, buf, n, r->what ? r->what : "storage", d);
-    *got = rc ? 0 : n;
-    return rc;
-}
-
-void tc_rd_range(tc_rd *r, const tc_src *src, uint64_t off, uint64_t size)
-{
-    r->src = src;
-    r->off = off;
-    r->size = size;
-    r->done = 0;
-    r->read = range_read;
-    r->close = NULL;
 }

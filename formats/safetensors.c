@@ -557,7 +557,7 @@ static int unique_names(const tc_ckpt *c, tc_diag *d)
 
 static int open_st(tc_ckpt *c, tc_diag *d)
 {
-    tc_ckpt_set_driver(c, &tc_format_safetensors, tc_format_safetensors.name, NULL, NULL);
+    tc_ckpt_set_driver(c, &tc_format_safetensors, NULL, NULL);
     const tc_src *src = tc_ckpt_src(c);
     const tc_limits *lim = tc_ckpt_limits(c);
     uint64_t size = src->size;
@@ -807,4 +807,5 @@ static int write_st(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     return rc;
 }
 
-const tc_format tc_format_safetensors = {"safetensors", probe, open_st, open_storage, write_st};
+const tc_format tc_format_safetensors = {"safetensors", probe, open_st, open_storage, write_st,
+                                          TC_CAP_WRITES_SAFETENSORS};

@@ -93,7 +93,7 @@ int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
     tc_tzip *z = calloc(1, sizeof *z);
     if (!z)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, driver, driver->name, z, tzip_free);
+    tc_ckpt_set_driver(c, driver, z, tzip_free);
     *out = z;
     const tc_limits *lim = tc_ckpt_limits(c);
     tc_zip_limits zl = {.max_entries = lim->max_entries};
@@ -399,4 +399,5 @@ static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     return rc;
 }
 
-const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip, tc_tzip_open_storage, write_zip};
+const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip, tc_tzip_open_storage, write_zip,
+                                        TC_CAP_TORCH_GRAPH | TC_CAP_WRITES_TORCH};

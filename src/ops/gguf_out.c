@@ -413,7 +413,7 @@ int tc_gguf_convert(tc_ckpt *c, const tc_gguf_opts *o, const char *out, tc_gguf_
         tc_write_job job = {.items = wi + a, .nitems = b - a, .blocks = wb + a, .nblocks = b - a, .data = data_fn,
                             .ctx = &x, .gguf = &gj};
         if (!rc)
-            rc = tc_format_named("gguf")->write(&job, &dsts[s], d);
+            rc = tc_format_write(TC_CAP_WRITES_GGUF, &job, &dsts[s], d);
         rep->file_bytes += dsts[s].pos;
         rep->r.ntensors += rc ? 0 : b - a;
     }

@@ -704,7 +704,7 @@ static int write_shard(conv *S, size_t k, tc_dst *dst, tc_diag *d)
     tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .meta = meta,
                         .nmeta = st ? nmeta : 0, .data = shard_data_fn, .origin = shard_origin_fn, .ctx = &sd,
                         .max_depth = S->ro.max_depth};
-    rc = tc_format_named(st ? "safetensors" : "torch-zip")->write(&job, dst, d);
+    rc = tc_format_write(st ? TC_CAP_WRITES_SAFETENSORS : TC_CAP_WRITES_TORCH, &job, dst, d);
     for (size_t b = 0; b < nb && !rc; b++)
         S->rep->sum.data_bytes += blocks[b].nbytes;
 done:
