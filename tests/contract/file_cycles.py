@@ -22,13 +22,6 @@ ALLOWED = {
     # through it, whatever the shard's format.  Breaking it would take a
     # second opener that the index driver is handed.
     frozenset({"registry.c", "shard_index.c"}): "an index opens its shards through tc_open",
-    # The torch pickle reader, its walker over the object graph, the
-    # TorchScript reader and the zip driver call each other (the walker asks
-    # the TorchScript code parser about a module's class; the zip driver
-    # reads the graph; the reader hands a TorchScript archive's constants to
-    # the walker).  The TorchScript declaration parser is to move into a file
-    # of its own below the walker.
-    frozenset({"torch_pickle.c", "torch_walk.c", "torchscript.c", "torch_zip.c"}): "torch reader cycle, to split",
     # scan's own recursion: a file judged may be an archive, whose members
     # are judged as files.
     frozenset({"scan_judge.c", "scan_archive.c"}): "an archive's members are judged as files",
