@@ -168,6 +168,9 @@ typedef enum tc_format_cap {
     TC_CAP_LEGACY_TAR = 1u << 9,
     /* write takes a flat state_dict of ggml-typed blocks (job.gguf) as GGUF */
     TC_CAP_WRITES_GGUF = 1u << 10,
+    /* a GGUF file: its private state is the GGUF reader's (gguf_priv.h:
+     * its files, metadata and tensor infos, which inspect and convert ask) */
+    TC_CAP_GGUF = 1u << 11,
 } tc_format_cap;
 
 struct tc_format {
