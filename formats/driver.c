@@ -1,6 +1,7 @@
 /* What the registry and every driver use, below both: a checkpoint's
- * driver (its name for messages, its traits), reading a storage's bytes
- * through its tc_rd, and the reader of a plain range of a file. */
+ * driver (its name for messages, its traits), a storage's reader from its
+ * driver, reading through a tc_rd, and the reader of a plain range of a
+ * file. */
 #include <string.h>
 
 #include "format.h"
@@ -15,6 +16,17 @@ bool tc_ckpt_can(const tc_ckpt *c, unsigned caps)
 {
     const tc_format *f = tc_ckpt_driver(c);
     return f && (f->caps & caps) == caps;
+}
+
+int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    const tc_format *f = tc_ckpt_driver(c);
+    int rc = f && f->open_storage ? f->open_storage(c, i, r, d)
+                                  : tc_fail(d, TC_ERR_UNSUPPORTED, "a %s file has no storages to read", tc_ckpt_format(c));
+    r->what = tc_ckpt_storage(c, i)->key;
+    tc_diag_subject(d, tc_ckpt_path(c));
+    return rc;
 }
 
 int tc_rd_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)

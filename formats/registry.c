@@ -1,4 +1,4 @@
-/* The format registry: opening by probe, the drivers' names and traits, storage readers. */
+/* The format registry: tc_formats[], opening a file by probe, the writers by trait. */
 #include "buf.h"
 #include "format.h"
 #include "readings.h"
@@ -257,15 +257,4 @@ int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_lim
 {
     *out = NULL;
     return open_any(out, name, src, lim, d);
-}
-
-int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
-{
-    memset(r, 0, sizeof *r);
-    const tc_format *f = tc_ckpt_driver(c);
-    int rc = f && f->open_storage ? f->open_storage(c, i, r, d)
-                                  : tc_fail(d, TC_ERR_UNSUPPORTED, "a %s file has no storages to read", tc_ckpt_format(c));
-    r->what = tc_ckpt_storage(c, i)->key;
-    tc_diag_subject(d, tc_ckpt_path(c));
-    return rc;
 }
