@@ -30,6 +30,8 @@ static void traits_agree(const tc_ckpt *c, const char *name)
     cr_assert(tc_ckpt_can(c, 0), "%s: no trait asked is every trait had", name);
 }
 
+#define WRITES (TC_CAP_WRITES_TORCH | TC_CAP_WRITES_SAFETENSORS | TC_CAP_WRITES_GGUF)
+
 static const struct {
     const char *sample;
     unsigned has, lacks;
@@ -45,6 +47,9 @@ static const struct {
      TC_CAP_TORCH_GRAPH | TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER},
     {"dcp/ws2_sharded", TC_CAP_ASSEMBLED | TC_CAP_FOLDER | TC_CAP_OWN_READER, TC_CAP_TORCH_GRAPH | TC_CAP_SHARD_INDEX},
     {"zero/z1_w1_fp32", TC_CAP_ASSEMBLED | TC_CAP_FOLDER, TC_CAP_OWN_READER | TC_CAP_TORCH_GRAPH},
+    {"gguf/tiny-llama-f16.gguf", TC_CAP_GGUF | TC_CAP_WRITES_GGUF,
+     TC_CAP_TORCH_GRAPH | TC_CAP_OWN_READER | TC_CAP_ASSEMBLED | TC_CAP_LEGACY_TAR},
+    {"gguf/tiny-llama-f16.ref.npz", 0, TC_CAP_TORCH_GRAPH | TC_CAP_GGUF | WRITES | TC_CAP_LEGACY_STREAM},
 };
 
 Test(caps, samples_have_their_drivers_traits)
@@ -62,10 +67,12 @@ Test(caps, samples_have_their_drivers_traits)
 
 Test(caps, writers_by_trait)
 {
-    const tc_format *pt = tc_format_writer(TC_CAP_WRITES_TORCH), *st = tc_format_writer(TC_CAP_WRITES_SAFETENSORS);
+    const tc_format *pt = tc_format_writer(TC_CAP_WRITES_TORCH), *st = tc_format_writer(TC_CAP_WRITES_SAFETENSORS),
+                    *gg = tc_format_writer(TC_CAP_WRITES_GGUF);
     cr_assert(pt && pt->write && (pt->caps & TC_CAP_WRITES_TORCH));
     cr_assert(st && st->write && (st->caps & TC_CAP_WRITES_SAFETENSORS));
-    cr_assert_neq(pt, st);
+    cr_assert(gg && gg->write && (gg->caps & TC_CAP_WRITES_GGUF));
+    cr_assert(pt != st && st != gg && gg != pt);
     /* a trait no writer has: no driver, and writing fails cleanly instead of through a NULL table */
     cr_assert_null(tc_format_writer(TC_CAP_WRITES_TORCH | TC_CAP_WRITES_SAFETENSORS));
     tc_write_job job = {0};
@@ -74,6 +81,5 @@ Test(caps, writers_by_trait)
     cr_assert(d.msg[0]);
     /* every driver that writes says what it writes, and every one that says so writes */
     for (const tc_format *const *f = tc_formats; *f; f++)
-        cr_assert_eq((*f)->write != NULL, ((*f)->caps & (TC_CAP_WRITES_TORCH | TC_CAP_WRITES_SAFETENSORS)) != 0, "%s",
-                     (*f)->name);
+        cr_assert_eq((*f)->write != NULL, ((*f)->caps & WRITES) != 0, "%s", (*f)->name);
 }
