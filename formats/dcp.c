@@ -1333,5 +1333,5 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_dcp = {"dcp", probe, open_dcp, open_storage, NULL,
-                                  TC_CAP_ASSEMBLED | TC_CAP_FOLDER | TC_CAP_OWN_READER};
+const tc_format tc_format_dcp = {.name = "dcp", .probe = probe, .open = open_dcp, .open_storage = open_storage,
+                                 .caps = TC_CAP_ASSEMBLED | TC_CAP_FOLDER | TC_CAP_OWN_READER};

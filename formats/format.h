@@ -103,14 +103,22 @@ typedef struct tc_keyedit {
     const char *key;
 } tc_keyedit;
 
-typedef struct tc_write_job {
-    /* Either a whole checkpoint rewritten with its object graph (one block
-     * per storage, in order; storages says what becomes of each) ... */
+/* A whole checkpoint rewritten with its object graph (a torch zip kept as
+ * torch.save made it, its storages moved or cast): one block per storage, in
+ * order. */
+typedef struct tc_rewrite_job {
     tc_ckpt *whole;
-    const tc_out_storage *storages;
+    const tc_out_storage *storages; /* what becomes of each storage */
     const tc_keyedit *edits; /* sorted by (keyed, item), each item at most once; storages no path reaches then are left out */
     size_t nedits;
-    /* ... or a flat state_dict of items over blocks. */
+    tc_data_fn data;
+    tc_origin_fn origin;   /* may be NULL: no block has one */
+    void *ctx;             /* for data and origin */
+    uint32_t max_depth;    /* pickle nesting the writer may emit */
+} tc_rewrite_job;
+
+/* A flat state_dict of items over blocks, made anew. */
+typedef struct tc_write_job {
     const tc_witem *items;
     size_t nitems;
     const tc_wblock *blocks;
@@ -159,7 +167,8 @@ typedef enum tc_format_cap {
     /* torch's legacy pickle stream: the driver judges the pickle at byte 0
      * as torch.load reads it */
     TC_CAP_LEGACY_STREAM = 1u << 6,
-    /* write takes a whole rewrite and a flat state_dict as a torch zip (.pt) */
+    /* write takes a flat state_dict as a torch zip (.pt), and rewrite a
+     * checkpoint whole with its object graph */
     TC_CAP_WRITES_TORCH = 1u << 7,
     /* write takes a flat state_dict as safetensors */
     TC_CAP_WRITES_SAFETENSORS = 1u << 8,
@@ -181,6 +190,8 @@ struct tc_format {
     /* NULL for formats tensorctl reads only */
     int (*write)(const tc_write_job *job, tc_dst *dst, tc_diag *d);
     unsigned caps;      /* tc_format_cap bits */
+    /* NULL for formats that cannot keep a checkpoint's object graph */
+    int (*rewrite)(const tc_rewrite_job *job, tc_dst *dst, tc_diag *d);
 };
 
 /* NULL-terminated, in probing order. */
@@ -211,6 +222,9 @@ bool tc_ckpt_can(const tc_ckpt *c, unsigned caps);
 const tc_format *tc_format_writer(unsigned cap);
 /* job written by that writer; TC_ERR_UNSUPPORTED when there is none. */
 int tc_format_write(unsigned cap, const tc_write_job *job, tc_dst *dst, tc_diag *d);
+/* job written by the first driver with the trait cap that rewrites whole;
+ * TC_ERR_UNSUPPORTED when there is none. */
+int tc_format_rewrite(unsigned cap, const tc_rewrite_job *job, tc_dst *dst, tc_diag *d);
 
 /* Storage i's bytes, through c's driver. */
 int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);

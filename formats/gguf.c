@@ -710,5 +710,5 @@ done:
     return rc;
 }
 
-const tc_format tc_format_gguf = {"gguf", probe, open_gguf, gg_open_storage, tc_gguf_write,
-                                   TC_CAP_GGUF | TC_CAP_WRITES_GGUF};
+const tc_format tc_format_gguf = {.name = "gguf", .probe = probe, .open = open_gguf, .open_storage = gg_open_storage,
+                                  .write = tc_gguf_write, .caps = TC_CAP_GGUF | TC_CAP_WRITES_GGUF};

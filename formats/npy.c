@@ -466,7 +466,8 @@ static int open_storage_npy(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_npy = {"npy", probe_npy, open_npy, open_storage_npy, NULL, 0};
+const tc_format tc_format_npy = {.name = "npy", .probe = probe_npy, .open = open_npy,
+                                 .open_storage = open_storage_npy};
 
 /* ---- .npz -------------------------------------------------------------------------------- */
 
@@ -635,4 +636,5 @@ static int open_storage_npz(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_npz = {"npz", probe_npz, open_npz, open_storage_npz, NULL, 0};
+const tc_format tc_format_npz = {.name = "npz", .probe = probe_npz, .open = open_npz,
+                                 .open_storage = open_storage_npz};

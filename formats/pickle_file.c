@@ -20,7 +20,7 @@ typedef struct add_ctx {
 /* A raw pickle is no format of the registry (no probe: scan opens one with
  * tc_open_pickle); its checkpoints still have a driver, which says what
  * they are and that they have no storages to read. */
-static const tc_format tc_format_pickle = {"pickle", NULL, NULL, NULL, NULL, 0};
+static const tc_format tc_format_pickle = {.name = "pickle"};
 
 static void add_global(void *ctx, pk_obj *o)
 {

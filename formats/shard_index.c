@@ -492,7 +492,9 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_safetensors_index = {"safetensors-index", probe_st, open_ix, open_storage, NULL,
-                                                       TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER};
-const tc_format tc_format_torch_index = {"torch-index", probe_pt, open_ix, open_storage, NULL,
-                                                 TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER};
+const tc_format tc_format_safetensors_index = {.name = "safetensors-index", .probe = probe_st, .open = open_ix,
+                                               .open_storage = open_storage,
+                                               .caps = TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER};
+const tc_format tc_format_torch_index = {.name = "torch-index", .probe = probe_pt, .open = open_ix,
+                                         .open_storage = open_storage,
+                                         .caps = TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER};

@@ -182,5 +182,6 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 }
 
 /* read only: a rewrite of a legacy file is written as a torch zip */
-const tc_format tc_format_torch_legacy = {"torch-legacy", probe, open_legacy, open_storage, NULL,
-                                            TC_CAP_TORCH_GRAPH | TC_CAP_LEGACY_STREAM};
+const tc_format tc_format_torch_legacy = {.name = "torch-legacy", .probe = probe, .open = open_legacy,
+                                          .open_storage = open_storage,
+                                          .caps = TC_CAP_TORCH_GRAPH | TC_CAP_LEGACY_STREAM};

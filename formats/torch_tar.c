@@ -877,4 +877,5 @@ bool tc_tar_fallback(const tc_ckpt *c)
 }
 
 /* read only: a rewrite would need an object graph of the file's own */
-const tc_format tc_format_torch_tar = {"torch-tar", probe, open_tar, open_storage, NULL, TC_CAP_LEGACY_TAR};
+const tc_format tc_format_torch_tar = {.name = "torch-tar", .probe = probe, .open = open_tar,
+                                       .open_storage = open_storage, .caps = TC_CAP_LEGACY_TAR};

@@ -105,5 +105,6 @@ static int open_script(tc_ckpt *c, tc_diag *d)
     return tc_ckpt_add_fact(c, "torchscript", qual, d);
 }
 
-const tc_format tc_format_torchscript = {"torchscript", probe, open_script, tc_tzip_open_storage, NULL,
-                                          TC_CAP_TORCH_GRAPH | TC_CAP_TORCHSCRIPT};
+const tc_format tc_format_torchscript = {.name = "torchscript", .probe = probe, .open = open_script,
+                                         .open_storage = tc_tzip_open_storage,
+                                         .caps = TC_CAP_TORCH_GRAPH | TC_CAP_TORCHSCRIPT};

@@ -1692,4 +1692,5 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_zero = {"zero", probe, open_zero, open_storage, NULL, TC_CAP_ASSEMBLED | TC_CAP_FOLDER};
+const tc_format tc_format_zero = {.name = "zero", .probe = probe, .open = open_zero, .open_storage = open_storage,
+                                  .caps = TC_CAP_ASSEMBLED | TC_CAP_FOLDER};

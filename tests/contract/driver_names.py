@@ -61,7 +61,9 @@ def driver_names(root):
     tables = re.findall(r"&(tc_format_\w+)", strip_comments(table.group(1)))
     names = {}
     for f in sorted((root / "formats").glob("*.c")):
-        for t, name in re.findall(r"const tc_format (tc_format_\w+)\s*=\s*\{\s*\"([^\"]+)\"", f.read_text()):
+        # each table's initializer, its name first ("name", or .name = "name")
+        table_re = r"const tc_format (tc_format_\w+)\s*=\s*\{\s*(?:\.name\s*=\s*)?\"([^\"]+)\""
+        for t, name in re.findall(table_re, f.read_text()):
             names[t] = name
     missing = [t for t in tables if t not in names]
     if missing or len(tables) < 5:

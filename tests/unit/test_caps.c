@@ -82,4 +82,11 @@ Test(caps, writers_by_trait)
     /* every driver that writes says what it writes, and every one that says so writes */
     for (const tc_format *const *f = tc_formats; *f; f++)
         cr_assert_eq((*f)->write != NULL, ((*f)->caps & WRITES) != 0, "%s", (*f)->name);
+    /* a whole rewrite (the object graph kept) by the torch writer alone, and cleanly refused for any other */
+    for (const tc_format *const *f = tc_formats; *f; f++)
+        cr_assert_eq((*f)->rewrite != NULL, *f == pt, "%s", (*f)->name);
+    tc_rewrite_job whole = {0};
+    tc_diag d2 = TC_DIAG_INIT;
+    cr_assert_eq(tc_format_rewrite(TC_CAP_WRITES_SAFETENSORS, &whole, NULL, &d2), TC_ERR_UNSUPPORTED);
+    cr_assert(d2.msg[0]);
 }
