@@ -351,16 +351,11 @@ static int write_block(tc_zipw *w, const blocks_src *bs, size_t as, size_t k, ui
     snprintf(name, sizeof name, "data/%zu", as);
     uint64_t off;
     uint32_t crc = 0, mod, phase = data_phase(bs, k, size, &mod);
-    int rc = tc_zipw_begin_at(w, name, size, mod, phase, d);
-    if (!rc)
-        rc = tc_zipw_reserve(w, size, &off, d);
-    if (!rc)
-        rc = bs->data(bs->ctx, k, w->dst, off, &crc, d);
-    if (!rc)
-        rc = tc_zipw_commit(w, size, crc, d);
-    if (!rc)
-        rc = tc_zipw_end(w, d);
-    return rc;
+    int rc;
+    if ((rc = tc_zipw_begin_at(w, name, size, mod, phase, d)) || (rc = tc_zipw_reserve(w, size, &off, d)) ||
+        (rc = bs->data(bs->ctx, k, w->dst, off, &crc, d)) || (rc = tc_zipw_commit(w, size, crc, d)))
+        return rc;
+    return tc_zipw_end(w, d);
 }
 
 /* The archive: data.pkl, byteorder, the n blocks kept (block k of size
@@ -372,17 +367,17 @@ static int write_records(tc_dst *dst, const uint8_t *pkl, size_t plen, const blo
     tc_zip_archive_name(dst->path, archive, sizeof archive);
     tc_zipw w;
     int rc = tc_zipw_init(&w, dst, archive, d);
-    if (!rc)
-        rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d);
-    if (!rc)
-        rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
+    if (rc)
+        goto done;
+    if ((rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d)) || (rc = tc_zipw_add(&w, "byteorder", "little", 6, d)))
+        goto done;
     for (size_t k = 0, as = 0; k < n && !rc; k++)
         if (keep[k])
             rc = write_block(&w, bs, as++, k, sizes[k], d);
-    if (!rc)
-        rc = tc_zipw_add(&w, "version", "3\n", 2, d);
-    if (!rc)
-        rc = tc_zipw_finish(&w, d);
+    if (rc || (rc = tc_zipw_add(&w, "version", "3\n", 2, d)))
+        goto done;
+    rc = tc_zipw_finish(&w, d);
+done:
     tc_zipw_free(&w);
     return rc;
 }

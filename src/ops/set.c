@@ -36,9 +36,10 @@ static int outs_open(outs *o, const char *path, unsigned flags, tc_diag *d)
     if (tc_grow(&o->v, &o->cap, o->n + 1, sizeof *o->v))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     int rc = tc_dst_open(&o->v[o->n], path, flags, d);
-    if (!rc)
-        o->n++;
-    return rc;
+    if (rc)
+        return rc;
+    o->n++;
+    return 0;
 }
 
 static tc_dst *outs_last(outs *o) { return &o->v[o->n - 1]; }
@@ -57,13 +58,13 @@ static int not_a_folder(const char *path, tc_diag *d)
 static int outs_publish(outs *o, tc_diag *d)
 {
     int rc = 0;
-    for (size_t i = 0; i < o->n && !rc; i++)
-        if (!(rc = tc_dst_finish(&o->v[i], d)))
-            rc = not_a_folder(o->v[i].target, d);
-    size_t done = 0;
+    for (size_t i = 0; i < o->n; i++)
+        if ((rc = tc_dst_finish(&o->v[i], d)) || (rc = not_a_folder(o->v[i].target, d)))
+            return rc;
     char **placed = calloc(o->n + 1, sizeof *placed);
-    if (!rc && !placed)
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (!placed)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    size_t done = 0;
     for (; done < o->n && !rc; done++) {
         placed[done] = strdup(o->v[done].target);
         rc = tc_dst_publish(&o->v[done], d);
@@ -72,7 +73,7 @@ static int outs_publish(outs *o, tc_diag *d)
         for (size_t i = 0; i + 1 < done; i++)
             if (placed[i])
                 unlink(placed[i]);
-    for (size_t i = 0; placed && i < o->n; i++)
+    for (size_t i = 0; i < o->n; i++)
         free(placed[i]);
     free(placed);
     return rc;
@@ -191,10 +192,13 @@ static int check_written(const char *path, const char *const *want, size_t n, co
                             "every --part again)", name);
         got++;
     }
-    if (!rc && got != n)
+    if (rc)
+        goto done;
+    if (got != n)
         rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
                         "holds %zu tensors where this set's plan puts %zu (a shard of another run? run every --part "
                         "again)", got, n);
+done:
     tc_ckpt_close(c);
     return rc;
 }
@@ -1155,24 +1159,26 @@ static int run(tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts 
     outs os = {0};
     strvec stale = {0}, removed = {0};
     rep->ninputs = ix->nsh;
-    int rc = given ? 0 : tc_index_check_shards(ix, d);
-    if (!rc)
-        rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
-                                       : convert_set(ix, given, out, o, &os, rep, d);
-    if (!rc && (o->dst_flags & TC_DST_FORCE) && writes_index(o) && !o->one_file && rep->index_path)
-        rc = stale_shards(rep->index_path, &os, ix, given, &o->lim, &stale, d);
-    if (!rc)
-        rc = outs_publish(&os, d);
+    int rc = 0;
+    bool replaces = (o->dst_flags & TC_DST_FORCE) && writes_index(o) && !o->one_file;
+    if ((!given && (rc = tc_index_check_shards(ix, d))) ||
+        (rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
+                                        : convert_set(ix, given, out, o, &os, rep, d)) ||
+        (replaces && rep->index_path && (rc = stale_shards(rep->index_path, &os, ix, given, &o->lim, &stale, d))) ||
+        (rc = outs_publish(&os, d)))
+        goto done;
     /* the new set is in place: the old one's other shards go */
     for (size_t i = 0; i < stale.n; i++) {
-        if (!rc && unlink(stale.v[i]) == 0) {
+        if (unlink(stale.v[i]) == 0) {
             const char *slash = strrchr(stale.v[i], '/');
             char *name = strdup(slash ? slash + 1 : stale.v[i]);
             if (name && tc_vec_push(&removed, name) < 0)
                 free(name);
         }
-        free(stale.v[i]);
     }
+done:
+    for (size_t i = 0; i < stale.n; i++)
+        free(stale.v[i]);
     tc_vec_free(&stale);
     if (removed.n > 1)
         qsort(removed.v, removed.n, sizeof *removed.v, cmp_str);
@@ -1193,8 +1199,9 @@ int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_rep
     if (!tc_index_path(in) && o->mode != TC_SET_REWRITE) {
         tc_ckpt *c;
         int rc = tc_open(&c, in, &o->lim, d);
-        if (!rc)
-            rc = tc_set_run_ckpt(c, out, o, rep, d);
+        if (rc)
+            return rc;
+        rc = tc_set_run_ckpt(c, out, o, rep, d);
         tc_ckpt_close(c);
         return rc;
     }
