@@ -318,13 +318,21 @@ int tc_tzip_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 
 /* ---- writing ----------------------------------------------------------------------- */
 
-/* Where a writer gets its blocks' bytes, and where they lie in the input
- * (either job's data, origin and ctx). */
+/* The blocks a writer lays out: where it gets their bytes, where they lie
+ * in the input (either job's data, origin and ctx), and their sizes (a
+ * rewrite's storages, or a state_dict's blocks). */
 typedef struct blocks_src {
     tc_data_fn data;
     tc_origin_fn origin;
     void *ctx;
+    const tc_out_storage *storages;
+    const tc_wblock *blocks;
 } blocks_src;
+
+static uint64_t block_size(const blocks_src *bs, size_t k)
+{
+    return bs->storages ? bs->storages[k].nbytes : bs->blocks[k].nbytes;
+}
 
 /* Where block k's data goes, modulo *mod: where its bytes lie in their input
  * modulo TC_SHARE_BLOCK when they pass through unchanged and hold a whole
@@ -358,10 +366,10 @@ static int write_block(tc_zipw *w, const blocks_src *bs, size_t as, size_t k, ui
     return tc_zipw_end(w, d);
 }
 
-/* The archive: data.pkl, byteorder, the n blocks kept (block k of size
- * sizes[k] as the next data/<as>), version, as torch.save orders them. */
+/* The archive: data.pkl, byteorder, the n blocks kept (every one when keep
+ * is NULL; each as the next data/<as>), version, as torch.save orders them. */
 static int write_records(tc_dst *dst, const uint8_t *pkl, size_t plen, const blocks_src *bs, size_t n,
-                         const bool *keep, const uint64_t *sizes, tc_diag *d)
+                         const bool *keep, tc_diag *d)
 {
     char archive[256];
     tc_zip_archive_name(dst->path, archive, sizeof archive);
@@ -372,8 +380,8 @@ static int write_records(tc_dst *dst, const uint8_t *pkl, size_t plen, const blo
     if ((rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d)) || (rc = tc_zipw_add(&w, "byteorder", "little", 6, d)))
         goto done;
     for (size_t k = 0, as = 0; k < n && !rc; k++)
-        if (keep[k])
-            rc = write_block(&w, bs, as++, k, sizes[k], d);
+        if (!keep || keep[k])
+            rc = write_block(&w, bs, as++, k, block_size(bs, k), d);
     if (rc || (rc = tc_zipw_add(&w, "version", "3\n", 2, d)))
         goto done;
     rc = tc_zipw_finish(&w, d);
@@ -386,26 +394,13 @@ done:
 static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
 {
     uint8_t *pkl = NULL;
-    size_t plen = 0, n = job->nblocks;
-    bool *keep = calloc(n + 1, sizeof *keep);
-    uint64_t *sizes = calloc(n + 1, sizeof *sizes);
-    int rc = 0;
-    if (!keep || !sizes) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t k = 0; k < n; k++) {
-        keep[k] = true;
-        sizes[k] = job->blocks[k].nbytes;
-    }
-    if ((rc = tc_torch_state_dict(job, &pkl, &plen, d)))
-        goto done;
-    blocks_src bs = {job->data, job->origin, job->ctx};
-    rc = write_records(dst, pkl, plen, &bs, n, keep, sizes, d);
-done:
+    size_t plen = 0;
+    int rc = tc_torch_state_dict(job, &pkl, &plen, d);
+    if (rc)
+        return rc;
+    blocks_src bs = {job->data, job->origin, job->ctx, NULL, job->blocks};
+    rc = write_records(dst, pkl, plen, &bs, job->nblocks, NULL, d);
     free(pkl);
-    free(keep);
-    free(sizes);
     return rc;
 }
 
@@ -415,25 +410,18 @@ static int rewrite_zip(const tc_rewrite_job *job, tc_dst *dst, tc_diag *d)
     tc_torch_graph *tg = tc_torch_graph_of(job->whole);
     if (!tg)
         return tc_fail(d, TC_ERR_UNSUPPORTED, "%s files have no object graph to rewrite", tc_ckpt_format(job->whole));
+    size_t n = tc_ckpt_nstorages(job->whole), plen = 0;
     uint8_t *pkl = NULL;
-    size_t plen = 0, n = tc_ckpt_nstorages(job->whole);
     bool *keep = calloc(n + 1, sizeof *keep);
-    uint64_t *sizes = calloc(n + 1, sizeof *sizes);
-    int rc = 0;
-    if (!keep || !sizes) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        goto done;
+    if (!keep)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_torch_rewrite(tg, job, keep, &pkl, &plen, d);
+    if (!rc) {
+        blocks_src bs = {job->data, job->origin, job->ctx, job->storages, NULL};
+        rc = write_records(dst, pkl, plen, &bs, n, keep, d);
     }
-    for (size_t k = 0; k < n; k++)
-        sizes[k] = job->storages[k].nbytes;
-    if ((rc = tc_torch_rewrite(tg, job, keep, &pkl, &plen, d)))
-        goto done;
-    blocks_src bs = {job->data, job->origin, job->ctx};
-    rc = write_records(dst, pkl, plen, &bs, n, keep, sizes, d);
-done:
     free(pkl);
     free(keep);
-    free(sizes);
     return rc;
 }
 
