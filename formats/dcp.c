@@ -41,6 +41,7 @@
 #include "verdict.h"
 
 extern const tc_format tc_format_dcp;
+extern const tc_format tc_format_torch_zip; /* DCP's torch_save serialization of an item */
 
 #define CARRY_MAX (1u << 20)       /* a byte item larger than this is not carried into outputs */
 #define CARRY_TOTAL (64u << 20)    /* nor once the carried ones reach this */
@@ -449,7 +450,7 @@ static int open_item(rd *R, const sitem *s, const char *what, tc_ckpt **out, tc_
                           "serialization is read)",
                           what, s->off, s->off + s->len);
     if ((rc = tc_ckpt_new_src(&b, f->path, &win, tc_ckpt_limits(R->c), &in)) ||
-        (rc = tc_format_named("torch-zip")->open(b, &in))) {
+        (rc = tc_format_torch_zip.open(b, &in))) {
         tc_ckpt_close(b);
         return tc_fail_at(d, rc, f->path, s->off, "%s at bytes [%" PRIu64 ", %" PRIu64 "): %s", what, s->off,
                           s->off + s->len, in.msg);
@@ -1248,7 +1249,7 @@ static int open_dcp(tc_ckpt *c, tc_diag *d)
     dpriv *x = calloc(1, sizeof *x);
     if (!x)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_dcp, tc_format_dcp.name, x, dpriv_free);
+    tc_ckpt_set_driver(c, &tc_format_dcp, x, dpriv_free);
     tc_ckpt_set_distributed(c, "a distributed checkpoint (torch.distributed.checkpoint)");
     const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
     if (!(x->dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".")))
@@ -1279,4 +1280,5 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return tc_filepool_reader(&x->files, x->file_of[i], s->file_off, s->nbytes, r, d);
 }
 
-const tc_format tc_format_dcp = {"dcp", probe, open_dcp, open_storage, NULL};
+const tc_format tc_format_dcp = {.name = "dcp", .probe = probe, .open = open_dcp, .open_storage = open_storage,
+                                 .caps = TC_CAP_ASSEMBLED | TC_CAP_FOLDER | TC_CAP_OWN_READER};

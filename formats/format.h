@@ -103,14 +103,22 @@ typedef struct tc_keyedit {
     const char *key;
 } tc_keyedit;
 
-typedef struct tc_write_job {
-    /* Either a whole checkpoint rewritten with its object graph (one block
-     * per storage, in order; storages says what becomes of each) ... */
+/* A whole checkpoint rewritten with its object graph (a torch zip kept as
+ * torch.save made it, its storages moved or cast): one block per storage, in
+ * order. */
+typedef struct tc_rewrite_job {
     tc_ckpt *whole;
-    const tc_out_storage *storages;
+    const tc_out_storage *storages; /* what becomes of each storage */
     const tc_keyedit *edits; /* sorted by (keyed, item), each item at most once; storages no path reaches then are left out */
     size_t nedits;
-    /* ... or a flat state_dict of items over blocks. */
+    tc_data_fn data;
+    tc_origin_fn origin;   /* may be NULL: no block has one */
+    void *ctx;             /* for data and origin */
+    uint32_t max_depth;    /* pickle nesting the writer may emit */
+} tc_rewrite_job;
+
+/* A flat state_dict of items over blocks, made anew. */
+typedef struct tc_write_job {
     const tc_witem *items;
     size_t nitems;
     const tc_wblock *blocks;
@@ -137,14 +145,54 @@ typedef struct tc_write_job {
  * the next driver whose probe accepts it. */
 #define TC_FORMAT_DECLINE 1
 
-typedef struct tc_format {
-    const char *name;
+/* What a driver is and can do. Layers above the drivers ask these, never a
+ * driver's name (which is for messages): a new driver that has the trait gets
+ * the behaviour without a line changing above it. */
+typedef enum tc_format_cap {
+    /* reads a torch object graph with the shared torch pickle reader
+     * (torch_pickle.h): its private state is that reader's */
+    TC_CAP_TORCH_GRAPH = 1u << 0,
+    /* a TorchScript archive: code/ and constants beside the graph, loaded
+     * by torch.jit.load; rewritten whole it would lose its code */
+    TC_CAP_TORCHSCRIPT = 1u << 1,
+    /* tensors assembled from chunks of other storages (a save in pieces) */
+    TC_CAP_ASSEMBLED = 1u << 2,
+    /* an index over shard files, each opened with its own driver */
+    TC_CAP_SHARD_INDEX = 1u << 3,
+    /* a folder of files, opened through the one that describes it */
+    TC_CAP_FOLDER = 1u << 4,
+    /* torch.load is not what reads it: the readings torch.load could take
+     * of its bytes (tc_judge_readings) are not a consumer's */
+    TC_CAP_OWN_READER = 1u << 5,
+    /* torch's legacy pickle stream: the driver judges the pickle at byte 0
+     * as torch.load reads it */
+    TC_CAP_LEGACY_STREAM = 1u << 6,
+    /* write takes a flat state_dict as a torch zip (.pt), and rewrite a
+     * checkpoint whole with its object graph */
+    TC_CAP_WRITES_TORCH = 1u << 7,
+    /* write takes a flat state_dict as safetensors */
+    TC_CAP_WRITES_SAFETENSORS = 1u << 8,
+    /* torch's legacy tar archive: torch.load reads its members (a tar
+     * first); the other readings of its bytes are judged beside it */
+    TC_CAP_LEGACY_TAR = 1u << 9,
+    /* write takes a flat state_dict of ggml-typed blocks (job.gguf) as GGUF */
+    TC_CAP_WRITES_GGUF = 1u << 10,
+    /* a GGUF file: its private state is the GGUF reader's (gguf_priv.h:
+     * its files, metadata and tensor infos, which inspect and convert ask) */
+    TC_CAP_GGUF = 1u << 11,
+} tc_format_cap;
+
+struct tc_format {
+    const char *name;   /* for messages and inspect's output only */
     bool (*probe)(const tc_probe *p);
     int (*open)(tc_ckpt *c, tc_diag *d); /* 0, a tc_status, or TC_FORMAT_DECLINE */
     int (*open_storage)(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);
     /* NULL for formats tensorctl reads only */
     int (*write)(const tc_write_job *job, tc_dst *dst, tc_diag *d);
-} tc_format;
+    unsigned caps;      /* tc_format_cap bits */
+    /* NULL for formats that cannot keep a checkpoint's object graph */
+    int (*rewrite)(const tc_rewrite_job *job, tc_dst *dst, tc_diag *d);
+};
 
 /* NULL-terminated, in probing order. */
 extern const tc_format *const tc_formats[];
@@ -165,8 +213,18 @@ int tc_model_folder(const char *path, char **file, tc_diag *d);
  * beside the one it opens (a shard index, a distributed checkpoint) looks for
  * them beside name, so name should be a path no file can lie under. */
 int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d);
-/* The driver named name ("torch-zip", "safetensors"), or NULL. */
-const tc_format *tc_format_named(const char *name);
+/* The name of c's driver, for messages ("unknown" before one is set). */
+const char *tc_ckpt_format(const tc_ckpt *c);
+/* Whether c's driver has every trait of caps (tc_format_cap bits). */
+bool tc_ckpt_can(const tc_ckpt *c, unsigned caps);
+/* The writer of the registry with the trait cap (TC_CAP_WRITES_TORCH,
+ * TC_CAP_WRITES_SAFETENSORS, TC_CAP_WRITES_GGUF), or NULL when none has it. */
+const tc_format *tc_format_writer(unsigned cap);
+/* job written by that writer; TC_ERR_UNSUPPORTED when there is none. */
+int tc_format_write(unsigned cap, const tc_write_job *job, tc_dst *dst, tc_diag *d);
+/* job written by the first driver with the trait cap that rewrites whole;
+ * TC_ERR_UNSUPPORTED when there is none. */
+int tc_format_rewrite(unsigned cap, const tc_rewrite_job *job, tc_dst *dst, tc_diag *d);
 
 /* Storage i's bytes, through c's driver. */
 int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d);

@@ -32,27 +32,6 @@
 
 #include "map.h"
 
-/* ---- byte order -------------------------------------------------------------------- */
-
-uint64_t gg_num(const gg_file *f, const uint8_t *p, size_t size)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < size; i++)
-        v |= (uint64_t)p[f->big ? size - 1 - i : i] << (8 * i);
-    return v;
-}
-
-size_t gg_scalar_size(uint32_t type)
-{
-    static const uint8_t size[TC_GGUF_NTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    return type < TC_GGUF_NTYPES ? size[type] : 0;
-}
-
-int gg_read(const gg_file *f, uint64_t off, void *buf, size_t n, tc_diag *d)
-{
-    return tc_src_read(f->src, off, buf, n, "GGUF data", d);
-}
-
 /* A failure about file `path` at byte off, which the message ends with. */
 __attribute__((format(printf, 5, 6))) static int bad(tc_diag *d, int code, const char *path, uint64_t off,
                                                      const char *fmt, ...)
@@ -287,14 +266,6 @@ static int read_kvs(rd *r, gg_priv *g, gg_file *f, tc_map *keys, tc_diag *d)
     return 0;
 }
 
-const gg_kv *gg_find_kv(const gg_priv *g, const gg_file *f, const char *key)
-{
-    for (size_t i = f->kv0; i < f->kv0 + f->nkv; i++)
-        if (!strcmp(g->kv.v[i].key, key))
-            return &g->kv.v[i];
-    return NULL;
-}
-
 /* ---- tensor infos ----------------------------------------------------------------------- */
 
 typedef struct info {
@@ -520,24 +491,10 @@ static void priv_free(void *p)
     free(g);
 }
 
-gg_priv *gg_priv_of(const tc_ckpt *c) { return c && tc_ckpt_driver(c) == &tc_format_gguf ? tc_ckpt_priv(c) : NULL; }
-
 static bool probe(const tc_probe *p)
 {
     size_t l = p->path ? strlen(p->path) : 0;
     return (p->n >= 4 && !memcmp(p->head, "GGUF", 4)) || (l > 5 && !strcmp(p->path + l - 5, ".gguf"));
-}
-
-const int *gg_be_fields(tc_qtype q)
-{
-    static const int q40[] = {0, -1}, q4k[] = {0, 2, -1}, q6k[] = {208, -1}, none[] = {-1};
-    switch (q) {
-    case TC_Q_Q4_0: case TC_Q_Q8_0: return q40;
-    case TC_Q_Q4_K: return q4k;
-    case TC_Q_Q6_K: return q6k;
-    case TC_Q_MXFP4: case TC_Q_NVFP4: return none;
-    default: return NULL;
-    }
 }
 
 /* "X-00001-of-00003.gguf": the part before "-00001" when path is shard `no` (1-based) of `count`, else 0. */
@@ -682,7 +639,7 @@ static int open_gguf(tc_ckpt *c, tc_diag *d)
     gg_priv *g = calloc(1, sizeof *g);
     if (!g)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_gguf, tc_format_gguf.name, g, priv_free);
+    tc_ckpt_set_driver(c, &tc_format_gguf, g, priv_free);
     gg_file *f = tc_vec_extend(&g->files, 1);
     size_t names_cap = 2;
     info **names = calloc(names_cap, sizeof *names);
@@ -753,4 +710,5 @@ done:
     return rc;
 }
 
-const tc_format tc_format_gguf = {"gguf", probe, open_gguf, gg_open_storage, tc_gguf_write};
+const tc_format tc_format_gguf = {.name = "gguf", .probe = probe, .open = open_gguf, .open_storage = gg_open_storage,
+                                  .write = tc_gguf_write, .caps = TC_CAP_GGUF | TC_CAP_WRITES_GGUF};

@@ -444,7 +444,7 @@ static int read_info(const tc_src *src, const tc_limits *lim, npy_info *a, tc_di
 
 static int open_npy(tc_ckpt *c, tc_diag *d)
 {
-    tc_ckpt_set_driver(c, &tc_format_npy, tc_format_npy.name, NULL, NULL);
+    tc_ckpt_set_driver(c, &tc_format_npy, NULL, NULL);
     const tc_src *src = tc_ckpt_src(c);
     npy_info a;
     int rc = read_info(src, tc_ckpt_limits(c), &a, d);
@@ -466,7 +466,8 @@ static int open_storage_npy(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_npy = {"npy", probe_npy, open_npy, open_storage_npy, NULL};
+const tc_format tc_format_npy = {.name = "npy", .probe = probe_npy, .open = open_npy,
+                                 .open_storage = open_storage_npy};
 
 /* ---- .npz -------------------------------------------------------------------------------- */
 
@@ -565,7 +566,7 @@ static int open_npz(tc_ckpt *c, tc_diag *d)
     npz *z = calloc(1, sizeof *z);
     if (!z)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_npz, tc_format_npz.name, z, npz_free);
+    tc_ckpt_set_driver(c, &tc_format_npz, z, npz_free);
     tc_zip_limits zl = {.max_entries = tc_ckpt_limits(c)->max_entries};
     int rc = tc_zip_open(&z->zip, tc_ckpt_src(c), &zl, d);
     if (rc)
@@ -635,4 +636,5 @@ static int open_storage_npz(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_npz = {"npz", probe_npz, open_npz, open_storage_npz, NULL};
+const tc_format tc_format_npz = {.name = "npz", .probe = probe_npz, .open = open_npz,
+                                 .open_storage = open_storage_npz};

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "format.h"
 #include "pickle.h"
 #include "pickle_file.h"
 
@@ -15,6 +16,11 @@ typedef struct add_ctx {
     uint64_t n;
     tc_buf name;
 } add_ctx;
+
+/* A raw pickle is no format of the registry (no probe: scan opens one with
+ * tc_open_pickle); its checkpoints still have a driver, which says what
+ * they are and that they have no storages to read. */
+static const tc_format tc_format_pickle = {.name = "pickle"};
 
 static void add_global(void *ctx, pk_obj *o)
 {
@@ -116,7 +122,7 @@ int tc_open_pickle(tc_ckpt **out, const char *name, const tc_src *src, const tc_
     int rc = tc_ckpt_new_src(&c, name, src, lim, d);
     if (rc)
         return rc;
-    tc_ckpt_set_driver(c, NULL, "pickle", NULL, NULL);
+    tc_ckpt_set_driver(c, &tc_format_pickle, NULL, NULL);
     tc_pickle_seen seen;
     rc = tc_pickle_judge(c, tc_ckpt_src(c), 0, src->size, true, &seen, d);
     bool safe = !rc && tc_ckpt_is_safe(c);

@@ -16,81 +16,6 @@
 #include "verdict.h"
 #include "zip.h"
 
-typedef struct scan {
-    char *out;
-    size_t n;
-} scan;
-
-static void note_global(void *ctx, pk_obj *o)
-{
-    scan *sc = ctx;
-    if (o->kind != PK_GLOBAL || sc->out[0])
-        return;
-    char name[1100];
-    snprintf(name, sizeof name, "%s.%s", pk_module_py3(o->s), o->name);
-    if (!tc_verdict_of(name).allowed)
-        snprintf(sc->out, sc->n, "%s", name);
-}
-
-void tc_first_unsafe_global(pk_graph *g, char *out, size_t n)
-{
-    scan sc = {out, n};
-    out[0] = 0;
-    pk_graph_foreach(g, note_global, &sc);
-}
-
-int tc_first_pickle(const tc_src *src, const tc_limits *lim, pk_graph **out, pk_obj **root, tc_diag *d)
-{
-    uint64_t cap = 1u << 16;
-    *out = NULL;
-    *root = NULL;
-    for (;;) {
-        uint64_t len = src->size < cap ? src->size : cap;
-        uint8_t *buf = malloc(len ? len : 1);
-        pk_graph *g = pk_graph_new();
-        if (!buf || !g) {
-            free(buf);
-            pk_graph_free(g);
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        }
-        int rc = tc_src_read(src, 0, buf, len, "a pickle read from byte 0", d);
-        bool hit_end = false;
-        pk_obj *r = NULL;
-        if (!rc) {
-            pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
-                              .what = "a pickle read from byte 0", .hit_end = &hit_end};
-            tc_diag scratch = TC_DIAG_INIT; /* where it stops is not the point: what it named before */
-            if (pk_read(g, buf, (size_t)len, &o, &r, NULL, &scratch))
-                r = NULL;
-        }
-        free(buf);
-        if (!rc && hit_end && len < src->size && cap < lim->max_pickle_bytes) {
-            pk_graph_free(g);
-            cap = cap * 8 < lim->max_pickle_bytes ? cap * 8 : lim->max_pickle_bytes;
-            continue;
-        }
-        if (rc) {
-            pk_graph_free(g);
-            return rc;
-        }
-        *out = g;
-        *root = r;
-        return 0;
-    }
-}
-
-int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, size_t n, tc_diag *d)
-{
-    pk_graph *g;
-    pk_obj *root;
-    unsafe[0] = 0;
-    int rc = tc_first_pickle(src, lim, &g, &root, d);
-    if (!rc)
-        tc_first_unsafe_global(g, unsafe, n);
-    pk_graph_free(g);
-    return rc;
-}
-
 /* Whether src's bytes open as an archive torch's own zip reader reads
  * (torch.jit.load, torch._C.PyTorchFileReader), wherever it lies in them. */
 static bool zip_reading(const tc_src *src, const tc_limits *lim)
@@ -109,12 +34,9 @@ static bool zip_reading(const tc_src *src, const tc_limits *lim)
 
 int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
 {
-    const char *fmt = tc_ckpt_format(c);
-    if (!strcmp(fmt, "safetensors-index") || !strcmp(fmt, "torch-index"))
-        return 0; /* a JSON index: torch.load is not what reads it */
-    if (!strcmp(fmt, "dcp"))
-        return 0; /* .metadata is read by pickle.load from byte 0: the reading its driver judged */
-    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4), tar = !strcmp(fmt, "torch-tar");
+    if (tc_ckpt_can(c, TC_CAP_OWN_READER))
+        return 0; /* a JSON index, a DCP's .metadata (read by pickle.load from byte 0: the reading its driver judged) */
+    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4), tar = tc_ckpt_can(c, TC_CAP_LEGACY_TAR);
     const tc_src *src = tc_ckpt_src(c);
     int rc = 0;
     if (!zip && !tar) {
@@ -134,7 +56,7 @@ int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
                                 "given them as a stream (a BytesIO, not a file)",
                                 d);
     /* a file that is not a zip and not torch's legacy stream is still unpickled from byte 0 */
-    if (!rc && !zip && !stream && strcmp(fmt, "torch-legacy")) {
+    if (!rc && !zip && !stream && !tc_ckpt_can(c, TC_CAP_LEGACY_STREAM)) {
         char unsafe[1100];
         if (!(rc = tc_pickle_at_zero(src, tc_ckpt_limits(c), unsafe, sizeof unsafe, d)) && unsafe[0]) {
             char text[1400];

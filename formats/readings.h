@@ -9,18 +9,10 @@
 #include <stdint.h>
 
 #include "ckpt.h"
-#include "pickle.h"
+#include "first_pickle.h" /* what the readings are judged by, which drivers use too */
 
 /* Add c's hazards: every second reading of its bytes (head: its first n bytes). */
 int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d);
-/* The bytes of src read from byte 0 as CPython's unpickler would, up to where
- * it stops: the first global they name that the allowlist does not allow,
- * into unsafe ("" when none). */
-int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, size_t n, tc_diag *d);
-/* The first pickle of src from byte 0, read as CPython's unpickler reads it
- * as far as it goes: its graph (*g, the caller frees it) and its value
- * (*root, NULL when it does not end or fails). */
-int tc_first_pickle(const tc_src *src, const tc_limits *lim, pk_graph **g, pk_obj **root, tc_diag *d);
 /* Whether the first pickle of src is torch's legacy magic number (in any
  * encoding: torch.load compares the value), so that torch.load reads the
  * bytes as a legacy stream (torch_legacy.c). */
@@ -28,7 +20,5 @@ int tc_legacy_at_zero(const tc_src *src, const tc_limits *lim, bool *is, tc_diag
 /* Whether b (n bytes) opens as a tar archive to Python's tarfile: its first
  * block a header tarfile takes (torch_tar.c). */
 bool tc_tar_header(const uint8_t *b, size_t n);
-/* The first global of g that the allowlist does not allow ("" when none). */
-void tc_first_unsafe_global(pk_graph *g, char *out, size_t n);
 
 #endif

@@ -1,4 +1,4 @@
-/* The format registry, opening by probe, and storage readers. */
+/* The format registry: tc_formats[], opening a file by probe, the writers by trait. */
 #include "buf.h"
 #include "format.h"
 #include "readings.h"
@@ -31,12 +31,28 @@ const tc_format *const tc_formats[] = {
     NULL,
 };
 
-const tc_format *tc_format_named(const char *name)
+const tc_format *tc_format_writer(unsigned cap)
 {
     for (const tc_format *const *f = tc_formats; *f; f++)
-        if (!strcmp((*f)->name, name))
+        if (((*f)->caps & cap) == cap && (*f)->write)
             return *f;
     return NULL;
+}
+
+int tc_format_write(unsigned cap, const tc_write_job *job, tc_dst *dst, tc_diag *d)
+{
+    const tc_format *f = tc_format_writer(cap);
+    if (!f)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "no format driver writes this output");
+    return f->write(job, dst, d);
+}
+
+int tc_format_rewrite(unsigned cap, const tc_rewrite_job *job, tc_dst *dst, tc_diag *d)
+{
+    for (const tc_format *const *f = tc_formats; *f; f++)
+        if (((*f)->caps & cap) == cap && (*f)->rewrite)
+            return (*f)->rewrite(job, dst, d);
+    return tc_fail(d, TC_ERR_UNSUPPORTED, "no format driver rewrites this output whole");
 }
 
 /* The names a model folder's checkpoint goes by, as Hugging Face's save_pretrained
@@ -165,6 +181,61 @@ static int new_ckpt(tc_ckpt **c, const char *path, const tc_src *from, const tc_
     return from ? tc_ckpt_new_src(c, path, from, lim, d) : tc_ckpt_new(c, path, lim, d);
 }
 
+/* The next driver from *next on whose probe accepts p (*next then past it), or NULL. */
+static const tc_format *next_probed(const tc_format *const **next, const tc_probe *p)
+{
+    for (; **next; (*next)++)
+        if ((**next)->probe(p))
+            return *(*next)++;
+    return NULL;
+}
+
+/* Why a file no driver reads is not a checkpoint: torch.load would still
+ * unpickle it from byte 0 (said when that imports something), it is empty,
+ * or no known format starts with its first bytes (head, hn of them). */
+static int not_a_checkpoint(const tc_src *src, const tc_limits *lim, const uint8_t *head, size_t hn, tc_diag *d)
+{
+    char unsafe[1100];
+    int rc = tc_pickle_at_zero(src, lim, unsafe, sizeof unsafe, d);
+    if (rc)
+        return rc;
+    if (unsafe[0])
+        return tc_fail(d, TC_ERR_UNSAFE,
+                       "not a checkpoint tensorctl reads, but torch.load would unpickle it from byte 0, "
+                       "importing %s (and calling what it names)",
+                       unsafe);
+    if (hn == 0)
+        return tc_fail(d, TC_ERR_FORMAT, "not a checkpoint: the file is empty");
+    char first[16];
+    tc_buf fb = tc_buf_fixed(first, sizeof first);
+    for (size_t i = 0; i < hn && i < 4; i++)
+        tc_buf_printf(&fb, "%s%02x", i ? " " : "", head[i]);
+    return tc_fail(d, TC_ERR_FORMAT,
+                   "not a checkpoint: no known format starts with bytes %s (expected a torch zip, legacy "
+                   "torch or safetensors file)",
+                   first);
+}
+
+/* The driver of a file no probe accepted: torch's legacy stream when its
+ * first pickle is the legacy magic number pickled another way (protocol 0
+ * text: torch.load compares its value); else why it is not a checkpoint. */
+static int unprobed(const tc_src *src, const tc_limits *lim, const uint8_t *head, size_t hn, const tc_format **fmt,
+                    tc_diag *d)
+{
+    bool legacy = false;
+    int rc = tc_legacy_at_zero(src, lim, &legacy, d);
+    if (rc)
+        return rc;
+    if (!legacy)
+        return not_a_checkpoint(src, lim, head, hn, d);
+    *fmt = &tc_format_torch_legacy;
+    return 0;
+}
+
+/* path (or from, named path) opened by the first driver whose probe accepts
+ * its head and that does not decline it at open (a zip the torch zip driver
+ * finds to be a TorchScript archive goes to the next that probes it, on a
+ * new checkpoint), then its other readings judged. */
 static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const tc_limits *lim, tc_diag *d)
 {
     tc_ckpt *c;
@@ -174,57 +245,21 @@ static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const t
     const tc_src *src = tc_ckpt_src(c);
     uint8_t head[TC_PROBE_BYTES] = {0};
     size_t hn = src->size < sizeof head ? (size_t)src->size : sizeof head;
-    const tc_format *fmt = NULL;
     if ((rc = tc_src_read(src, 0, head, hn, "header", d)))
         goto fail;
     tc_probe p = {head, hn, src->size, path};
     const tc_format *const *next = tc_formats;
-    for (; *next && !fmt; next++)
-        if ((*next)->probe(&p))
-            fmt = *next;
-again:
-    if (!fmt) {
-        /* the legacy magic number pickled another way (protocol 0 text): torch.load compares its value */
-        bool legacy = false;
-        if ((rc = tc_legacy_at_zero(src, lim, &legacy, d)))
+    const tc_format *fmt = next_probed(&next, &p);
+    for (;;) {
+        if (!fmt && (rc = unprobed(tc_ckpt_src(c), lim, head, hn, &fmt, d)))
             goto fail;
-        if (legacy)
-            fmt = &tc_format_torch_legacy;
-    }
-    if (!fmt) {
-        /* torch.load would still unpickle it from byte 0: say so when that imports something */
-        char unsafe[1100];
-        if (!(rc = tc_pickle_at_zero(src, lim, unsafe, sizeof unsafe, d)) && unsafe[0])
-            rc = tc_fail(d, TC_ERR_UNSAFE,
-                         "not a checkpoint tensorctl reads, but torch.load would unpickle it from byte 0, "
-                         "importing %s (and calling what it names)",
-                         unsafe);
-        else if (!rc && hn == 0)
-            rc = tc_fail(d, TC_ERR_FORMAT, "not a checkpoint: the file is empty");
-        else if (!rc) {
-            char first[16];
-            tc_buf fb = tc_buf_fixed(first, sizeof first);
-            for (size_t i = 0; i < hn && i < 4; i++)
-                tc_buf_printf(&fb, "%s%02x", i ? " " : "", head[i]);
-            rc = tc_fail(d, TC_ERR_FORMAT,
-                         "not a checkpoint: no known format starts with bytes %s (expected a torch zip, legacy "
-                         "torch or safetensors file)",
-                         first);
-        }
-        goto fail;
-    }
-    tc_ckpt_set_driver(c, fmt, fmt->name, NULL, NULL);
-    if ((rc = fmt->open(c, d)) == TC_FORMAT_DECLINE) {
-        /* another driver's file after all: start over with the next one that probes it */
+        tc_ckpt_set_driver(c, fmt, NULL, NULL);
+        if ((rc = fmt->open(c, d)) != TC_FORMAT_DECLINE)
+            break;
         tc_ckpt_close(c);
         if ((rc = new_ckpt(&c, path, from, lim, d)))
             return rc;
-        src = tc_ckpt_src(c);
-        fmt = NULL;
-        for (; *next && !fmt; next++)
-            if ((*next)->probe(&p))
-                fmt = *next;
-        goto again;
+        fmt = next_probed(&next, &p);
     }
     if (rc || (rc = tc_judge_readings(c, head, hn, d)))
         goto fail;
@@ -249,61 +284,4 @@ int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_lim
 {
     *out = NULL;
     return open_any(out, name, src, lim, d);
-}
-
-int tc_storage_open(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
-{
-    memset(r, 0, sizeof *r);
-    const tc_format *f = tc_ckpt_driver(c);
-    int rc = f->open_storage(c, i, r, d);
-    r->what = tc_ckpt_storage(c, i)->key;
-    tc_diag_subject(d, tc_ckpt_path(c));
-    return rc;
-}
-
-int tc_rd_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
-{
-    uint64_t left = r->size - r->done;
-    if (n > left)
-        n = (size_t)left;
-    *got = 0;
-    size_t total = 0;
-    while (total < n) {
-        size_t g = 0;
-        int rc = r->read(r, (uint8_t *)buf + total, n - total, &g, d);
-        if (rc)
-            return rc;
-        if (!g)
-            return tc_fail(d, TC_ERR_FORMAT, "record for storage '%s' is shorter than its %llu bytes", r->what,
-                           (unsigned long long)r->size);
-        total += g;
-        r->done += g;
-    }
-    *got = total;
-    return 0;
-}
-
-void tc_rd_close(tc_rd *r)
-{
-    if (r && r->close)
-        r->close(r);
-    if (r)
-        r->close = NULL;
-}
-
-static int range_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
-{
-    int rc = tc_src_read(r->src, r->off + r->done, buf, n, r->what ? r->what : "storage", d);
-    *got = rc ? 0 : n;
-    return rc;
-}
-
-void tc_rd_range(tc_rd *r, const tc_src *src, uint64_t off, uint64_t size)
-{
-    r->src = src;
-    r->off = off;
-    r->size = size;
-    r->done = 0;
-    r->read = range_read;
-    r->close = NULL;
 }

@@ -555,11 +555,11 @@ static int unique_names(const tc_ckpt *c, tc_diag *d)
     return rc;
 }
 
-static int open_st(tc_ckpt *c, tc_diag *d)
+typedef TC_VEC(span) spans;
+
+/* The header's length, the file's first 8 bytes: within the limit and the file, and room for a JSON object. */
+static int header_length(const tc_src *src, const tc_limits *lim, uint64_t *out, tc_diag *d)
 {
-    tc_ckpt_set_driver(c, &tc_format_safetensors, tc_format_safetensors.name, NULL, NULL);
-    const tc_src *src = tc_ckpt_src(c);
-    const tc_limits *lim = tc_ckpt_limits(c);
     uint64_t size = src->size;
     uint8_t h8[8];
     if (size < 8)
@@ -579,98 +579,122 @@ static int open_st(tc_ckpt *c, tc_diag *d)
                        n, size);
     if (n < 2)
         return tc_fail(d, TC_ERR_FORMAT, "safetensors header length %" PRIu64 " is too small for a JSON object", n);
-    uint64_t data_size = size - 8 - n;
-    hwin w = {.src = src, .n = n};
-    TC_VEC(span) sp = {0};
-    size_t count = 0;
-    if ((rc = prescan(&w, &count, d)))
+    *out = n;
+    return 0;
+}
+
+/* One member of the header: __metadata__, or a tensor (its span of the data appended to sp). */
+static int read_member(tc_ckpt *c, hwin *w, const member *m, uint64_t data_size, spans *sp, uint64_t *nmeta,
+                       tc_diag *d)
+{
+    cJSON *key = NULL, *val = NULL;
+    int rc;
+    if ((rc = parse_part(w, m->kb, m->ke, &key, d)) || (rc = parse_part(w, m->vb, m->ve, &val, d)))
         goto done;
-    if (w.first != '{') {
-        rc = tc_fail(d, TC_ERR_FORMAT, "safetensors header starts with byte 0x%02x, not '{'", (uint8_t)w.first);
-        goto done;
+    const char *name = key->valuestring;
+    if (!strcmp(name, "__metadata__")) {
+        rc = (*nmeta)++ ? tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", name)
+                        : read_metadata(c, val, d);
+    } else {
+        span *x = tc_vec_extend(sp, 1);
+        rc = x ? read_tensor(c, name, val, data_size, x, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    /* one member at a time: "key": value, each parsed with cJSON alone */
+done:
+    cJSON_Delete(key);
+    cJSON_Delete(val);
+    return rc;
+}
+
+/* The header object, one member at a time ("key": value, each parsed with
+ * cJSON alone), and nothing but white space after it. */
+static int read_header(tc_ckpt *c, hwin *w, uint64_t data_size, spans *sp, tc_diag *d)
+{
+    const tc_limits *lim = tc_ckpt_limits(c);
+    size_t count = 0;
+    int rc = prescan(w, &count, d);
+    if (rc)
+        return rc;
+    if (w->first != '{')
+        return tc_fail(d, TC_ERR_FORMAT, "safetensors header starts with byte 0x%02x, not '{'", (uint8_t)w->first);
     uint64_t at = 1, nmeta = 0;
-    bool first = true;
-    for (;;) {
+    for (bool first = true;; first = false) {
         member m = {0};
-        if ((rc = next_member(&w, at, first, &m, d)))
-            goto done;
-        first = false;
-        if (m.end) {
-            at = m.next;
-            break;
-        }
-        if (count > lim->max_entries + 1 || sp.n + nmeta + 1 > lim->max_entries + 1) {
-            rc = tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64
-                         " (raise with --max-entries)", count, lim->max_entries);
-            goto done;
-        }
-        cJSON *key = NULL, *val = NULL;
-        if ((rc = parse_part(&w, m.kb, m.ke, &key, d)) || (rc = parse_part(&w, m.vb, m.ve, &val, d))) {
-            cJSON_Delete(key);
-            goto done;
-        }
-        const char *name = key->valuestring;
-        if (!strcmp(name, "__metadata__")) {
-            rc = nmeta++ ? tc_fail(d, TC_ERR_FORMAT, "safetensors header names tensor '%s' twice", name)
-                         : read_metadata(c, val, d);
-        } else {
-            span *x = tc_vec_extend(&sp, 1);
-            rc = x ? read_tensor(c, name, val, data_size, x, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        }
-        cJSON_Delete(key);
-        cJSON_Delete(val);
-        if (rc)
-            goto done;
+        if ((rc = next_member(w, at, first, &m, d)))
+            return rc;
         at = m.next;
+        if (m.end)
+            break;
+        if (count > lim->max_entries + 1 || sp->n + nmeta + 1 > lim->max_entries + 1)
+            return tc_fail(d, TC_ERR_LIMIT, "safetensors header lists %zu tensors, over the limit of %" PRIu64
+                           " (raise with --max-entries)", count, lim->max_entries);
+        if ((rc = read_member(c, w, &m, data_size, sp, &nmeta, d)))
+            return rc;
         if (m.last)
             break;
     }
-    if ((rc = trailing(&w, at, d)) || (rc = unique_names(c, d)))
-        goto done;
-    size_t ns = sp.n;
-    /* the buffer must be covered exactly: no overlaps, no gaps, nothing left over */
-    qsort(sp.v, ns, sizeof *sp.v, cmp_span);
+    return trailing(w, at, d);
+}
+
+/* The data buffer covered exactly by the tensors' spans (no overlaps, no
+ * gaps, nothing left over), each tensor's storage placed where its span
+ * lies in the file (the header is n bytes). */
+static int place_data(tc_ckpt *c, spans *sp, uint64_t n, uint64_t data_size, tc_diag *d)
+{
+    qsort(sp->v, sp->n, sizeof *sp->v, cmp_span);
     uint64_t pos = 0;
     const char *prev = NULL;
-    for (size_t i = 0; i < ns; i++) {
-        const span *x = &sp.v[i];
+    for (size_t i = 0; i < sp->n; i++) {
+        const span *x = &sp->v[i];
         const char *nm = tc_ckpt_tensor(c, x->t)->name;
-        if (x->b < pos) {
-            rc = tc_fail(d, TC_ERR_FORMAT,
-                         "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] overlap tensor '%s', which ends at %" PRIu64,
-                         nm, x->b, x->e, prev, pos);
-            goto done;
-        }
-        if (x->b > pos) {
-            rc = tc_fail(d, TC_ERR_FORMAT,
-                         "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] leave bytes [%" PRIu64 ", %" PRIu64
-                         ") of the data unused (%s%s%s; the data must be contiguous)",
-                         nm, x->b, x->e, pos, x->b, prev ? "after tensor '" : "at the start", prev ? prev : "",
-                         prev ? "'" : "");
-            goto done;
-        }
+        if (x->b < pos)
+            return tc_fail(d, TC_ERR_FORMAT,
+                           "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] overlap tensor '%s', which ends at %" PRIu64,
+                           nm, x->b, x->e, prev, pos);
+        if (x->b > pos)
+            return tc_fail(d, TC_ERR_FORMAT,
+                           "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] leave bytes [%" PRIu64 ", %" PRIu64
+                           ") of the data unused (%s%s%s; the data must be contiguous)",
+                           nm, x->b, x->e, pos, x->b, prev ? "after tensor '" : "at the start", prev ? prev : "",
+                           prev ? "'" : "");
         pos = x->e;
         prev = nm;
         tc_ckpt_storage_mut(c, (size_t)tc_ckpt_tensor(c, x->t)->storage)->file_off = 8 + n + x->b;
     }
-    if (pos != data_size) {
-        rc = tc_fail(d, TC_ERR_FORMAT,
-                     "the data is %" PRIu64 " bytes but the tensors cover %" PRIu64 " (%" PRIu64
-                     " bytes at the end belong to no tensor)",
-                     data_size, pos, data_size - pos);
-        goto done;
-    }
-    if ((rc = read_aliases(c, tc_ckpt_ntensors(c), d)))
-        goto done;
+    if (pos != data_size)
+        return tc_fail(d, TC_ERR_FORMAT,
+                       "the data is %" PRIu64 " bytes but the tensors cover %" PRIu64 " (%" PRIu64
+                       " bytes at the end belong to no tensor)",
+                       data_size, pos, data_size - pos);
+    return 0;
+}
+
+/* What inspect shows of the file's layout: the header's and the data's sizes. */
+static int add_sizes(tc_ckpt *c, uint64_t n, uint64_t data_size, tc_diag *d)
+{
     char v[32];
     snprintf(v, sizeof v, "%" PRIu64, n);
-    if ((rc = tc_ckpt_add_fact(c, "header_bytes", v, d)))
-        goto done;
+    int rc = tc_ckpt_add_fact(c, "header_bytes", v, d);
+    if (rc)
+        return rc;
     snprintf(v, sizeof v, "%" PRIu64, data_size);
-    if ((rc = tc_ckpt_add_fact(c, "data_bytes", v, d)))
+    return tc_ckpt_add_fact(c, "data_bytes", v, d);
+}
+
+static int open_st(tc_ckpt *c, tc_diag *d)
+{
+    tc_ckpt_set_driver(c, &tc_format_safetensors, NULL, NULL);
+    const tc_src *src = tc_ckpt_src(c);
+    uint64_t n = 0; /* set by header_length */
+    int rc = header_length(src, tc_ckpt_limits(c), &n, d);
+    if (rc)
+        return rc;
+    uint64_t data_size = src->size - 8 - n;
+    hwin w = {.src = src, .n = n};
+    spans sp = {0};
+    if ((rc = read_header(c, &w, data_size, &sp, d)) || (rc = unique_names(c, d)) ||
+        (rc = place_data(c, &sp, n, data_size, d)) || (rc = read_aliases(c, tc_ckpt_ntensors(c), d)))
         goto done;
+    rc = add_sizes(c, n, data_size, d);
 done:
     tc_vec_free(&sp);
     free(w.buf);
@@ -807,4 +831,6 @@ static int write_st(const tc_write_job *job, tc_dst *dst, tc_diag *d)
     return rc;
 }
 
-const tc_format tc_format_safetensors = {"safetensors", probe, open_st, open_storage, write_st};
+const tc_format tc_format_safetensors = {.name = "safetensors", .probe = probe, .open = open_st,
+                                         .open_storage = open_storage, .write = write_st,
+                                         .caps = TC_CAP_WRITES_SAFETENSORS};

@@ -385,7 +385,7 @@ static int open_ix(tc_ckpt *c, tc_diag *d)
     if (!x)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     x->open_k = -1;
-    tc_ckpt_set_driver(c, f, f->name, x, ipriv_free);
+    tc_ckpt_set_driver(c, f, x, ipriv_free);
     int rc = tc_index_open(&x->ix, tc_ckpt_path(c), tc_ckpt_limits(c), d);
     if (rc)
         return rc;
@@ -492,5 +492,9 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return 0;
 }
 
-const tc_format tc_format_safetensors_index = {"safetensors-index", probe_st, open_ix, open_storage, NULL};
-const tc_format tc_format_torch_index = {"torch-index", probe_pt, open_ix, open_storage, NULL};
+const tc_format tc_format_safetensors_index = {.name = "safetensors-index", .probe = probe_st, .open = open_ix,
+                                               .open_storage = open_storage,
+                                               .caps = TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER};
+const tc_format tc_format_torch_index = {.name = "torch-index", .probe = probe_pt, .open = open_ix,
+                                         .open_storage = open_storage,
+                                         .caps = TC_CAP_SHARD_INDEX | TC_CAP_OWN_READER};

@@ -92,7 +92,7 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
     tc_torch_graph *tg = calloc(1, sizeof *tg);
     if (!tg)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_torch_legacy, tc_format_torch_legacy.name, tg, lpriv_free);
+    tc_ckpt_set_driver(c, &tc_format_torch_legacy, tg, lpriv_free);
     const tc_limits *lim = tc_ckpt_limits(c);
     const tc_src *src = tc_ckpt_src(c);
     /* the pickles come first and say nothing of their length: read a growing prefix */
@@ -182,4 +182,6 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 }
 
 /* read only: a rewrite of a legacy file is written as a torch zip */
-const tc_format tc_format_torch_legacy = {"torch-legacy", probe, open_legacy, open_storage, NULL};
+const tc_format tc_format_torch_legacy = {.name = "torch-legacy", .probe = probe, .open = open_legacy,
+                                          .open_storage = open_storage,
+                                          .caps = TC_CAP_TORCH_GRAPH | TC_CAP_LEGACY_STREAM};

@@ -15,13 +15,9 @@
 
 /* ---- the graph and its side tables ------------------------------------------- */
 
-extern const tc_format tc_format_torch_zip, tc_format_torch_legacy, tc_format_torchscript;
-
 tc_torch_graph *tc_torch_graph_of(const tc_ckpt *c)
 {
-    const void *f = tc_ckpt_driver(c);
-    return f == &tc_format_torch_zip || f == &tc_format_torch_legacy || f == &tc_format_torchscript ? tc_ckpt_priv(c)
-                                                                                                    : NULL;
+    return tc_ckpt_can(c, TC_CAP_TORCH_GRAPH) ? tc_ckpt_priv(c) : NULL;
 }
 
 int tc_torch_graph_init(tc_torch_graph *tg, tc_ckpt *c, tc_diag *d)

@@ -102,7 +102,7 @@ int tc_torch_walk(tc_torch_graph *tg, tc_diag *d);
  * becomes record data/<k>), written as a pickle (*pkl: the caller frees it).
  * keep (one per storage) receives whether the written graph still refers to
  * each storage: an edit that removes every path to one leaves it out. */
-int tc_torch_rewrite(tc_torch_graph *tg, const tc_write_job *job, bool *keep, uint8_t **pkl, size_t *len,
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_rewrite_job *job, bool *keep, uint8_t **pkl, size_t *len,
                      tc_diag *d);
 /* A state_dict pickle of the items (block k becomes record data/<k>). */
 int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_diag *d);

@@ -157,7 +157,7 @@ static int reach(tc_torch_graph *tg, bool *keep, tc_diag *d)
     return rc;
 }
 
-int tc_torch_rewrite(tc_torch_graph *tg, const tc_write_job *job, bool *keep, uint8_t **pkl, size_t *len,
+int tc_torch_rewrite(tc_torch_graph *tg, const tc_rewrite_job *job, bool *keep, uint8_t **pkl, size_t *len,
                      tc_diag *d)
 {
     const tc_ckpt *c = tg->c;

@@ -784,7 +784,7 @@ static int open_tar(tc_ckpt *c, tc_diag *d)
     tar *T = calloc(1, sizeof *T);
     if (!T)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, &tc_format_torch_tar, tc_format_torch_tar.name, T, tar_free);
+    tc_ckpt_set_driver(c, &tc_format_torch_tar, T, tar_free);
     if ((rc = tc_torch_graph_init(&T->tg, c, d)) || !(T->synth = pk_graph_new()))
         return rc ? rc : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     if ((rc = scan(T, src, d)) < 0)
@@ -872,9 +872,10 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 
 bool tc_tar_fallback(const tc_ckpt *c)
 {
-    const tar *T = tc_ckpt_format(c) && !strcmp(tc_ckpt_format(c), tc_format_torch_tar.name) ? tc_ckpt_priv(c) : NULL;
+    const tar *T = tc_ckpt_driver(c) == &tc_format_torch_tar ? tc_ckpt_priv(c) : NULL;
     return T && T->fallback;
 }
 
 /* read only: a rewrite would need an object graph of the file's own */
-const tc_format tc_format_torch_tar = {"torch-tar", probe, open_tar, open_storage, NULL};
+const tc_format tc_format_torch_tar = {.name = "torch-tar", .probe = probe, .open = open_tar,
+                                       .open_storage = open_storage, .caps = TC_CAP_LEGACY_TAR};

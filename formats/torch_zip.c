@@ -93,7 +93,7 @@ int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
     tc_tzip *z = calloc(1, sizeof *z);
     if (!z)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    tc_ckpt_set_driver(c, driver, driver->name, z, tzip_free);
+    tc_ckpt_set_driver(c, driver, z, tzip_free);
     *out = z;
     const tc_limits *lim = tc_ckpt_limits(c);
     tc_zip_limits zl = {.max_entries = lim->max_entries};
@@ -318,16 +318,32 @@ int tc_tzip_open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
 
 /* ---- writing ----------------------------------------------------------------------- */
 
+/* The blocks a writer lays out: where it gets their bytes, where they lie
+ * in the input (either job's data, origin and ctx), and their sizes (a
+ * rewrite's storages, or a state_dict's blocks). */
+typedef struct blocks_src {
+    tc_data_fn data;
+    tc_origin_fn origin;
+    void *ctx;
+    const tc_out_storage *storages;
+    const tc_wblock *blocks;
+} blocks_src;
+
+static uint64_t block_size(const blocks_src *bs, size_t k)
+{
+    return bs->storages ? bs->storages[k].nbytes : bs->blocks[k].nbytes;
+}
+
 /* Where block k's data goes, modulo *mod: where its bytes lie in their input
  * modulo TC_SHARE_BLOCK when they pass through unchanged and hold a whole
  * block there, so that the file system can share those blocks; otherwise,
  * and whenever that would break torch's 64-byte alignment, on a 64-byte
  * boundary. */
-static uint32_t data_phase(const tc_write_job *job, size_t k, uint64_t size, uint32_t *mod)
+static uint32_t data_phase(const blocks_src *bs, size_t k, uint64_t size, uint32_t *mod)
 {
     uint64_t at;
     *mod = 64;
-    if (!job->origin || !job->origin(job->ctx, k, &at) || at % 64)
+    if (!bs->origin || !bs->origin(bs->ctx, k, &at) || at % 64)
         return 0;
     uint64_t head = (TC_SHARE_BLOCK - at % TC_SHARE_BLOCK) % TC_SHARE_BLOCK;
     if (size < head || size - head < TC_SHARE_BLOCK)
@@ -337,66 +353,78 @@ static uint32_t data_phase(const tc_write_job *job, size_t k, uint64_t size, uin
 }
 
 /* Block k as record data/<as>: laid out here, its bytes put by the job's callback. */
-static int write_block(tc_zipw *w, const tc_write_job *job, size_t as, size_t k, uint64_t size, tc_diag *d)
+static int write_block(tc_zipw *w, const blocks_src *bs, size_t as, size_t k, uint64_t size, tc_diag *d)
 {
     char name[48];
     snprintf(name, sizeof name, "data/%zu", as);
     uint64_t off;
-    uint32_t crc = 0, mod, phase = data_phase(job, k, size, &mod);
-    int rc = tc_zipw_begin_at(w, name, size, mod, phase, d);
-    if (!rc)
-        rc = tc_zipw_reserve(w, size, &off, d);
-    if (!rc)
-        rc = job->data(job->ctx, k, w->dst, off, &crc, d);
-    if (!rc)
-        rc = tc_zipw_commit(w, size, crc, d);
-    if (!rc)
-        rc = tc_zipw_end(w, d);
-    return rc;
+    uint32_t crc = 0, mod, phase = data_phase(bs, k, size, &mod);
+    int rc;
+    if ((rc = tc_zipw_begin_at(w, name, size, mod, phase, d)) || (rc = tc_zipw_reserve(w, size, &off, d)) ||
+        (rc = bs->data(bs->ctx, k, w->dst, off, &crc, d)) || (rc = tc_zipw_commit(w, size, crc, d)))
+        return rc;
+    return tc_zipw_end(w, d);
 }
 
-static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
+/* The archive: data.pkl, byteorder, the n blocks kept (every one when keep
+ * is NULL; each as the next data/<as>), version, as torch.save orders them. */
+static int write_records(tc_dst *dst, const uint8_t *pkl, size_t plen, const blocks_src *bs, size_t n,
+                         const bool *keep, tc_diag *d)
 {
-    uint8_t *pkl = NULL;
-    size_t plen = 0;
-    int rc;
-    tc_torch_graph *tg = job->whole ? tc_torch_graph_of(job->whole) : NULL;
-    if (job->whole && !tg)
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s files have no object graph to rewrite", tc_ckpt_format(job->whole));
-    size_t n = tg ? tc_ckpt_nstorages(job->whole) : job->nblocks;
-    bool *keep = calloc(n + 1, sizeof *keep);
-    if (!keep)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (tg) {
-        rc = tc_torch_rewrite(tg, job, keep, &pkl, &plen, d);
-    } else {
-        for (size_t k = 0; k < n; k++)
-            keep[k] = true;
-        rc = tc_torch_state_dict(job, &pkl, &plen, d);
-    }
-    if (rc) {
-        free(keep);
-        return rc;
-    }
     char archive[256];
     tc_zip_archive_name(dst->path, archive, sizeof archive);
     tc_zipw w;
-    rc = tc_zipw_init(&w, dst, archive, d);
-    if (!rc)
-        rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d);
-    free(pkl);
-    if (!rc)
-        rc = tc_zipw_add(&w, "byteorder", "little", 6, d);
+    int rc = tc_zipw_init(&w, dst, archive, d);
+    if (rc)
+        goto done;
+    if ((rc = tc_zipw_add(&w, "data.pkl", pkl, plen, d)) || (rc = tc_zipw_add(&w, "byteorder", "little", 6, d)))
+        goto done;
     for (size_t k = 0, as = 0; k < n && !rc; k++)
-        if (keep[k])
-            rc = write_block(&w, job, as++, k, tg ? job->storages[k].nbytes : job->blocks[k].nbytes, d);
-    free(keep);
-    if (!rc)
-        rc = tc_zipw_add(&w, "version", "3\n", 2, d);
-    if (!rc)
-        rc = tc_zipw_finish(&w, d);
+        if (!keep || keep[k])
+            rc = write_block(&w, bs, as++, k, block_size(bs, k), d);
+    if (rc || (rc = tc_zipw_add(&w, "version", "3\n", 2, d)))
+        goto done;
+    rc = tc_zipw_finish(&w, d);
+done:
     tc_zipw_free(&w);
     return rc;
 }
 
-const tc_format tc_format_torch_zip = {"torch-zip", probe, open_zip, tc_tzip_open_storage, write_zip};
+/* A flat state_dict: a new pickle over every block. */
+static int write_zip(const tc_write_job *job, tc_dst *dst, tc_diag *d)
+{
+    uint8_t *pkl = NULL;
+    size_t plen = 0;
+    int rc = tc_torch_state_dict(job, &pkl, &plen, d);
+    if (rc)
+        return rc;
+    blocks_src bs = {job->data, job->origin, job->ctx, NULL, job->blocks};
+    rc = write_records(dst, pkl, plen, &bs, job->nblocks, NULL, d);
+    free(pkl);
+    return rc;
+}
+
+/* A checkpoint whole: its own graph, edited and re-pointed at the storages it still reaches. */
+static int rewrite_zip(const tc_rewrite_job *job, tc_dst *dst, tc_diag *d)
+{
+    tc_torch_graph *tg = tc_torch_graph_of(job->whole);
+    if (!tg)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s files have no object graph to rewrite", tc_ckpt_format(job->whole));
+    size_t n = tc_ckpt_nstorages(job->whole), plen = 0;
+    uint8_t *pkl = NULL;
+    bool *keep = calloc(n + 1, sizeof *keep);
+    if (!keep)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_torch_rewrite(tg, job, keep, &pkl, &plen, d);
+    if (!rc) {
+        blocks_src bs = {job->data, job->origin, job->ctx, job->storages, NULL};
+        rc = write_records(dst, pkl, plen, &bs, n, keep, d);
+    }
+    free(pkl);
+    free(keep);
+    return rc;
+}
+
+const tc_format tc_format_torch_zip = {.name = "torch-zip", .probe = probe, .open = open_zip,
+                                       .open_storage = tc_tzip_open_storage, .write = write_zip,
+                                       .caps = TC_CAP_TORCH_GRAPH | TC_CAP_WRITES_TORCH, .rewrite = rewrite_zip};

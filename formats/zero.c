@@ -62,6 +62,7 @@
 #include "zero.h"
 
 extern const tc_format tc_format_zero;
+extern const tc_format tc_format_torch_zip; /* every rank file is one (torch.save) */
 
 #define MAX_LATEST 4096       /* bytes of a 'latest' file */
 #define NONE ((size_t)-1)
@@ -567,7 +568,7 @@ static int open_rank(zr *R, size_t fi, tc_ckpt **out, tc_diag *d)
                             "not a torch.save zip archive (DeepSpeed writes every rank file with torch.save)");
         goto fail;
     }
-    rc = tc_format_named("torch-zip")->open(b, d);
+    rc = tc_format_torch_zip.open(b, d);
     if (rc == TC_FORMAT_DECLINE)
         rc = tc_fail_at(d, TC_ERR_FORMAT, f->path, TC_NO_OFFSET, "a TorchScript archive, not a rank file");
     if (rc || (rc = tc_judge_readings(b, head, hn, d)))
@@ -1572,7 +1573,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
     zpriv *x = calloc(1, sizeof *x);
     if (!x)
         return oom(d);
-    tc_ckpt_set_driver(c, &tc_format_zero, tc_format_zero.name, x, zpriv_free);
+    tc_ckpt_set_driver(c, &tc_format_zero, x, zpriv_free);
     const char *path = tc_ckpt_path(c), *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".");
     zr R = {.c = c, .x = x, .dir = dir, .d = d};
@@ -1600,7 +1601,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
     if (!rc && R.stage <= 2) { /* rank 0's param_alignment_paddings, as the converter takes them */
         tc_ckpt *b = NULL;
         if (!(rc = tc_ckpt_new(&b, zfile_at(x, 0)->path, tc_ckpt_limits(c), d)) &&
-            !(rc = tc_format_named("torch-zip")->open(b, d))) {
+            !(rc = tc_format_torch_zip.open(b, d))) {
             paddings = get(get(root_of(b), "optimizer_state_dict"), "param_alignment_paddings");
             if (!(rc = add_buffers(&R, &m, d)) && !(rc = add_frozen(&R, &m, d)))
                 rc = add_trainable12(&R, &m, paddings, d);
@@ -1650,4 +1651,5 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     return tc_filepool_reader(&x->files, x->file_of.v[i], s->file_off, s->nbytes, r, d);
 }
 
-const tc_format tc_format_zero = {"zero", probe, open_zero, open_storage, NULL};
+const tc_format tc_format_zero = {.name = "zero", .probe = probe, .open = open_zero, .open_storage = open_storage,
+                                  .caps = TC_CAP_ASSEMBLED | TC_CAP_FOLDER};

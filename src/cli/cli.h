@@ -147,10 +147,6 @@ int tc_parse_exit(int parse_rc);
  * made VALUE a FILE, say to write --NAME=VALUE. */
 void tc_hint_bare_value(const tc_args *a);
 void tc_print_cmd_help(const tc_cmd *cmd);
-/* What the command does, in a few words (tensorctl --help's list). */
-const char *tc_cmd_brief(const tc_cmd *cmd);
-/* tensorctl's own usage: the commands and the exit statuses. */
-void tc_print_usage(FILE *f);
 
 /* JSON text cJSON printed, on stdout, fit for a terminal (tc_buf_json: DEL, C1 controls
  * and bidirectional marks from names as \uNNNN; the same JSON). */

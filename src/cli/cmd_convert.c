@@ -286,7 +286,7 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
         ex = tc_err_diag(&d);
         goto done;
     }
-    if (!strcmp(tc_ckpt_format(c), "dcp")) {
+    if (tc_ckpt_distributed(c)) {
         tc_err(in, "a distributed checkpoint: 'tensorctl consolidate' writes it as one file first");
         goto done;
     }

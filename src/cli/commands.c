@@ -1,5 +1,5 @@
 /* Every command of tensorctl, in the order --help and the man page list them,
- * and the entry that runs one. */
+ * tensorctl's usage, and the entry that runs one. */
 #include <stdio.h>
 #include <string.h>
 
@@ -28,7 +28,7 @@ static const struct {
     {&tc_cmd_devices, "list the CUDA devices"},
 };
 
-const char *tc_cmd_brief(const tc_cmd *cmd)
+static const char *cmd_brief(const tc_cmd *cmd)
 {
     for (size_t i = 0; i < sizeof briefs / sizeof briefs[0]; i++)
         if (briefs[i].cmd == cmd)
@@ -58,11 +58,35 @@ static void unknown_cmd(const char *name)
         fprintf(stderr, "tensorctl: unknown command '%s'\n", TC_ESC(name));
 }
 
+/* tensorctl's own usage: the commands and the exit statuses. */
+static void print_usage(FILE *f)
+{
+    fprintf(f, "usage: tensorctl COMMAND [options] FILE...\n\n"
+               "Inspect and rewrite PyTorch checkpoints without running them.\n\ncommands:\n");
+    for (const tc_cmd *const *c = tc_cmds; *c; c++)
+        fprintf(f, "  %-13s %s\n", (*c)->name, cmd_brief(*c));
+    fprintf(f, "  %-13s %s\n", "help COMMAND", "the options of a command (as tensorctl COMMAND --help)");
+    fprintf(f, "\noptions:\n  -h, --help     this list\n  -V, --version  print the version\n"
+               "\n'tensorctl COMMAND --help' describes a command; 'man tensorctl' all of them.\nexit status:");
+    size_t col = strlen("exit status:");
+    for (const tc_exit_info *e = tc_exits; e->brief; e++) {
+        char item[160];
+        snprintf(item, sizeof item, "%d %s%s", e->code, e->brief, e[1].brief ? "," : "");
+        if (col + 1 + strlen(item) > 79) { /* wrapped between items, within 80 columns */
+            fprintf(f, "\n ");
+            col = 1;
+        }
+        fprintf(f, " %s", item);
+        col += 1 + strlen(item);
+    }
+    fprintf(f, "\n");
+}
+
 int tc_cli(int argc, char **argv)
 {
     tc_verbosity = 1; /* each run starts from the defaults: the fuzz target runs many in one process */
     if (argc < 2) {
-        tc_print_usage(stderr);
+        print_usage(stderr);
         return TC_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "help") && argc > 2) { /* as git help CMD: the command's own help */
@@ -75,7 +99,7 @@ int tc_cli(int argc, char **argv)
         return TC_EXIT_OK;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        tc_print_usage(stdout);
+        print_usage(stdout);
         return TC_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {

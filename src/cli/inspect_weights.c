@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "format.h"
 #include "weights.h"
 
 /* "training checkpoint", "state_dict", "pickled module", "TorchScript module", "several candidates", "none", or the format */
@@ -16,7 +17,7 @@ static const char *kind_of(const tc_ckpt *c, const tc_weights *w)
     if (!tc_ckpt_has_objects(c))
         return tc_ckpt_format(c);
     if (w->v[0].cls && !w->v[0].prefix[0])
-        return strcmp(tc_ckpt_format(c), "torchscript") ? "pickled module" : "TorchScript module";
+        return tc_ckpt_can(c, TC_CAP_TORCHSCRIPT) ? "TorchScript module" : "pickled module";
     return w->training ? "training checkpoint" : "state_dict";
 }
 
@@ -38,8 +39,7 @@ void tc_inspect_weights_text(const tc_ckpt *c)
 {
     tc_weights w;
     tc_diag d = TC_DIAG_INIT;
-    size_t fl = strlen(tc_ckpt_format(c));
-    if (!tc_ckpt_ntensors(c) || (fl > 6 && !strcmp(tc_ckpt_format(c) + fl - 6, "-index")) || tc_weights_find(c, &w, &d))
+    if (!tc_ckpt_ntensors(c) || tc_ckpt_can(c, TC_CAP_SHARD_INDEX) || tc_weights_find(c, &w, &d))
         return; /* a set's shards are state_dicts already */
     const char *kind = kind_of(c, &w);
     char ob[32], b[32];

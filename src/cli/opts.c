@@ -499,29 +499,6 @@ void tc_print_cmd_help(const tc_cmd *cmd)
     }
 }
 
-void tc_print_usage(FILE *f)
-{
-    fprintf(f, "usage: tensorctl COMMAND [options] FILE...\n\n"
-               "Inspect and rewrite PyTorch checkpoints without running them.\n\ncommands:\n");
-    for (const tc_cmd *const *c = tc_cmds; *c; c++)
-        fprintf(f, "  %-13s %s\n", (*c)->name, tc_cmd_brief(*c));
-    fprintf(f, "  %-13s %s\n", "help COMMAND", "the options of a command (as tensorctl COMMAND --help)");
-    fprintf(f, "\noptions:\n  -h, --help     this list\n  -V, --version  print the version\n"
-               "\n'tensorctl COMMAND --help' describes a command; 'man tensorctl' all of them.\nexit status:");
-    size_t col = strlen("exit status:");
-    for (const tc_exit_info *e = tc_exits; e->brief; e++) {
-        char item[160];
-        snprintf(item, sizeof item, "%d %s%s", e->code, e->brief, e[1].brief ? "," : "");
-        if (col + 1 + strlen(item) > 79) { /* wrapped between items, within 80 columns */
-            fprintf(f, "\n ");
-            col = 1;
-        }
-        fprintf(f, " %s", item);
-        col += 1 + strlen(item);
-    }
-    fprintf(f, "\n");
-}
-
 int tc_parse_size(const char *s, uint64_t *out)
 {
     char *end;

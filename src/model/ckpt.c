@@ -56,8 +56,7 @@ struct tc_ckpt {
     char *path;
     tc_src src;
     tc_limits lim;
-    const void *driver;
-    const char *format;
+    const tc_format *driver;
     void *priv;
     void (*free_priv)(void *);
     bool objects;
@@ -126,7 +125,6 @@ int tc_ckpt_new(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *
     }
     c->src.fd = -1;
     c->lim = *lim;
-    c->format = "unknown";
     int rc = tc_src_open_file(&c->src, c->path, d);
     if (rc) {
         free(c->path);
@@ -226,16 +224,14 @@ size_t tc_ckpt_nkeyed(const tc_ckpt *c) { return c->nkeyed; }
 const tc_keyed *tc_ckpt_keyed(const tc_ckpt *c, size_t i) { return &c->keyed[i]; }
 size_t tc_ckpt_nmodules(const tc_ckpt *c) { return c->nmods; }
 const tc_module *tc_ckpt_module(const tc_ckpt *c, size_t i) { return &c->mods[i]; }
-const void *tc_ckpt_driver(const tc_ckpt *c) { return c->driver; }
-const char *tc_ckpt_format(const tc_ckpt *c) { return c->format; }
+const tc_format *tc_ckpt_driver(const tc_ckpt *c) { return c->driver; }
 void *tc_ckpt_priv(const tc_ckpt *c) { return c->priv; }
 void tc_ckpt_set_objects(tc_ckpt *c, bool has) { c->objects = has; }
 bool tc_ckpt_has_objects(const tc_ckpt *c) { return c->objects; }
 
-void tc_ckpt_set_driver(tc_ckpt *c, const void *driver, const char *name, void *priv, void (*free_priv)(void *))
+void tc_ckpt_set_driver(tc_ckpt *c, const tc_format *driver, void *priv, void (*free_priv)(void *))
 {
     c->driver = driver;
-    c->format = name;
     c->priv = priv;
     c->free_priv = free_priv;
 }
@@ -715,7 +711,6 @@ int tc_ckpt_new_src(tc_ckpt **out, const char *name, const tc_src *src, const tc
     }
     c->src = *src;
     c->lim = *lim;
-    c->format = "unknown";
     *out = c;
     return 0;
 }

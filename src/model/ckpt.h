@@ -155,6 +155,8 @@ enum { TC_NAMES_FILE, TC_NAMES_HF };
      .max_entries = 1000000, .max_header = 100u << 20, .max_inflate_ratio = 100}
 
 typedef struct tc_ckpt tc_ckpt;
+/* A format driver (formats/format.h); the model only holds one. */
+typedef struct tc_format tc_format;
 
 /* A new, empty checkpoint reading path (opened now). */
 int tc_ckpt_new(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d);
@@ -217,11 +219,11 @@ bool tc_tensor_contiguous(const tc_tensor *t);
 
 /* ---- for format drivers ------------------------------------------------------ */
 
-/* The driver that filled c (opaque here), its name, and its private state,
- * which tc_ckpt_close releases with free_priv. */
-void tc_ckpt_set_driver(tc_ckpt *c, const void *driver, const char *name, void *priv, void (*free_priv)(void *));
-const void *tc_ckpt_driver(const tc_ckpt *c);
-const char *tc_ckpt_format(const tc_ckpt *c);
+/* The driver that filled c (format.h says what one is; opaque here) and
+ * its private state, which tc_ckpt_close releases with free_priv. */
+void tc_ckpt_set_driver(tc_ckpt *c, const tc_format *driver, void *priv, void (*free_priv)(void *));
+/* NULL until a driver is set. */
+const tc_format *tc_ckpt_driver(const tc_ckpt *c);
 void *tc_ckpt_priv(const tc_ckpt *c);
 /* True for formats that hold a Python object graph (device tags, non-tensor objects). */
 void tc_ckpt_set_objects(tc_ckpt *c, bool has);

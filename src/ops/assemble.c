@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "format.h"
+#include "step.h"
 #include "xfer.h"
 
 #define SLAB (8u << 20)           /* input bytes gathered per cast and write */
@@ -377,7 +378,7 @@ static int flush(asm_ *A)
     const uint8_t *o = A->slab;
     int rc = 0;
     if (A->from != A->to) {
-        if ((rc = tc_stream_cast(A->p, A->to, A->cbuf, A->from, A->slab, n, A->stats, A->whole->key, A->d)))
+        if ((rc = tc_step_cast(A->p, A->to, A->cbuf, A->from, A->slab, n, A->stats, A->whole->key, A->d)))
             return rc;
         o = A->cbuf;
     }
@@ -393,7 +394,7 @@ static int flush(asm_ *A)
         return rc;
     }
     if (A->p)
-        tc_stream_progress(A->p, A->fill);
+        tc_step_progress(A->p, A->fill);
     A->slab_pos += n;
     A->fill = 0;
     return 0;
@@ -453,8 +454,8 @@ static int do_run(asm_ *A, part *t, uint64_t len)
         if (known && around && (rc = piece_crc(A, t, at, bytes, &want)))
             return rc;
         uint64_t in = t->r.off + t->r.done;
-        rc = tc_stream_range(A->p, t->r.src, in, bytes, s->key, A->from, A->to, A->dst,
-                             A->off + (A->pos - A->lo) * A->eout, A->want_crc && !trust ? &got : NULL, A->stats, A->d);
+        rc = tc_step_range(A->p, t->r.src, in, bytes, s->key, A->from, A->to, A->dst,
+                           A->off + (A->pos - A->lo) * A->eout, A->want_crc && !trust ? &got : NULL, A->stats, A->d);
         if (rc)
             return rc;
         t->r.done += bytes;

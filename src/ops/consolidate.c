@@ -132,7 +132,7 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .data = tc_storage_data_fn,
                         .origin = tc_storage_origin_fn, .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj,
                         .plain_dict = true};
-    rc = tc_format_named("torch-zip")->write(&job, dst, d);
+    rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
     if (!rc) {
         tc_plan_totals(&p, &sum->overflow, &sum->underflow);
         sum->shared_bytes += p.shared;

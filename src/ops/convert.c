@@ -422,7 +422,7 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
         tc_write_job job = {.items = items, .nitems = n, .blocks = blocks, .nblocks = n, .meta = meta,
                             .nmeta = nmeta, .data = tensor_data_fn, .ctx = &td};
         p.total = rep->data_bytes;
-        rc = tc_format_named("safetensors")->write(&job, dst, d);
+        rc = tc_format_write(TC_CAP_WRITES_SAFETENSORS, &job, dst, d);
         rep->shared_bytes += p.shared;
         rep->copied_bytes += p.copied;
     }
@@ -658,7 +658,7 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
                                 .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
                                 .max_depth = ro.max_depth};
             p.total = p.in_bytes;
-            rc = tc_format_named("torch-zip")->write(&job, dst, d);
+            rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
         }
         tc_sd_items_free(&items);
         tc_keymap_free(&km);

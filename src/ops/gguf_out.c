@@ -9,6 +9,7 @@
 #include "keys.h"
 #include "plan.h"
 #include "quant.h"
+#include "step.h"
 #include "stream.h"
 #include "vec.h"
 
@@ -228,7 +229,7 @@ static int qsink_put(void *vs, const void *buf, size_t n, tc_diag *d)
         s->have += k;
         p += k * 4;
         left -= k;
-        tc_stream_progress(s->p, k * s->in_size);
+        tc_step_progress(s->p, k * s->in_size);
         if (s->have == QCHUNK) {
             int rc = qflush(s, d);
             if (rc)
@@ -254,8 +255,8 @@ static int encode(ctx *x, const item *it, tc_dst *dst, uint64_t off, tc_diag *d)
         if (rc)
             return rc;
         if (plain)
-            return tc_stream_blocks(x->p, src, in, t->nbytes, t->name, TC_Q_NONE, t->dtype, TC_DT_F32, it->out, dst, off,
-                                    d);
+            return tc_step_coded(x->p, src, in, t->nbytes, t->name, TC_Q_NONE, t->dtype, TC_DT_F32, it->out, dst, off,
+                                 NULL, NULL, d);
     }
     uint64_t out_bytes = 0;
     tc_qtype_bytes(it->out, QCHUNK, &out_bytes);
@@ -281,7 +282,7 @@ static int copy_raw(ctx *x, const item *it, tc_dst *dst, uint64_t off, tc_diag *
         const tc_src *src = r.src;
         uint64_t in = r.off, n = r.size;
         tc_rd_close(&r);
-        return tc_stream_range(x->p, src, in, n, t->name, TC_DT_U8, TC_DT_U8, dst, off, NULL, NULL, d);
+        return tc_step_range(x->p, src, in, n, t->name, TC_DT_U8, TC_DT_U8, dst, off, NULL, NULL, d);
     }
     uint8_t *buf = malloc(QCHUNK);
     if (!buf)
@@ -292,7 +293,7 @@ static int copy_raw(ctx *x, const item *it, tc_dst *dst, uint64_t off, tc_diag *
             break;
         rc = tc_dst_pwrite(dst, off + pos, buf, got, d);
         pos += got;
-        tc_stream_progress(x->p, got);
+        tc_step_progress(x->p, got);
     }
     free(buf);
     tc_rd_close(&r);
@@ -413,7 +414,7 @@ int tc_gguf_convert(tc_ckpt *c, const tc_gguf_opts *o, const char *out, tc_gguf_
         tc_write_job job = {.items = wi + a, .nitems = b - a, .blocks = wb + a, .nblocks = b - a, .data = data_fn,
                             .ctx = &x, .gguf = &gj};
         if (!rc)
-            rc = tc_format_named("gguf")->write(&job, &dsts[s], d);
+            rc = tc_format_write(TC_CAP_WRITES_GGUF, &job, &dsts[s], d);
         rep->file_bytes += dsts[s].pos;
         rep->r.ntensors += rc ? 0 : b - a;
     }

@@ -20,16 +20,16 @@ bool tc_storage_origin_fn(void *ctx, size_t k, uint64_t *off)
 
 int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const tc_rekey *rk, tc_dst *dst, tc_diag *d)
 {
-    if (!strcmp(tc_ckpt_format(c), "torchscript"))
+    if (tc_ckpt_can(c, TC_CAP_TORCHSCRIPT))
         return tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
                           "a TorchScript archive cannot be rewritten whole (its code/ would be lost); 'tensorctl "
                           "extract' writes its parameters and buffers as a state_dict");
     tc_storage_data sd = {p, c, NULL};
-    tc_write_job job = {.whole = c, .storages = p->out, .data = tc_storage_data_fn, .origin = tc_storage_origin_fn,
+    tc_rewrite_job job = {.whole = c, .storages = p->out, .data = tc_storage_data_fn, .origin = tc_storage_origin_fn,
                         .ctx = &sd, .max_depth = p->o->max_depth, .edits = rk ? rk->edits : NULL,
                         .nedits = rk ? rk->nedits : 0};
     p->total = p->in_bytes;
-    return tc_format_named("torch-zip")->write(&job, dst, d);
+    return tc_format_rewrite(TC_CAP_WRITES_TORCH, &job, dst, d);
 }
 
 int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "format.h"
 
 /* Up to a few names of the unsafe globals, dangerous ones first (with what
  * they do when want_why), comma-separated; *more counts the ones left out. */
@@ -38,7 +39,7 @@ void tc_safety_why(const tc_ckpt *c, char *buf, size_t n)
     buf[0] = 0;
     if (nd)
         snprintf(buf, n, "loading it runs %s", dl);
-    else if (nu && !strcmp(tc_ckpt_format(c), "torchscript"))
+    else if (nu && tc_ckpt_can(c, TC_CAP_TORCHSCRIPT))
         snprintf(buf, n,
                  "a TorchScript archive: torch.load(weights_only=True) refuses it, and torch.jit.load (what "
                  "torch.load(weights_only=False) calls) compiles its code/ files and runs what its classes define: %s",

@@ -36,9 +36,10 @@ static int outs_open(outs *o, const char *path, unsigned flags, tc_diag *d)
     if (tc_grow(&o->v, &o->cap, o->n + 1, sizeof *o->v))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     int rc = tc_dst_open(&o->v[o->n], path, flags, d);
-    if (!rc)
-        o->n++;
-    return rc;
+    if (rc)
+        return rc;
+    o->n++;
+    return 0;
 }
 
 static tc_dst *outs_last(outs *o) { return &o->v[o->n - 1]; }
@@ -57,13 +58,13 @@ static int not_a_folder(const char *path, tc_diag *d)
 static int outs_publish(outs *o, tc_diag *d)
 {
     int rc = 0;
-    for (size_t i = 0; i < o->n && !rc; i++)
-        if (!(rc = tc_dst_finish(&o->v[i], d)))
-            rc = not_a_folder(o->v[i].target, d);
-    size_t done = 0;
+    for (size_t i = 0; i < o->n; i++)
+        if ((rc = tc_dst_finish(&o->v[i], d)) || (rc = not_a_folder(o->v[i].target, d)))
+            return rc;
     char **placed = calloc(o->n + 1, sizeof *placed);
-    if (!rc && !placed)
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (!placed)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    size_t done = 0;
     for (; done < o->n && !rc; done++) {
         placed[done] = strdup(o->v[done].target);
         rc = tc_dst_publish(&o->v[done], d);
@@ -72,7 +73,7 @@ static int outs_publish(outs *o, tc_diag *d)
         for (size_t i = 0; i + 1 < done; i++)
             if (placed[i])
                 unlink(placed[i]);
-    for (size_t i = 0; placed && i < o->n; i++)
+    for (size_t i = 0; i < o->n; i++)
         free(placed[i]);
     free(placed);
     return rc;
@@ -191,10 +192,13 @@ static int check_written(const char *path, const char *const *want, size_t n, co
                             "every --part again)", name);
         got++;
     }
-    if (!rc && got != n)
+    if (rc)
+        goto done;
+    if (got != n)
         rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
                         "holds %zu tensors where this set's plan puts %zu (a shard of another run? run every --part "
                         "again)", got, n);
+done:
     tc_ckpt_close(c);
     return rc;
 }
@@ -249,12 +253,104 @@ static int one_path(const char *out, char **dir, char **path, tc_diag *d)
 
 /* ---- rewriting each shard whole --------------------------------------------------------- */
 
+/* A set rewritten shard by shard, as its phases share it. */
+typedef struct rw {
+    const tc_index *ix;
+    const tc_set_opts *o;
+    outs *os;
+    tc_set_report *rep;
+    char *dir, *index;     /* the new set's folder and index */
+    tc_engines eng;        /* one pool and one GPU caster for every shard's plan */
+    tc_rewrite_opts ro;
+    bool keyed;            /* key surgery: the index is written anew, naming what the keys became */
+    /* the new index's entries (keyed): names[k] in files[k], each name once in the set (seen) */
+    const char **names, **files;
+    char **owned;
+    size_t nnames, capnames;
+    tc_strmap seen;
+    uint64_t total;        /* bytes of the storages the entries view */
+} rw;
+
+static void rw_free(rw *W)
+{
+    for (size_t k = 0; k < W->nnames; k++)
+        free(W->owned[k]);
+    free(W->owned);
+    free(W->names);
+    free(W->files);
+    tc_strmap_free(&W->seen);
+    free(W->dir);
+    free(W->index);
+    tc_engines_free(&W->eng);
+}
+
+/* Output `path` may be written: it names no input and no folder, and exists only with --force. */
+static int check_output(const inputs *ins, const char *path, const tc_set_opts *o, tc_diag *d)
+{
+    struct stat st;
+    int rc;
+    if ((rc = not_an_input(ins, path, d)) || (rc = not_a_folder(path, d)))
+        return rc;
+    if (!(o->dst_flags & TC_DST_FORCE) && lstat(path, &st) == 0)
+        return tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
+    return 0;
+}
+
+/* Every output this process writes checked before anything is written. */
+static int rw_check_outputs(const rw *W, tc_diag *d)
+{
+    inputs ins;
+    char *path = NULL;
+    int rc = inputs_make(&ins, W->ix, d);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i <= W->ix->nsh && !rc; i++) {
+        if (i < W->ix->nsh ? !mine(W->o, i) : !writes_index(W->o))
+            continue;
+        free(path);
+        if (!(path = i < W->ix->nsh ? join(W->dir, W->ix->sh[i].file) : strdup(W->index)))
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        else
+            rc = check_output(&ins, path, W->o, d);
+    }
+    free(path);
+    inputs_free(&ins);
+    return rc;
+}
+
+/* The index step of a set rewritten in parts: output shard i is there and holds input shard i's names. */
+static int rw_check_part(const rw *W, size_t i, tc_diag *d)
+{
+    tc_ckpt *inc = NULL;
+    const char **names = NULL;
+    char *path = join(W->dir, W->ix->sh[i].file);
+    int rc = 0;
+    if (!path) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tc_index_open_shard(W->ix, i, &W->o->lim, &inc, d)))
+        goto done;
+    size_t nt = tc_ckpt_ntensors(inc);
+    if (!(names = malloc((nt + 1) * sizeof *names))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t t = 0; t < nt; t++)
+        names[t] = tc_ckpt_tensor(inc, t)->name;
+    qsort(names, nt, sizeof *names, cmp_str);
+    rc = check_written(path, names, nt, &W->o->lim, d);
+done:
+    free(names);
+    tc_ckpt_close(inc);
+    free(path);
+    return rc;
+}
+
 /* The names shard file's tensors have after key surgery rk, appended to the
- * new index (names the caller frees through owned), each once in the whole
- * set; *total grows by the bytes of the storages they still view. */
-static int keyed_names(const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, const char *file, const char ***names,
-                       const char ***files, char ***owned, size_t *n, size_t *cap, tc_strmap *seen, uint64_t *total,
-                       tc_diag *d)
+ * new index (W's entries), each once in the whole set; W->total grows by the
+ * bytes of the storages they still view. */
+static int keyed_names(rw *W, const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, const char *file, tc_diag *d)
 {
     size_t nt = tc_ckpt_ntensors(c), ns = tc_ckpt_nstorages(c);
     bool *counted = calloc(ns + 1, sizeof *counted);
@@ -267,17 +363,17 @@ static int keyed_names(const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, c
             continue; /* removed, or a name given twice (listed once) */
         if (x->storage >= 0 && !counted[x->storage]) {
             counted[x->storage] = true;
-            *total += p->out[x->storage].nbytes;
+            W->total += p->out[x->storage].nbytes;
         }
-        size_t ca = *cap, cb = *cap, cc = *cap; /* three arrays, one capacity: it moves when all have grown */
-        if (tc_grow(names, &ca, *n + 1, sizeof **names) || tc_grow(files, &cb, *n + 1, sizeof **files) ||
-            tc_grow(owned, &cc, *n + 1, sizeof **owned)) {
+        size_t n = W->nnames, ca = W->capnames, cb = W->capnames, cc = W->capnames; /* three arrays, one capacity */
+        if (tc_grow(&W->names, &ca, n + 1, sizeof *W->names) || tc_grow(&W->files, &cb, n + 1, sizeof *W->files) ||
+            tc_grow(&W->owned, &cc, n + 1, sizeof *W->owned)) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             break;
         }
-        *cap = ca;
+        W->capnames = ca;
         char *nm = strdup(rk->names[t]);
-        int put = nm ? tc_strmap_put(seen, nm, *n, NULL) : -1;
+        int put = nm ? tc_strmap_put(&W->seen, nm, n, NULL) : -1;
         if (put < 0) {
             free(nm);
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
@@ -286,12 +382,107 @@ static int keyed_names(const tc_ckpt *c, const tc_plan *p, const tc_rekey *rk, c
                             "after key surgery two tensors of the set are named '%s'", nm);
             free(nm);
         } else {
-            (*owned)[*n] = nm;
-            (*names)[*n] = nm;
-            (*files)[(*n)++] = file;
+            W->owned[n] = nm;
+            W->names[n] = nm;
+            W->files[n] = file;
+            W->nnames++;
         }
     }
     free(counted);
+    return rc;
+}
+
+/* Input shard i rewritten whole into the new set's folder, counted into the report. */
+static int rw_shard(rw *W, size_t i, tc_diag *d)
+{
+    const tc_set_opts *o = W->o;
+    tc_set_report *rep = W->rep;
+    tc_plan p = {0};
+    tc_rekey rk = {0};
+    tc_ckpt *c = NULL;
+    char *path = join(W->dir, W->ix->sh[i].file), *sub = path ? strdup(path) : NULL;
+    int rc = 0;
+    if (!sub) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (strrchr(sub, '/'))
+        *strrchr(sub, '/') = '\0';
+    if ((rc = tc_dst_mkdirs(sub, d)) || (rc = tc_index_open_shard(W->ix, i, &o->lim, &c, d)))
+        goto done;
+    if (!tc_ckpt_has_objects(c)) {
+        rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
+                        "%s files hold no device tags; use 'tensorctl convert' for sets of them", tc_ckpt_format(c));
+        goto done;
+    }
+    if ((rc = gate(c, o, d)))
+        goto done;
+    if (W->keyed && (rc = tc_rekey_make(c, &o->co.keys, &rk, d))) {
+        tc_diag_subject(d, tc_ckpt_path(c));
+        goto done;
+    }
+    if ((rc = tc_plan_make_less(&p, c, &W->ro, W->keyed ? rk.names : NULL, d)))
+        goto done;
+    if (W->keyed && (rc = keyed_names(W, c, &p, &rk, W->ix->sh[i].file, d)))
+        goto done;
+    if ((rc = outs_open(W->os, path, o->dst_flags, d)))
+        goto done;
+    rc = tc_rewrite_keyed(c, &p, &rk, outs_last(W->os), d);
+    rep->sum.shared_bytes += p.shared;
+    rep->sum.copied_bytes += p.copied;
+    if (rc)
+        goto done;
+    rep->file_bytes += outs_last(W->os)->pos;
+    if ((rc = tc_dst_finish(outs_last(W->os), d)))
+        goto done;
+    uint64_t ov, un;
+    tc_plan_totals(&p, &ov, &un);
+    rep->sum.overflow += ov;
+    rep->sum.underflow += un;
+    rep->ncast += p.ncast;
+    rep->nkept += p.nkept;
+    rep->sum.ntensors += tc_ckpt_ntensors(c) - rk.ndropped; /* those key surgery keeps */
+    rep->sum.nleft_out += rk.ndropped;
+    rep->sum.data_bytes += p.out_bytes;
+    rep->nshards++;
+done:
+    tc_plan_free(&p);
+    tc_rekey_free(&rk);
+    tc_ckpt_close(c);
+    free(sub);
+    free(path);
+    return rc;
+}
+
+/* The index after key surgery: its metadata kept, the new names, total_size what the shards now hold. */
+static int rw_index_keyed(rw *W, tc_diag *d)
+{
+    int rc = outs_open(W->os, W->index, W->o->dst_flags, d);
+    if (rc)
+        return rc;
+    return tc_index_write(outs_last(W->os), W->total, W->ix->meta, W->ix->nmeta, W->names, W->files, W->nnames, d);
+}
+
+/* The index unchanged: shard and tensor names stay. */
+static int rw_index_copy(rw *W, tc_diag *d)
+{
+    tc_src src = {.fd = -1};
+    uint8_t *buf = NULL;
+    int rc = tc_src_open_file(&src, W->ix->path, d);
+    if (rc)
+        goto done;
+    if (!(buf = malloc(src.size ? (size_t)src.size : 1))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d)) ||
+        (rc = outs_open(W->os, W->index, W->o->dst_flags, d)) ||
+        (rc = tc_dst_write(outs_last(W->os), buf, (size_t)src.size, d)))
+        goto done;
+    W->rep->file_bytes += src.size;
+done:
+    free(buf);
+    tc_src_close(&src);
     return rc;
 }
 
@@ -299,149 +490,38 @@ static int rewrite_set(const tc_index *ix, const char *out, const tc_set_opts *o
                        tc_diag *d)
 {
     const char *in_name = strrchr(ix->path, '/') ? strrchr(ix->path, '/') + 1 : ix->path;
-    char *dir = NULL, *index = NULL, *path = NULL;
-    tc_ckpt *c = NULL;
-    tc_engines eng = {0};
-    tc_rewrite_opts ro = o->co.ro;
-    ro.engines = &eng;
-    inputs ins = {0};
-    int rc = out_paths(out, in_name, &dir, &index, d);
-    if (!rc)
-        rc = inputs_make(&ins, ix, d);
-    /* every output checked before anything is written */
-    for (size_t i = 0; i <= ix->nsh && !rc; i++) {
-        free(path);
-        if (!(path = i < ix->nsh ? join(dir, ix->sh[i].file) : strdup(index))) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            break;
-        }
-        struct stat st;
-        if (i < ix->nsh ? !mine(o, i) : !writes_index(o))
-            continue;
-        if (!(rc = not_an_input(&ins, path, d)) && !(rc = not_a_folder(path, d)) && !(o->dst_flags & TC_DST_FORCE) && lstat(path, &st) == 0)
-            rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET, "exists (use --force to replace it)");
-    }
-    for (size_t i = 0; i < ix->nsh && !rc && o->index_only; i++) { /* the parts wrote every shard */
-        tc_ckpt *inc = NULL;
-        const char **names = NULL;
-        free(path);
-        if (!(path = join(dir, ix->sh[i].file)))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        if (!rc)
-            rc = tc_index_open_shard(ix, i, &o->lim, &inc, d);
-        size_t nt = inc ? tc_ckpt_ntensors(inc) : 0;
-        if (!rc && !(names = malloc((nt + 1) * sizeof *names)))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t t = 0; !rc && t < nt; t++)
-            names[t] = tc_ckpt_tensor(inc, t)->name;
-        if (!rc) {
-            qsort(names, nt, sizeof *names, cmp_str);
-            rc = check_written(path, names, nt, &o->lim, d);
-        }
-        free(names);
-        tc_ckpt_close(inc);
-    }
+    rw W = {.ix = ix, .o = o, .os = os, .rep = rep, .ro = o->co.ro, .keyed = tc_keyops_any(&o->co.keys)};
+    W.ro.engines = &W.eng;
+    W.ro.keys = W.keyed ? &o->co.keys : NULL;
+    int rc;
+    if ((rc = out_paths(out, in_name, &W.dir, &W.index, d)) || (rc = rw_check_outputs(&W, d)))
+        goto done;
+    if (o->index_only) /* the parts wrote every shard */
+        for (size_t i = 0; i < ix->nsh && !rc; i++)
+            rc = rw_check_part(&W, i, d);
+    if (rc)
+        goto done;
     /* key surgery: each shard's dicts on their own, and the index names what they became */
-    bool keyed = tc_keyops_any(&o->co.keys);
-    if (!rc && keyed && (o->nparts || o->index_only))
+    if (W.keyed && (o->nparts || o->index_only)) {
         rc = tc_fail(d, TC_ERR_USAGE, "key surgery on a set rewritten whole cannot be split into --part runs "
                                       "(the index names what every shard's keys became); run it in one process");
-    ro.keys = keyed ? &o->co.keys : NULL;
-    size_t nnames = 0, capnames = 0;
-    const char **names = NULL, **files = NULL;
-    char **owned = NULL;
-    tc_strmap seen = {0};
-    uint64_t total = 0;
-    for (size_t i = 0; i < ix->nsh && !rc; i++) {
-        tc_plan p = {0};
-        tc_rekey rk = {0};
-        if (!mine(o, i))
-            continue;
-        free(path);
-        path = join(dir, ix->sh[i].file);
-        char *sub = path ? strdup(path) : NULL;
-        if (!sub)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        else if (strrchr(sub, '/'))
-            *strrchr(sub, '/') = '\0';
-        if (!rc)
-            rc = tc_dst_mkdirs(sub, d);
-        free(sub);
-        if (!rc)
-            rc = tc_index_open_shard(ix, i, &o->lim, &c, d);
-        if (!rc && !tc_ckpt_has_objects(c))
-            rc = tc_fail_at(d, TC_ERR_USAGE, tc_ckpt_path(c), TC_NO_OFFSET,
-                            "%s files hold no device tags; use 'tensorctl convert' for sets of them",
-                            tc_ckpt_format(c));
-        if (!rc)
-            rc = gate(c, o, d);
-        if (!rc && keyed && (rc = tc_rekey_make(c, &o->co.keys, &rk, d)))
-            tc_diag_subject(d, tc_ckpt_path(c));
-        if (!rc)
-            rc = tc_plan_make_less(&p, c, &ro, keyed ? rk.names : NULL, d);
-        if (!rc && keyed)
-            rc = keyed_names(c, &p, &rk, ix->sh[i].file, &names, &files, &owned, &nnames, &capnames, &seen, &total,
-                             d);
-        if (!rc)
-            rc = outs_open(os, path, o->dst_flags, d);
-        if (!rc)
-            rc = tc_rewrite_keyed(c, &p, &rk, outs_last(os), d);
-        rep->sum.shared_bytes += p.shared;
-        rep->sum.copied_bytes += p.copied;
-        if (!rc) {
-            rep->file_bytes += outs_last(os)->pos;
-            rc = tc_dst_finish(outs_last(os), d);
-        }
-        if (!rc) {
-            uint64_t ov, un;
-            tc_plan_totals(&p, &ov, &un);
-            rep->sum.overflow += ov;
-            rep->sum.underflow += un;
-            rep->ncast += p.ncast;
-            rep->nkept += p.nkept;
-            rep->sum.ntensors += tc_ckpt_ntensors(c) - rk.ndropped; /* those key surgery keeps */
-            rep->sum.nleft_out += rk.ndropped;
-            rep->sum.data_bytes += p.out_bytes;
-            rep->nshards++;
-        }
-        tc_plan_free(&p);
-        tc_rekey_free(&rk);
-        tc_ckpt_close(c);
-        c = NULL;
+        goto done;
     }
-    if (!rc && keyed) { /* the index with the new names: its metadata kept, total_size what the shards now hold */
-        if (!(rc = outs_open(os, index, o->dst_flags, d)))
-            rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, names, files, nnames, d);
-    }
-    for (size_t k = 0; k < nnames; k++)
-        free(owned[k]);
-    free(owned);
-    free(names);
-    free(files);
-    tc_strmap_free(&seen);
-    /* the index, unchanged: shard and tensor names stay */
-    if (!rc && !keyed && writes_index(o)) {
-        tc_src src = {.fd = -1};
-        uint8_t *buf = NULL;
-        if (!(rc = tc_src_open_file(&src, ix->path, d)) && !(buf = malloc(src.size ? (size_t)src.size : 1)))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        if (!rc)
-            rc = tc_src_read(&src, 0, buf, (size_t)src.size, "index", d);
-        if (!rc)
-            rc = outs_open(os, index, o->dst_flags, d);
-        if (!rc)
-            rc = tc_dst_write(outs_last(os), buf, (size_t)src.size, d);
-        rep->file_bytes += rc ? 0 : src.size;
-        free(buf);
-        tc_src_close(&src);
-    }
-    if (!rc && !(rep->index_path = strdup(index)))
+    for (size_t i = 0; i < ix->nsh && !rc; i++)
+        if (mine(o, i))
+            rc = rw_shard(&W, i, d);
+    if (rc)
+        goto done;
+    if (W.keyed)
+        rc = rw_index_keyed(&W, d);
+    else if (writes_index(o))
+        rc = rw_index_copy(&W, d);
+    if (rc)
+        goto done;
+    if (!(rep->index_path = strdup(W.index)))
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    free(path);
-    free(dir);
-    free(index);
-    tc_engines_free(&eng);
-    inputs_free(&ins);
+done:
+    rw_free(&W);
     return rc;
 }
 
@@ -481,6 +561,13 @@ typedef struct conv {
     char **shards;        /* output paths */
     tc_keymap km;         /* the names after key surgery, over the whole set */
     tc_ckpt *given;       /* the set's only input, opened by the caller (tc_set_run_ckpt), or NULL */
+    outs *os;
+    bool st;              /* to safetensors (else to torch) */
+    const char *base, *ext; /* the shards are BASE-0000K-of-0000N.EXT, the index BASE.EXT.index.json */
+    char *dir;            /* the output folder */
+    size_t nshards;
+    set_name *names;      /* every output name with its shard, sorted by name */
+    size_t nnames;
 } conv;
 
 static int add_unit(conv *S, size_t in, size_t first, uint64_t bytes, long *out, tc_diag *d)
@@ -704,7 +791,7 @@ static int write_shard(conv *S, size_t k, tc_dst *dst, tc_diag *d)
     tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .meta = meta,
                         .nmeta = st ? nmeta : 0, .data = shard_data_fn, .origin = shard_origin_fn, .ctx = &sd,
                         .max_depth = S->ro.max_depth};
-    rc = tc_format_named(st ? "safetensors" : "torch-zip")->write(&job, dst, d);
+    rc = tc_format_write(st ? TC_CAP_WRITES_SAFETENSORS : TC_CAP_WRITES_TORCH, &job, dst, d);
     for (size_t b = 0; b < nb && !rc; b++)
         S->rep->sum.data_bytes += blocks[b].nbytes;
 done:
@@ -718,186 +805,281 @@ done:
     return rc;
 }
 
+static void conv_free(conv *S)
+{
+    free(S->names);
+    for (size_t i = 0; S->in && i < S->ix->nsh; i++) {
+        if (S->in[i].planned)
+            tc_plan_free(&S->in[i].p);
+        free(S->in[i].sl);
+        tc_sd_items_free(&S->in[i].it);
+        free(S->in[i].unit);
+        if (S->in[i].c != S->given)
+            tc_ckpt_close(S->in[i].c);
+    }
+    for (size_t k = 0; S->shards && k < S->nshards; k++)
+        free(S->shards[k]);
+    free(S->shards);
+    free(S->in);
+    free(S->u);
+    free(S->dir);
+    tc_keymap_free(&S->km);
+    tc_engines_free(&S->eng);
+}
+
+/* Where the set goes: its folder and its index, or the one file (the report's index_path). */
+static int cv_paths(conv *S, const char *out, tc_diag *d)
+{
+    char idx_name[64];
+    snprintf(idx_name, sizeof idx_name, "%s%s.index.json", S->base, S->ext);
+    return S->o->one_file ? one_path(out, &S->dir, &S->rep->index_path, d)
+                          : out_paths(out, idx_name, &S->dir, &S->rep->index_path, d);
+}
+
+/* --key: some input shard must have tensors under it. */
+static int cv_key_check(const conv *S, tc_diag *d)
+{
+    for (size_t i = 0; i < S->ix->nsh; i++)
+        if (!tc_convert_key_check(S->in[i].c, &S->o->co, &(tc_diag)TC_DIAG_INIT))
+            return 0;
+    return S->ix->nsh ? tc_convert_key_check(S->in[0].c, &S->o->co, d) : 0;
+}
+
+/* The inputs' checkpoints, tensor counts, selections (to safetensors) and
+ * items (to torch) side by side, as the checks over the whole set take them. */
+typedef struct cv_arrays {
+    const tc_ckpt **cs;
+    size_t *counts;
+    tc_sel **sls;
+    tc_sd_items **its;
+} cv_arrays;
+
+static void cv_arrays_free(cv_arrays *a)
+{
+    free(a->cs);
+    free(a->counts);
+    free(a->sls);
+    free(a->its);
+}
+
+static int cv_arrays_make(const conv *S, cv_arrays *a, tc_diag *d)
+{
+    size_t n = S->ix->nsh;
+    a->cs = calloc(n + 1, sizeof *a->cs);
+    a->counts = calloc(n + 1, sizeof *a->counts);
+    a->sls = calloc(n + 1, sizeof *a->sls);
+    a->its = calloc(n + 1, sizeof *a->its);
+    if (!a->cs || !a->counts || !a->sls || !a->its) {
+        cv_arrays_free(a);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        a->cs[i] = S->in[i].c;
+        a->counts[i] = tc_ckpt_ntensors(S->in[i].c);
+        a->sls[i] = S->in[i].sl;
+        a->its[i] = &S->in[i].it;
+    }
+    return 0;
+}
+
+/* Key surgery over the whole set at once (one shared prefix). */
+static int cv_rename(conv *S, tc_diag *d)
+{
+    cv_arrays a;
+    const tc_keyops *k = &S->o->co.keys;
+    int rc = cv_arrays_make(S, &a, d);
+    if (rc)
+        return rc;
+    rc = S->st ? tc_sel_rename(k, a.sls, a.counts, S->ix->nsh, &S->km, d)
+               : tc_items_rename(k, a.its, S->ix->nsh, &S->km, d);
+    cv_arrays_free(&a);
+    return rc;
+}
+
+/* Every name the set gives, aliases included, once. */
+static int cv_names_check(const conv *S, tc_diag *d)
+{
+    cv_arrays a;
+    int rc = cv_arrays_make(S, &a, d);
+    if (rc)
+        return rc;
+    rc = tc_out_names_check(&S->o->co, a.cs, S->st ? a.sls : NULL, a.counts, a.its, S->ix->nsh, d);
+    if (rc && S->ix->nsh > 1)
+        tc_diag_subject(d, S->ix->path);
+    cv_arrays_free(&a);
+    return rc;
+}
+
+/* The plan: the units into shards greedily, in input order, each shard
+ * filled up to the largest size (a unit larger than that alone); and the
+ * shards' paths. */
+static int cv_plan(conv *S, const char *out, tc_diag *d)
+{
+    const tc_set_opts *o = S->o;
+    uint64_t max = o->one_file ? UINT64_MAX : o->max_shard ? o->max_shard : TC_DEFAULT_MAX_SHARD, fill = 0;
+    for (size_t u = 0; u < S->nu; u++) {
+        if (!S->nshards || (fill && fill + S->u[u].bytes > max)) {
+            S->nshards++;
+            fill = 0;
+        }
+        S->u[u].shard = S->nshards - 1;
+        fill += S->u[u].bytes;
+    }
+    if (!S->nshards)
+        return tc_fail_at(d, TC_ERR_USAGE, S->ix->path, TC_NO_OFFSET, "no tensor of the set can be written as %s",
+                          S->st ? "safetensors" : "a torch checkpoint");
+    if (!(S->shards = calloc(S->nshards + 1, sizeof *S->shards)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < S->nshards; k++) {
+        char file[96];
+        snprintf(file, sizeof file, "%s-%05zu-of-%05zu%s", S->base, k + 1, S->nshards, S->ext);
+        if (!(S->shards[k] = o->one_file ? strdup(out) : join(S->dir, file)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Every output this process writes checked before anything is written. */
+static int cv_check_outputs(const conv *S, tc_diag *d)
+{
+    const tc_set_opts *o = S->o;
+    inputs ins;
+    int rc = inputs_make(&ins, S->ix, d);
+    if (rc)
+        return rc;
+    for (size_t k = 0; k <= S->nshards && !rc; k++) {
+        if (k < S->nshards ? !mine(o, k) : !writes_index(o) || o->one_file)
+            continue;
+        rc = check_output(&ins, k < S->nshards ? S->shards[k] : S->rep->index_path, o, d);
+    }
+    inputs_free(&ins);
+    return rc;
+}
+
+/* The index step of a set converted in parts: the parts wrote every shard,
+ * each with what the plan gives it. */
+static int cv_check_parts(const conv *S, tc_diag *d)
+{
+    /* the names grouped by shard, in one pass (names[] is sorted by name, so each group is too) */
+    const char **nv = malloc((S->nnames + 1) * sizeof *nv);
+    size_t *at = calloc(S->nshards + 2, sizeof *at);
+    int rc = 0;
+    if (!nv || !at) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < S->nnames; i++)
+        at[S->names[i].shard + 2]++;
+    for (size_t k = 0; k < S->nshards; k++)
+        at[k + 2] += at[k + 1];
+    for (size_t i = 0; i < S->nnames; i++)
+        nv[at[S->names[i].shard + 1]++] = S->names[i].name;
+    for (size_t k = 0; k < S->nshards && !rc; k++)
+        rc = check_written(S->shards[k], nv + at[k], at[k + 1] - at[k], &S->o->lim, d);
+done:
+    free(nv);
+    free(at);
+    return rc;
+}
+
+/* Shard k written and finished under its temporary name. */
+static int cv_shard(conv *S, size_t k, tc_diag *d)
+{
+    int rc;
+    if ((rc = outs_open(S->os, S->shards[k], S->o->dst_flags, d)) || (rc = write_shard(S, k, outs_last(S->os), d)))
+        return rc;
+    S->rep->file_bytes += outs_last(S->os)->pos;
+    if ((rc = tc_dst_finish(outs_last(S->os), d)))
+        return rc;
+    S->rep->nshards++;
+    return 0;
+}
+
+/* The new index: every name the set gives with its shard's file, total_size the bytes of every unit. */
+static int cv_index(conv *S, tc_diag *d)
+{
+    uint64_t total = 0;
+    for (size_t u = 0; u < S->nu; u++)
+        total += S->u[u].bytes;
+    const char **nv = malloc((S->nnames + 1) * sizeof *nv), **fv = malloc((S->nnames + 1) * sizeof *fv);
+    int rc = 0;
+    if (!nv || !fv) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < S->nnames; i++) {
+        nv[i] = S->names[i].name;
+        fv[i] = strrchr(S->shards[S->names[i].shard], '/') + 1;
+    }
+    if ((rc = outs_open(S->os, S->rep->index_path, S->o->dst_flags, d)) ||
+        (rc = tc_index_write(outs_last(S->os), total, S->ix->meta, S->ix->nmeta, nv, fv, S->nnames, d)))
+        goto done;
+    S->rep->file_bytes += outs_last(S->os)->pos;
+done:
+    free(nv);
+    free(fv);
+    return rc;
+}
+
+/* What the inputs' plans counted, into the report, once the set is written. */
+static void cv_totals(conv *S)
+{
+    for (size_t i = 0; i < S->ix->nsh; i++) {
+        if (!S->st) {
+            uint64_t ov, un;
+            tc_plan_totals(&S->in[i].p, &ov, &un);
+            S->rep->sum.overflow += ov;
+            S->rep->sum.underflow += un;
+        }
+        S->rep->sum.shared_bytes += S->in[i].p.shared;
+        S->rep->sum.copied_bytes += S->in[i].p.copied;
+    }
+}
+
 static int convert_set(const tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts *o, outs *os,
                        tc_set_report *rep, tc_diag *d)
 {
     bool st = o->mode == TC_SET_SAFETENSORS;
-    const char *base = st ? "model" : "pytorch_model", *ext = st ? ".safetensors" : ".bin";
-    char idx_name[64];
-    snprintf(idx_name, sizeof idx_name, "%s%s.index.json", base, ext);
-    conv S = {.o = o, .rep = rep, .ix = ix, .ro = o->co.ro, .given = given};
+    conv S = {.o = o, .rep = rep, .ix = ix, .os = os, .ro = o->co.ro, .given = given, .st = st,
+              .base = st ? "model" : "pytorch_model", .ext = st ? ".safetensors" : ".bin"};
     S.ro.engines = &S.eng;
-    set_name *names = NULL;
-    char *dir = NULL;
-    size_t nnames = 0, nshards = 0;
-    uint64_t max = o->one_file ? UINT64_MAX : o->max_shard ? o->max_shard : TC_DEFAULT_MAX_SHARD;
     if (!st) {
         S.ro.all_to = o->co.device ? o->co.device : "cpu";
         S.ro.maps = NULL;
         S.ro.nmaps = 0;
     }
-    int rc = o->one_file ? one_path(out, &dir, &rep->index_path, d) : out_paths(out, idx_name, &dir, &rep->index_path, d);
-    if (!rc && !(S.in = calloc(ix->nsh + 1, sizeof *S.in)))
+    int rc;
+    if ((rc = cv_paths(&S, out, d)))
+        goto done;
+    if (!(S.in = calloc(ix->nsh + 1, sizeof *S.in))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     for (size_t i = 0; i < ix->nsh && !rc; i++)
         rc = open_input(&S, i, d);
-    if (!rc && o->co.key) { /* --key: some shard must have tensors under it */
-        bool any = false;
-        for (size_t i = 0; i < ix->nsh && !any; i++)
-            any = !tc_convert_key_check(S.in[i].c, &o->co, &(tc_diag)TC_DIAG_INIT);
-        if (!any && ix->nsh)
-            rc = tc_convert_key_check(S.in[0].c, &o->co, d);
-    }
-    /* key surgery over the whole set at once (one shared prefix) */
-    if (!rc && tc_keyops_any(&o->co.keys)) {
-        size_t *counts = calloc(ix->nsh + 1, sizeof *counts);
-        tc_sel **sls = calloc(ix->nsh + 1, sizeof *sls);
-        tc_sd_items **its = calloc(ix->nsh + 1, sizeof *its);
-        if (!counts || !sls || !its)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < ix->nsh && !rc; i++) {
-            counts[i] = tc_ckpt_ntensors(S.in[i].c);
-            sls[i] = S.in[i].sl;
-            its[i] = &S.in[i].it;
-        }
-        if (!rc)
-            rc = st ? tc_sel_rename(&o->co.keys, sls, counts, ix->nsh, &S.km, d)
-                    : tc_items_rename(&o->co.keys, its, ix->nsh, &S.km, d);
-        free(counts);
-        free(sls);
-        free(its);
-    }
-    /* every name the set gives, aliases included, once */
-    if (!rc) {
-        const tc_ckpt **cs = calloc(ix->nsh + 1, sizeof *cs);
-        size_t *counts = calloc(ix->nsh + 1, sizeof *counts);
-        tc_sel **sls = calloc(ix->nsh + 1, sizeof *sls);
-        tc_sd_items **its = calloc(ix->nsh + 1, sizeof *its);
-        if (!cs || !counts || !sls || !its)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < ix->nsh && !rc; i++) {
-            cs[i] = S.in[i].c;
-            counts[i] = tc_ckpt_ntensors(S.in[i].c);
-            sls[i] = S.in[i].sl;
-            its[i] = &S.in[i].it;
-        }
-        if (!rc && (rc = tc_out_names_check(&o->co, cs, st ? sls : NULL, counts, its, ix->nsh, d)) && ix->nsh > 1)
-            tc_diag_subject(d, ix->path);
-        free(cs);
-        free(counts);
-        free(sls);
-        free(its);
-    }
-    /* the plan: greedy, in input order */
-    uint64_t fill = 0;
-    for (size_t u = 0; u < S.nu && !rc; u++) {
-        if (!nshards || (fill && fill + S.u[u].bytes > max)) {
-            nshards++;
-            fill = 0;
-        }
-        S.u[u].shard = nshards - 1;
-        fill += S.u[u].bytes;
-    }
-    if (!rc && !nshards)
-        rc = tc_fail_at(d, TC_ERR_USAGE, ix->path, TC_NO_OFFSET, "no tensor of the set can be written as %s",
-                        st ? "safetensors" : "a torch checkpoint");
-    if (!rc && !(S.shards = calloc(nshards + 1, sizeof *S.shards)))
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t k = 0; k < nshards && !rc; k++) {
-        char file[96];
-        snprintf(file, sizeof file, "%s-%05zu-of-%05zu%s", base, k + 1, nshards, ext);
-        if (!(S.shards[k] = o->one_file ? strdup(out) : join(dir, file)))
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    }
-    if (!rc)
-        rc = set_names(&S, &names, &nnames, d);
-    /* every output checked before anything is written */
-    inputs ins = {0};
-    if (!rc)
-        rc = inputs_make(&ins, ix, d);
-    for (size_t k = 0; k <= nshards && !rc; k++) {
-        const char *p = k < nshards ? S.shards[k] : rep->index_path;
-        struct stat sb;
-        if (k < nshards ? !mine(o, k) : !writes_index(o) || o->one_file)
-            continue;
-        if (!(rc = not_an_input(&ins, p, d)) && !(rc = not_a_folder(p, d)) && !(o->dst_flags & TC_DST_FORCE) && lstat(p, &sb) == 0)
-            rc = tc_fail_at(d, TC_ERR_USAGE, p, TC_NO_OFFSET, "exists (use --force to replace it)");
-    }
-    inputs_free(&ins);
-    if (!rc && o->index_only) { /* the parts wrote every shard, each with what the plan gives it */
-        /* the names grouped by shard, in one pass (names[] is sorted by name, so each group is too) */
-        const char **nv = malloc((nnames + 1) * sizeof *nv);
-        size_t *at = calloc(nshards + 2, sizeof *at);
-        if (!nv || !at)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; !rc && i < nnames; i++)
-            at[names[i].shard + 2]++;
-        for (size_t k = 0; !rc && k < nshards; k++)
-            at[k + 2] += at[k + 1];
-        for (size_t i = 0; !rc && i < nnames; i++)
-            nv[at[names[i].shard + 1]++] = names[i].name;
-        for (size_t k = 0; k < nshards && !rc; k++)
-            rc = check_written(S.shards[k], nv + at[k], at[k + 1] - at[k], &o->lim, d);
-        free(nv);
-        free(at);
-    }
-    if (!rc && !o->one_file) /* one file goes where its folder is, as every other output */
-        rc = tc_dst_mkdirs(dir, d);
-    for (size_t k = 0; k < nshards && !rc; k++) {
-        if (!mine(o, k))
-            continue;
-        if (!(rc = outs_open(os, S.shards[k], o->dst_flags, d)) && !(rc = write_shard(&S, k, outs_last(os), d))) {
-            rep->file_bytes += outs_last(os)->pos;
-            rc = tc_dst_finish(outs_last(os), d);
-        }
-        rep->nshards += !rc;
-    }
-    uint64_t total = 0;
-    for (size_t u = 0; u < S.nu; u++)
-        total += S.u[u].bytes;
-    if (!rc && writes_index(o) && !o->one_file) {
-        const char **nv = malloc((nnames + 1) * sizeof *nv), **fv = malloc((nnames + 1) * sizeof *fv);
-        if (!nv || !fv)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < nnames && !rc; i++) {
-            nv[i] = names[i].name;
-            fv[i] = strrchr(S.shards[names[i].shard], '/') + 1;
-        }
-        if (!rc && !(rc = outs_open(os, rep->index_path, o->dst_flags, d)) &&
-            !(rc = tc_index_write(outs_last(os), total, ix->meta, ix->nmeta, nv, fv, nnames, d)))
-            rep->file_bytes += outs_last(os)->pos;
-        free(nv);
-        free(fv);
-    }
-    if (!rc && !st)
-        for (size_t i = 0; i < ix->nsh; i++) {
-            uint64_t ov, un;
-            tc_plan_totals(&S.in[i].p, &ov, &un);
-            rep->sum.overflow += ov;
-            rep->sum.underflow += un;
-        }
-    for (size_t i = 0; !rc && i < ix->nsh; i++) {
-        rep->sum.shared_bytes += S.in[i].p.shared;
-        rep->sum.copied_bytes += S.in[i].p.copied;
-    }
-    free(names);
-    for (size_t i = 0; S.in && i < ix->nsh; i++) {
-        if (S.in[i].planned)
-            tc_plan_free(&S.in[i].p);
-        free(S.in[i].sl);
-        tc_sd_items_free(&S.in[i].it);
-        free(S.in[i].unit);
-        if (S.in[i].c != given)
-            tc_ckpt_close(S.in[i].c);
-    }
-    for (size_t k = 0; S.shards && k < nshards; k++)
-        free(S.shards[k]);
-    free(S.shards);
-    free(S.in);
-    free(S.u);
-    free(dir);
-    tc_keymap_free(&S.km);
-    tc_engines_free(&S.eng);
+    if (rc)
+        goto done;
+    if (o->co.key && (rc = cv_key_check(&S, d)))
+        goto done;
+    if (tc_keyops_any(&o->co.keys) && (rc = cv_rename(&S, d)))
+        goto done;
+    if ((rc = cv_names_check(&S, d)) || (rc = cv_plan(&S, out, d)) || (rc = set_names(&S, &S.names, &S.nnames, d)) ||
+        (rc = cv_check_outputs(&S, d)))
+        goto done;
+    if (o->index_only && (rc = cv_check_parts(&S, d)))
+        goto done;
+    if (!o->one_file && (rc = tc_dst_mkdirs(S.dir, d))) /* one file goes where its folder is, as every other output */
+        goto done;
+    for (size_t k = 0; k < S.nshards && !rc; k++)
+        if (mine(o, k))
+            rc = cv_shard(&S, k, d);
+    if (rc)
+        goto done;
+    if (writes_index(o) && !o->one_file && (rc = cv_index(&S, d)))
+        goto done;
+    cv_totals(&S);
+done:
+    conv_free(&S);
     return rc;
 }
 
@@ -977,24 +1159,26 @@ static int run(tc_index *ix, tc_ckpt *given, const char *out, const tc_set_opts 
     outs os = {0};
     strvec stale = {0}, removed = {0};
     rep->ninputs = ix->nsh;
-    int rc = given ? 0 : tc_index_check_shards(ix, d);
-    if (!rc)
-        rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
-                                       : convert_set(ix, given, out, o, &os, rep, d);
-    if (!rc && (o->dst_flags & TC_DST_FORCE) && writes_index(o) && !o->one_file && rep->index_path)
-        rc = stale_shards(rep->index_path, &os, ix, given, &o->lim, &stale, d);
-    if (!rc)
-        rc = outs_publish(&os, d);
+    int rc = 0;
+    bool replaces = (o->dst_flags & TC_DST_FORCE) && writes_index(o) && !o->one_file;
+    if ((!given && (rc = tc_index_check_shards(ix, d))) ||
+        (rc = o->mode == TC_SET_REWRITE ? rewrite_set(ix, out, o, &os, rep, d)
+                                        : convert_set(ix, given, out, o, &os, rep, d)) ||
+        (replaces && rep->index_path && (rc = stale_shards(rep->index_path, &os, ix, given, &o->lim, &stale, d))) ||
+        (rc = outs_publish(&os, d)))
+        goto done;
     /* the new set is in place: the old one's other shards go */
     for (size_t i = 0; i < stale.n; i++) {
-        if (!rc && unlink(stale.v[i]) == 0) {
+        if (unlink(stale.v[i]) == 0) {
             const char *slash = strrchr(stale.v[i], '/');
             char *name = strdup(slash ? slash + 1 : stale.v[i]);
             if (name && tc_vec_push(&removed, name) < 0)
                 free(name);
         }
-        free(stale.v[i]);
     }
+done:
+    for (size_t i = 0; i < stale.n; i++)
+        free(stale.v[i]);
     tc_vec_free(&stale);
     if (removed.n > 1)
         qsort(removed.v, removed.n, sizeof *removed.v, cmp_str);
@@ -1015,8 +1199,9 @@ int tc_set_run(const char *in, const char *out, const tc_set_opts *o, tc_set_rep
     if (!tc_index_path(in) && o->mode != TC_SET_REWRITE) {
         tc_ckpt *c;
         int rc = tc_open(&c, in, &o->lim, d);
-        if (!rc)
-            rc = tc_set_run_ckpt(c, out, o, rep, d);
+        if (rc)
+            return rc;
+        rc = tc_set_run_ckpt(c, out, o, rep, d);
         tc_ckpt_close(c);
         return rc;
     }

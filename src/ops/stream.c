@@ -6,76 +6,15 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "cast_cuda.h"
 #include "assemble.h"
 #include "format.h"
 #include "quant.h"
-#include "xfer.h"
+#include "step.h"
 
 #define CHUNK (8u << 20)        /* sequential streams: bytes per step on the larger side */
 #define CUDA_CHUNK (32u << 20)  /* the GPU's caster splits a chunk over its two streams */
 #define GATHER_CHUNK (4u << 20) /* elements gathered per cast/write step, in bytes */
 #define WHOLE_MAX (32u << 20)   /* strided views of storages up to this size are read whole */
-
-static void progress(tc_plan *p, uint64_t add)
-{
-    p->done += add;
-    if (p->o && p->o->progress)
-        p->o->progress(p->o->progress_ctx, p->done, p->total);
-}
-
-typedef struct xprog {
-    tc_plan *p;
-    uint64_t base;
-} xprog;
-
-static void xfer_progress(void *ctx, uint64_t in_done)
-{
-    xprog *x = ctx;
-    x->p->o->progress(x->p->o->progress_ctx, x->base + in_done, x->p->total);
-}
-
-
-/* A plain range through the parallel transfer, decoded from blocks of dec or encoded as blocks of enc when
- * one is not TC_Q_NONE. */
-static int xfer_coded(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                      tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, uint32_t *crc,
-                      tc_cast_stats *stats, tc_diag *d)
-{
-    xprog xp = {p, p->done};
-    tc_xfer x = {
-        .src = src, .in_off = in_off, .in_bytes = in_bytes, .what = what, .out = dst, .out_off = off,
-        .from = from, .to = to, .dec = dec, .enc = enc, .want_crc = crc != NULL,
-        .progress = p->o && p->o->progress ? xfer_progress : NULL, .progress_ctx = &xp,
-    };
-    int rc = tc_xfer_run(tc_plan_pool(p), &x, d);
-    p->shared += x.shared;
-    p->copied += x.copied;
-    if (rc)
-        return rc;
-    if (crc)
-        *crc = x.crc;
-    if (stats) {
-        stats->overflow += x.stats.overflow;
-        stats->underflow += x.stats.underflow;
-        stats->nan += x.stats.nan;
-    }
-    p->done += in_bytes;
-    return 0;
-}
-
-static int xfer_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                      tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
-                      tc_diag *d)
-{
-    return xfer_coded(p, src, in_off, in_bytes, what, TC_Q_NONE, from, to, TC_Q_NONE, dst, off, crc, stats, d);
-}
-
-int tc_stream_blocks(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                     tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, tc_diag *d)
-{
-    return xfer_coded(p, src, in_off, in_bytes, what, dec, from, to, enc, dst, off, NULL, NULL, d);
-}
 
 /* A storage stored as blocks, as a plain range of its file: decoded and cast by the parallel transfer.
  * 1 when it is not one (read it through open_values). */
@@ -92,45 +31,8 @@ static int xfer_blocks(tc_plan *p, const tc_ckpt *c, size_t i, tc_dtype to, tc_d
     tc_rd_close(&r);
     if (!src || !tc_quant_can_decode(s->enc) || in_bytes != s->enc_bytes)
         return 1;
-    return xfer_coded(p, src, in_off, in_bytes, s->key, s->enc, TC_DT_F32, to, TC_Q_NONE, dst, off, crc, stats, d);
+    return tc_step_coded(p, src, in_off, in_bytes, s->key, s->enc, TC_DT_F32, to, TC_Q_NONE, dst, off, crc, stats, d);
 }
-
-/* n elements of `from` at in, as `to` at out, counted into stats: on the
- * plan's GPU when it casts there (p may be NULL: the CPU). The one cast step
- * of every stream; the parallel transfer casts its chunks the same way. */
-static int cast_chunk(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, const void *in, size_t n,
-                      tc_cast_stats *stats, const char *what, tc_diag *d)
-{
-    tc_cast_stats cs = {0};
-    if (p && p->cuda) {
-        char why[256] = "";
-        if (tc_cast_count(&cs, to, from, in, n) || tc_cuda_caster_run(p->caster, to, out, from, in, n, why, sizeof why))
-            return tc_fail(d, TC_ERR_IO, "CUDA cast of storage '%s' failed: %s", what, why);
-    } else if (tc_cast_cpu_counted(&cs, to, out, from, in, n)) {
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to %s", tc_dtype_name(from), tc_dtype_name(to));
-    }
-    if (stats) {
-        stats->overflow += cs.overflow;
-        stats->underflow += cs.underflow;
-        stats->nan += cs.nan;
-    }
-    return 0;
-}
-
-int tc_stream_cast(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, const void *in, size_t n,
-                   tc_cast_stats *stats, const char *what, tc_diag *d)
-{
-    return cast_chunk(p, to, out, from, in, n, stats, what, d);
-}
-
-int tc_stream_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                    tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
-                    tc_diag *d)
-{
-    return xfer_range(p, src, in_off, in_bytes, what, from, to, dst, off, crc, stats, d);
-}
-
-void tc_stream_progress(tc_plan *p, uint64_t add) { progress(p, add); }
 
 /* ---- storages stored as blocks (tc_storage.enc) ---------------------------------------- */
 
@@ -250,7 +152,7 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
         size_t olen = got;
         if (cast) {
             size_t n = got / esz;
-            if ((rc = cast_chunk(p, to, out, from, in, n, stats, r->what, d)))
+            if ((rc = tc_step_cast(p, to, out, from, in, n, stats, r->what, d)))
                 break;
             o = out;
             olen = n * osz;
@@ -262,7 +164,7 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
         tc_dst_writeback(dst, off + pos, olen);
         pos += olen;
         p->copied += cast ? 0 : olen;
-        progress(p, got);
+        tc_step_progress(p, got);
     }
     if (!rc && crc)
         *crc = c32;
@@ -313,7 +215,7 @@ int tc_stream_storage(tc_plan *p, const tc_ckpt *c, size_t i, tc_dst *dst, uint6
     uint32_t got_crc = 0;
     bool computed = crc && !trust;
     if (r.src && !(ps->cast && p->cuda))
-        rc = xfer_range(p, r.src, r.off, r.size, s->key, from, to, dst, off, computed ? &got_crc : NULL, &cs, d);
+        rc = tc_step_range(p, r.src, r.off, r.size, s->key, from, to, dst, off, computed ? &got_crc : NULL, &cs, d);
     else
         rc = stream_seq(p, &r, from, to, dst, off, computed ? &got_crc : NULL, &cs, d);
     tc_rd_close(&r);
@@ -349,7 +251,7 @@ static int dst_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
     int rc = tc_dst_pwrite(s->dst, s->off + s->pos, buf, n, d);
     s->pos += n;
     s->p->copied += s->same ? n : 0;
-    progress(s->p, n);
+    tc_step_progress(s->p, n);
     return rc;
 }
 
@@ -386,7 +288,7 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
         uint64_t in_off = r.off;
         tc_rd_close(&r);
         if (src) /* a plain range: in parallel */
-            return xfer_range(p, src, in_off + start, t->nbytes, s->key, t->dtype, to, dst, off, crc, stats, d);
+            return tc_step_range(p, src, in_off + start, t->nbytes, s->key, t->dtype, to, dst, off, crc, stats, d);
     }
     dsink k = {dst, off, 0, (uint32_t)crc32(0, NULL, 0), crc != NULL, to == t->dtype && tc_tensor_contiguous(t), p};
     int rc = tc_tensor_elements(c, t, to, dst_sink, &k, stats, d);
@@ -668,7 +570,7 @@ int tc_tensor_elements(const tc_ckpt *c, const tc_tensor *t, tc_dtype to, tc_sin
             break;
         if (cast) {
             size_t cnt = got / esz;
-            if (!(rc = cast_chunk(NULL, to, cbuf, t->dtype, buf, cnt, stats, "gathered elements", d)))
+            if (!(rc = tc_step_cast(NULL, to, cbuf, t->dtype, buf, cnt, stats, "gathered elements", d)))
                 rc = sink(ctx, cbuf, cnt * tc_dtype_size(to), d);
         } else {
             rc = sink(ctx, buf, got, d);

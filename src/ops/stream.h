@@ -62,24 +62,6 @@ int tc_elems_read(tc_elems *e, void *buf, size_t n, size_t *got, tc_diag *d);
  * *src, which any thread may read (tc_src_read) until the reader is closed. */
 bool tc_elems_range(const tc_elems *e, const tc_src **src, uint64_t *off);
 void tc_elems_close(tc_elems *e);
-/* The steps every stream is made of, for the other streams of this layer
- * (assemble.c): n elements cast on the plan's engine (p may be NULL: the
- * CPU), counted into stats; and a plain range of a file through the
- * parallel transfer (cast from `from` to `to`, *crc of the output when crc is
- * not NULL), counted as streamed. */
-int tc_stream_cast(const tc_plan *p, tc_dtype to, void *out, tc_dtype from, const void *in, size_t n,
-                   tc_cast_stats *stats, const char *what, tc_diag *d);
-int tc_stream_range(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                    tc_dtype from, tc_dtype to, tc_dst *dst, uint64_t off, uint32_t *crc, tc_cast_stats *stats,
-                    tc_diag *d);
-/* The same for the block codecs (xfer.h): a plain range of blocks of dec
- * decoded and cast to `to`, or of `from` elements encoded as blocks of enc
- * (one of dec and enc TC_Q_NONE). */
-int tc_stream_blocks(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what,
-                     tc_qtype dec, tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, tc_diag *d);
-/* Progress of p: add input bytes streamed. */
-void tc_stream_progress(tc_plan *p, uint64_t add);
-
 /* Bytes a tensor takes as a contiguous tensor of dtype dt. */
 static inline uint64_t tc_tensor_bytes_as(const tc_tensor *t, tc_dtype dt) { return t->numel * tc_dtype_size(dt); }
 

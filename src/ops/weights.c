@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "format.h"
 #include "keys.h"
 #include "strmap.h"
 #include "vec.h"
@@ -304,7 +305,7 @@ int tc_weights_find(const tc_ckpt *c, tc_weights *out, tc_diag *d)
         if (!tc_ckpt_module(c, i)->prefix[0])
             root = tc_ckpt_module(c, i);
     tc_wcand *w;
-    bool script = !strcmp(tc_ckpt_format(c), "torchscript");
+    bool script = tc_ckpt_can(c, TC_CAP_TORCHSCRIPT);
     if (!tc_ckpt_has_objects(c) || root) {
         if (nt && !(w = add(out, &cap, "", d))) {
             rc = d->code;

@@ -1,4 +1,4 @@
-/* The declarations of TorchScript code files (formats/torchscript.c): which
+/* The declarations of TorchScript code files (formats/script_decl.c): which
  * module classes there are and the attributes each declares as parameters and
  * buffers, read as text; malformed declarations fail naming file and line. */
 #include <criterion/criterion.h>
