@@ -21,6 +21,7 @@ import sys
 # Literals equal to a driver's name that are not one, each with why.
 ALLOWED = {
     ("src/cli/common.c", "safetensors"): "--format's choice: the user's word for the output, not a driver",
+    ("src/cli/common.c", "gguf"): "--format's choice, which names the extension of a file written into a folder",
     ("src/ops/set.c", "safetensors"): "a message naming the kind of output asked for",
     ("src/cli/cmd_convert.c", "gguf"): "--format's choice: the user's word for the output, not a driver",
     ("src/cli/cmd_inspect.c", "gguf"): "the name of inspect --json's GGUF section, a key of its output",
