@@ -14,7 +14,6 @@ typedef struct wr {
     size_t len, cap;
     uint32_t next_memo;
     uint32_t max_depth;
-    pk_graph *g;
     tc_diag *d;
     int err;
     const char *stack_top; /* save recurses: bound its stack use */
@@ -395,11 +394,11 @@ static void clear_shared(void *ctx, pk_obj *o)
 }
 
 /* A writer whose depth bound counts from its caller's frame at *top. */
-static void wr_init(wr *w, pk_graph *g, uint32_t max_depth, const char *top, tc_diag *d)
+static void wr_init(wr *w, uint32_t max_depth, const char *top, tc_diag *d)
 {
     struct rlimit rl;
     size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
-    *w = (wr){.max_depth = max_depth, .g = g, .d = d, .stack_top = top, .max_stack = stack / 2};
+    *w = (wr){.max_depth = max_depth, .d = d, .stack_top = top, .max_stack = stack / 2};
     uint8_t proto[2] = {0x80, 2};
     put(w, proto, 2);
 }
@@ -424,7 +423,7 @@ int pk_write(pk_graph *g, pk_obj *root, uint32_t max_depth, uint8_t **out, size_
     char top = 0; /* only its address counts: where the stack was */
     wr w;
     pk_graph_clear_marks(g);
-    wr_init(&w, g, max_depth, &top, d);
+    wr_init(&w, max_depth, &top, d);
     if (!w.err && mark_shared_persids(&w, root)) {
         free(w.buf);
         pk_graph_clear_marks(g);
@@ -453,7 +452,7 @@ int pk_stream_new(pk_stream **out, pk_obj *root, size_t npairs, uint32_t max_dep
     if (!s)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory writing the pickle");
     char top = 0; /* only its address counts: where the stack was */
-    wr_init(&s->w, NULL, max_depth, &top, d);
+    wr_init(&s->w, max_depth, &top, d);
     s->npairs = npairs;
     /* the root as save writes it, its items to come: for a call, its function,
      * arguments and REDUCE; for a dict, EMPTY_DICT; memoized either way */
