@@ -23,6 +23,7 @@
 #define TC_ESC(s) tc_esc((s), (char[1024]){0}, 1024)
 #include "ckpt.h"
 #include "diag.h"
+#include "qtype.h"
 
 /* Exit statuses. */
 enum {
@@ -50,6 +51,24 @@ enum {
                                         --name VALUE when VALUE ends with '.' (a dotted prefix) */
 };
 
+/* What an option's value is, so that tc_parse checks it once, the same way for every command,
+ * and fills its typed slot in tc_args (a bad value: one line naming the option and the value,
+ * exit status 2). */
+typedef enum tc_kind {
+    TC_KIND_TEXT = 0, /* free text, taken as it is (a key, a prefix, FROM=TO; the command reads it) */
+    TC_KIND_PATH,     /* a file or folder name */
+    TC_KIND_GLOB,     /* a shell pattern for tensor names */
+    TC_KIND_COUNT,    /* decimal digits (tc_parse_count) from min to max (max 0: no bound): num[] */
+    TC_KIND_SIZE,     /* bytes (tc_parse_size: 5GB, 100MiB), at least min: num[] */
+    TC_KIND_REAL,     /* a finite number >= 0: real[] */
+    TC_KIND_WORDS,    /* one of the words of arg ("auto|cpu|cuda"): word[], its place in arg from 0 */
+    TC_KIND_DEVICE,   /* a device torch.load restores to (tc_device_target): dev[] */
+    TC_KIND_DTYPE,    /* a dtype --dtype casts to (tc_dtype_from_arg): dtype[] */
+    TC_KIND_DTYPE_GGUF, /* that, or a GGUF type tensorctl encodes; which one the output takes is the
+                           command's to say, so no value is refused here: dtype[] (TC_DT_INVALID when
+                           none) and qtype[] (TC_Q_NONE when none) */
+} tc_kind;
+
 typedef struct tc_opt {
     int id;
     char shrt;           /* 0 when none */
@@ -59,6 +78,8 @@ typedef struct tc_opt {
     unsigned flags;      /* TC_OPT_* */
     const char *def;     /* the default, as --help and the man page show it; NULL when none */
     const char *man;     /* the man page's paragraph (roff); NULL: the help line as a sentence */
+    tc_kind kind;        /* of the value (rows with arg) */
+    uint64_t min, max;   /* TC_KIND_COUNT: the bounds (max 0: none); TC_KIND_SIZE: min */
 } tc_opt;
 
 typedef struct tc_cmd {
@@ -94,8 +115,13 @@ tc_dtype tc_dtype_from_arg(const char *s);
  * option), or NULL. */
 const char *tc_nearest(const char *s, size_t len, const char *const *names, size_t n);
 
-/* Rows shared by several commands (opts.c). */
-extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
+/* --dtype's refusal of s: "--dtype 'S': choose float16 (fp16, half), ..." on stderr. */
+void tc_err_dtype(const char *s);
+/* The words of every --format row, in this order (a row may stop before gguf): its word[]. */
+enum { TC_FORMAT_PT, TC_FORMAT_SAFETENSORS, TC_FORMAT_GGUF };
+
+/* Rows shared by several commands (opts.c); tc_opt_dtype_gguf is convert's --dtype (TC_KIND_DTYPE_GGUF). */
+extern const tc_opt tc_opt_help, tc_opt_force, tc_opt_dtype, tc_opt_dtype_gguf, tc_opt_keep, tc_opt_only, tc_opt_allow_unsafe,
     tc_opt_safe_globals, tc_opt_quiet, tc_opt_max_pickle, tc_opt_max_depth, tc_opt_max_objects, tc_opt_max_entries, tc_opt_max_header,
     tc_opt_max_inflate;
 
@@ -132,6 +158,14 @@ typedef struct tc_args {
     bool set[OPT_COUNT_];
     const char *rep[OPT_COUNT_][TC_MAX_REPEAT];
     size_t nrep[OPT_COUNT_];
+    /* The typed values, by the row's kind: of the value given (the last), else of the row's
+     * default (def), else 0 (TC_DT_INVALID, TC_Q_NONE, ""). */
+    uint64_t num[OPT_COUNT_];      /* TC_KIND_COUNT, TC_KIND_SIZE */
+    double real[OPT_COUNT_];       /* TC_KIND_REAL */
+    int word[OPT_COUNT_];          /* TC_KIND_WORDS */
+    tc_dtype dtype[OPT_COUNT_];    /* TC_KIND_DTYPE, TC_KIND_DTYPE_GGUF */
+    tc_qtype qtype[OPT_COUNT_];    /* TC_KIND_DTYPE_GGUF */
+    char dev[OPT_COUNT_][32];      /* TC_KIND_DEVICE: the location tag to write */
     char **pos;
     int npos;
     /* An option whose value may be left out given bare, and the argument after it,
@@ -163,10 +197,10 @@ int tc_err_diag(const tc_diag *d);
 extern int tc_verbosity; /* 0 quiet, 1 normal, 2 verbose */
 int tc_exit_for(int status);
 
-/* Limits from --max-* options. Returns -1 after printing on a bad value. */
-int tc_limits_from_args(const tc_args *a, tc_limits *lim);
-/* --max-expand N into *out (left alone when not given); -1 after printing why it is bad. */
-int tc_max_expand_from_args(const tc_args *a, uint64_t *out);
+/* Limits from --max-* options and --names (their values checked by tc_parse). */
+void tc_limits_from_args(const tc_args *a, tc_limits *lim);
+/* --max-expand N into *out (left alone when not given). */
+void tc_max_expand_from_args(const tc_args *a, uint64_t *out);
 /* The names --safe-globals gives (comma-separated, repeatable), split into
  * a NULL-terminated array (free() the array and *buf). Returns -1 after
  * printing when a name cannot be admitted. */
@@ -178,8 +212,8 @@ int tc_keyops_from_args(const tc_args *a, struct tc_keyops *k);
 /* --part: I/N (*part I, *nparts N) or "index" (*index_only); all 0 when not given.
  * Returns -1 after printing when malformed. */
 int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only);
-/* --max-shard-size's value into *max_shard (0 when not given); -1 after printing why it is bad. */
-int tc_max_shard_from_args(const tc_args *a, uint64_t *max_shard);
+/* --max-shard-size's value, 0 when not given. */
+uint64_t tc_max_shard_from_args(const tc_args *a);
 /* Whether OUT and the options ask for a sharded set (*sharded): OUT an index name, or --max-shard-size
  * or --part given, when OUT must name a folder or an index; *max_shard as tc_max_shard_from_args.
  * -1 after printing why not. */

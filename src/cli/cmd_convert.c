@@ -16,7 +16,7 @@
 
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors|gguf",
                                 "output format (default: from OUT's extension)", 0, NULL,
-                                "The output format, when the extension does not say."};
+                                "The output format, when the extension does not say.", TC_KIND_WORDS, 0, 0};
 static const tc_opt o_kv = {
     OPT_KV, 0, "kv", "KEY=[TYPE:]VALUE", "GGUF output: set a metadata key (repeatable; TYPE u8..u64, i8..i64, f32, f64, bool, str)",
     TC_OPT_REPEAT, NULL,
@@ -25,15 +25,15 @@ static const tc_opt o_kv = {
     "i32, i64, f32, f64, bool and str (also int and float, as llama.cpp's\n"
     ".BR \\-\\-override\\-kv ),\nstr when left out:\n.B \\-\\-kv general.name=tiny\n"
     ".BR \\-\\-kv llama.context_length=u32:4096 .\n"
-    ".B general.alignment=u32:N\nchanges the alignment from 32 (llama.cpp aborts below 32 when it mmaps)."};
+    ".B general.alignment=u32:N\nchanges the alignment from 32 (llama.cpp aborts below 32 when it mmaps).", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0,
-                                "cpu", "The device tag of the storages of a .pt output."};
+                                "cpu", "The device tag of the storages of a .pt output.", TC_KIND_DEVICE, 0, 0};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (bytes shared/copied/written)", 0,
                                  NULL,
                                  "Say more: how many bytes of the output share the input's blocks (as many as the\n"
                                  "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
-                                 "unchanged, and were written (casts, the pickle, headers and padding)."};
-static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, &o_device,
+                                 "unchanged, and were written (casts, the pickle, headers and padding).", TC_KIND_TEXT, 0, 0};
+static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype_gguf, &tc_opt_keep, &tc_opt_only, &o_device,
                                      &tc_opt_from, &tc_opt_key, &tc_opt_ema, TC_KEY_OPTS, &tc_opt_names, &o_kv,
                                      &tc_opt_max_expand, &tc_opt_max_shard, &tc_opt_part, &tc_opt_force,
                                      &tc_opt_no_sync, &tc_opt_allow_unsafe, &tc_opt_safe_globals, &tc_opt_json_wrote,
@@ -242,10 +242,8 @@ static int gguf_dtype(const tc_args *a, tc_qtype *q)
     if (!a->set[OPT_DTYPE])
         return 0;
     const char *v = a->val[OPT_DTYPE];
-    tc_qtype t = tc_qtype_from_name(v);
-    if (t == TC_Q_NONE)
-        t = tc_qtype_of_dtype(tc_dtype_from_name(v));
-    if (t == TC_Q_NONE || !tc_qtype_get(t)->encodes) {
+    tc_qtype t = a->qtype[OPT_DTYPE];
+    if (t == TC_Q_NONE) {
         tc_err(NULL, "--dtype '%s': a GGUF output takes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 (the types gguf-py "
                "quantises; K-quants and IQ types come from llama-quantize)", v);
         return -1;
@@ -280,7 +278,8 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
         }
         kv[i].key = keys[i];
     }
-    if (tc_keyops_from_args(a, &o.keys) || tc_max_expand_from_args(a, &o.max_expand))
+    tc_max_expand_from_args(a, &o.max_expand);
+    if (tc_keyops_from_args(a, &o.keys))
         goto done;
     if (tc_open(&c, in, &r->lim, &d)) {
         ex = tc_err_diag(&d);
@@ -343,7 +342,6 @@ done:
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
-    char device_tag[32];
     tc_move_req r = {0};
     int ex = TC_EXIT_USAGE;
     char *in_path = NULL, *out_path = NULL;
@@ -364,11 +362,13 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     const char *in = in_path, *out = a.pos[1], *from_opt, *from = tc_from_arg(&a, &from_opt);
     /* GGUF out: split files of at most --max-shard-size, named after OUT. A set in: OUT a folder is the new set's.
      * One checkpoint in (a split GGUF is one): a set out only when asked (tc_sharded_output), else one file */
-    bool gguf = a.set[OPT_FORMAT] ? !strcmp(a.val[OPT_FORMAT], "gguf") : tc_ends_with(out, ".gguf");
+    bool gguf = a.set[OPT_FORMAT] ? a.word[OPT_FORMAT] == TC_FORMAT_GGUF : tc_ends_with(out, ".gguf");
     bool set_in = !gguf && tc_index_path(in);
     uint64_t max_shard = 0;
     bool set_out = false;
-    if (gguf || set_in ? tc_max_shard_from_args(&a, &max_shard) : tc_sharded_output(&a, out, &set_out, &max_shard))
+    if (gguf || set_in)
+        max_shard = tc_max_shard_from_args(&a);
+    else if (tc_sharded_output(&a, out, &set_out, &max_shard))
         goto done;
     if (!set_in && !set_out) { /* OUT a folder: the file in it, under IN's name */
         if ((ex = tc_output_file(&a, out, in, &out_path)) != 0)
@@ -408,8 +408,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_convert_opts o = {.ro = r.o, .key = from, .key_opt = from_opt, .device = "cpu"};
     if (tc_keyops_from_args(&a, &o.keys))
         goto done;
-    if (tc_max_expand_from_args(&a, &o.max_expand))
-        goto done;
+    tc_max_expand_from_args(&a, &o.max_expand);
     if (a.set[OPT_DEVICE]) {
         const char *dv = a.val[OPT_DEVICE];
         if (gguf) {
@@ -420,9 +419,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
             tc_err(NULL, "--device '%s': safetensors files carry no device tags; it applies to .pt output", dv);
             goto done;
         }
-        if (tc_device_arg("--device", dv, device_tag, sizeof device_tag))
-            goto done;
-        o.device = device_tag;
+        o.device = a.dev[OPT_DEVICE];
     }
     /* a .pt file out keeps the whole object graph; a set or a safetensors file holds weights */
     if ((from || a.set[OPT_EMA]) && (gguf || (fmt != TC_OUTNAME_ST && !set_out))) {

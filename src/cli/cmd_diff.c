@@ -16,18 +16,18 @@ static const tc_opt o_atol = {OPT_ATOL, 0, "atol", "X", "absolute tolerance: |a-
                               0, "0",
                               "Absolute tolerance. Elements a (of A) and b (of B) are equal when\n"
                               ".B |a \\- b| <= atol + rtol * |b|\n"
-                              "(torch.allclose's rule), or when their bytes are identical."};
+                              "(torch.allclose's rule), or when their bytes are identical.", TC_KIND_REAL, 0, 0};
 static const tc_opt o_rtol = {OPT_RTOL, 0, "rtol", "Y", "relative tolerance (see --atol)", 0, "0",
                               "Relative tolerance (see \\-\\-atol). Rounding a normal value to bfloat16 moves\n"
                               "it by at most 2^\\-8 = 0.00390625 of the result, to float16 by 2^\\-11, so a\n"
                               "float32 tensor and its bfloat16 cast are equal under \\fB\\-\\-rtol 0.004\\fR\n"
                               "(float16: 0.0005), and differ at the default 0 wherever the cast rounded;\n"
-                              "subnormal results need an \\-\\-atol as well."};
+                              "subnormal results need an \\-\\-atol as well.", TC_KIND_REAL, 0, 0};
 static const tc_opt o_equal_nan = {OPT_EQUAL_NAN, 0, "equal-nan", NULL, "NaN equals NaN (as torch's equal_nan=True)",
                                    0, NULL,
                                    "NaN equals NaN whatever its payload, as torch's\n.BR equal_nan=True .\n"
                                    "Without it NaN equals nothing, except NaN with identical bytes in\n"
-                                   "tensors of one dtype."};
+                                   "tensors of one dtype.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_stats = {OPT_STATS, 0, "stats", NULL,
                                "also the cosine similarity of every tensor (converts every element: slower)", 0,
                                NULL,
@@ -38,13 +38,13 @@ static const tc_opt o_stats = {OPT_STATS, 0, "stats", NULL,
                                "1e\\-14 relatively whatever the size of the tensor, and the cosine to about\n"
                                "1e\\-14 (less where cancellation makes it near 0). It is left out (null,\n"
                                "\\fBundefined\\fR in the text) when a tensor is all zeros or holds NaN or\n"
-                               "infinity. Every element is converted, so this takes longer."};
+                               "infinity. Every element is converted, so this takes longer.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_strict = {OPT_STRICT, 0, "strict", NULL,
                                 "dtype, stride, storage offset and device differences make tensors differ", 0,
                                 NULL,
                                 "Count a difference of dtype, stride, storage offset or saved device as a\n"
                                 "difference. Without it they are reported, and tensors are judged by their\n"
-                                "values alone (so a float32 tensor and its exact float64 copy are equal)."};
+                                "values alone (so a float32 tensor and its exact float64 copy are equal).", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
                                "match names without the prefix P, or without the first component all of a side's "
                                "names share; '--strip-prefix P' when P ends with '.'",
@@ -54,20 +54,20 @@ static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
                                "side loses the first dotted component all its names share (such as\n"
                                ".B module.\nof DataParallel, or\n.BR _orig_mod. ),\n"
                                "as the rewriting commands' \\-\\-strip\\-prefix does; a side whose names share\n"
-                               "none keeps them. Two names that would become one are an error naming both."};
+                               "none keeps them. Two names that would become one are an error naming both.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_json = {OPT_JSON, 0, "json", NULL, "print the report as one JSON document, on one line", 0, NULL,
                               "Print the report as one JSON document on one line (described above), as\n"
-                              "\\fBinspect \\-\\-json\\fR prints one per file."};
+                              "\\fBinspect \\-\\-json\\fR prints one per file.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL,
                                "print nothing (errors aside); the exit status says equal or not", 0, NULL,
                                "Print nothing but errors; stop at the first difference. The exit status says\n"
-                               "whether the inputs are equal."};
+                               "whether the inputs are equal.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "list every tensor, the equal ones too", 0,
-                                 NULL, "List every tensor, the equal ones too."};
+                                 NULL, "List every tensor, the equal ones too.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_threads = {OPT_THREADS, 0, "threads", "N", "compare on N threads (default: one per CPU, at most 8)",
                                  0, NULL,
                                  "Compare on \\fIN\\fR threads (default: one per CPU, at most 8). The report\n"
-                                 "is the same whatever \\fIN\\fR."};
+                                 "is the same whatever \\fIN\\fR.", TC_KIND_COUNT, 1, TC_POOL_MAX};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_atol, &o_rtol, &o_equal_nan, &o_strict, &o_strip,
                                      &o_stats, &o_json, &o_quiet, &o_verbose, &o_threads, &tc_opt_max_expand, &tc_opt_safe_globals,
                                      &tc_opt_names, TC_LIMIT_OPTS, NULL};
@@ -575,21 +575,6 @@ static void print_json_failure(const tc_args *a, int exit_status)
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
-static int tolerance(const tc_args *a, int id, const char *name, double *out)
-{
-    if (!a->set[id])
-        return 0;
-    char *end;
-    errno = 0;
-    double v = strtod(a->val[id], &end);
-    if (errno || end == a->val[id] || *end || !(v >= 0) || isinf(v)) {
-        tc_err(NULL, "diff: --%s '%s' is not a number >= 0", name, a->val[id]);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int run(const tc_cmd *cmd, int argc, char **argv)
 {
     tc_args a;
@@ -617,16 +602,12 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         tc_err(NULL, "diff: --strip-prefix= needs a prefix (or no '=': each side's common prefix)");
         goto done;
     }
-    if (tolerance(&a, OPT_ATOL, "atol", &o.rule.atol) || tolerance(&a, OPT_RTOL, "rtol", &o.rule.rtol) ||
-        tc_max_expand_from_args(&a, &o.max_expand))
-        goto done;
-    uint64_t nt = 0;
-    if (a.set[OPT_THREADS] && (tc_parse_count(a.val[OPT_THREADS], &nt) || !nt || nt > TC_POOL_MAX)) {
-        tc_err(NULL, "diff: --threads '%s' is not a whole number from 1 to %d", a.val[OPT_THREADS], TC_POOL_MAX);
-        goto done;
-    }
-    o.threads = (unsigned)nt;
-    if (tc_limits_from_args(&a, &o.lim) || tc_safe_globals_from_args(&a, &safe, &o.nsafe, &safe_buf))
+    o.rule.atol = a.real[OPT_ATOL];
+    o.rule.rtol = a.real[OPT_RTOL];
+    tc_max_expand_from_args(&a, &o.max_expand);
+    o.threads = a.set[OPT_THREADS] ? (unsigned)a.num[OPT_THREADS] : 0;
+    tc_limits_from_args(&a, &o.lim);
+    if (tc_safe_globals_from_args(&a, &safe, &o.nsafe, &safe_buf))
         goto done;
     o.safe_globals = (const char *const *)safe;
     tc_progress prog;

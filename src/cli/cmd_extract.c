@@ -17,11 +17,11 @@ static const tc_opt o_output = {
     "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
     ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; in an existing\n"
     "folder \\fIOUT\\fR, the file named after \\fIIN\\fR, with \\-\\-format's extension or its own; "
-    "an\n.B .index.json\nname (or a folder with \\-\\-max\\-shard\\-size) writes a sharded set."};
+    "an\n.B .index.json\nname (or a folder with \\-\\-max\\-shard\\-size) writes a sharded set.", TC_KIND_PATH, 0, 0};
 static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
-                                0, NULL, "The output format, when the extension does not say."};
+                                0, NULL, "The output format, when the extension does not say.", TC_KIND_WORDS, 0, 0};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL,
-                                 "Also list every candidate set of weights."};
+                                 "Also list every candidate set of weights.", TC_KIND_TEXT, 0, 0};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &tc_opt_from, &tc_opt_key, &tc_opt_ema,
                                      &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand,
                                      &tc_opt_max_shard, &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe,
@@ -141,7 +141,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     ex = TC_EXIT_USAGE;
     const char *in = in_path, *out = a.val[OPT_OUTPUT];
     tc_extract_opts o = {.co = {.ro = r.o}};
-    if (tc_keyops_from_args(&a, &o.co.keys) || tc_max_expand_from_args(&a, &o.co.max_expand))
+    tc_max_expand_from_args(&a, &o.co.max_expand);
+    if (tc_keyops_from_args(&a, &o.co.keys))
         goto done;
     uint64_t max_shard = 0;
     bool set;

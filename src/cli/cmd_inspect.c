@@ -23,23 +23,23 @@ static const tc_opt o_json = {
     "storage_offset, device, storage, nbytes, parameter, requires_grad, frozen,\n"
     "kind, same_as, shard, sha256), storages, verdict, weights_only (per torch, 1.13\n"
     "and 2.x: loads, or what it refuses), globals, unsafe_globals,\n"
-    "dangerous_globals, metadata and contents."};
+    "dangerous_globals, metadata and contents.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_hash = {
     OPT_HASH, 0, "hash", NULL,
     "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", 0, NULL,
     "Add each tensor's SHA-256: of its elements in C order, as in torch's\n.BR tensor.contiguous() ,\n"
     "little-endian. Reads the tensor data (through the shards, for an index); a\n"
-    "tensor whose data cannot be read is an error and sets the exit status."};
+    "tensor whose data cannot be read is an error and sets the exit status.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict",
-                               0, NULL, "Print only errors; the exit status gives the verdict."};
+                               0, NULL, "Print only errors; the exit status gives the verdict.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list the globals torch allows", 0, NULL,
-                                 "Also list the globals that are allowed."};
+                                 "Also list the globals that are allowed.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_verify_crc = {
     OPT_VERIFY_CRC, 0, "verify-crc", NULL, "also read every byte and check every CRC-32 and size (as 'tensorctl test')",
     0, NULL,
     "After the report, test the file's integrity as\n.B tensorctl test\ndoes: read every byte and check each zip "
     "record's CRC-32 and every tensor's\nsize and offset; a mismatch is exit status 3. With \\fB\\-\\-json\\fR "
-    "only a failure is said\n(on standard error)."};
+    "only a failure is said\n(on standard error).", TC_KIND_TEXT, 0, 0};
 static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &o_verify_crc, &tc_opt_max_expand,  &o_quiet,
                                      &tc_opt_safe_globals, &o_verbose, &tc_opt_names, TC_LIMIT_OPTS, NULL};
 
@@ -752,15 +752,9 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
-    if (tc_limits_from_args(&a, &lim)) {
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
+    tc_limits_from_args(&a, &lim);
     max_expand = 0; /* the default, whatever an earlier run in this process gave */
-    if (tc_max_expand_from_args(&a, &max_expand)) {
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
+    tc_max_expand_from_args(&a, &max_expand);
     char **safe = NULL, *safe_buf = NULL;
     size_t nsafe = 0;
     if (tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {

@@ -15,32 +15,32 @@
 static const tc_opt o_json = {
     OPT_JSON, 0, "json", NULL, "write JSON Lines: one object per file, then a summary object", 0, NULL,
     "Write JSON Lines: one object per file or archive member, in the order of the\n"
-    "walk, then one summary object (the schema is under\n.B \"scan output\"\nbelow)."};
+    "walk, then one summary object (the schema is under\n.B \"scan output\"\nbelow).", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_sarif = {
     OPT_SARIF, 0, "sarif", NULL, "write one SARIF 2.1.0 log (unsafe and unreadable files as results)", 0, NULL,
     "Write one SARIF 2.1.0 log for code-scanning dashboards: each unsafe file a\n"
     "result of rule\n.B unsafe-model-file\n(level error), each unreadable one of rule\n"
-    ".B unreadable-model-file\n(level warning); the totals in the run's properties."};
+    ".B unreadable-model-file\n(level warning); the totals in the run's properties.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_all = {OPT_ALL, 0, "all", NULL, "a line for every file, the ones that are not model files too", 0,
                              NULL,
                              "A line for every file reached, the skipped ones too: files that are not model\n"
                              "files, archives holding none, special files, and the other names of a file\n"
-                             "judged once."};
+                             "judged once.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_jobs = {OPT_JOBS, 'j', "jobs", "N", "judge N files at once (default: one per online CPU)", 0,
                               NULL,
                               "Judge \\fIN\\fR files at once (default: one per online CPU). The output is the\n"
-                              "same whatever \\fIN\\fR."};
+                              "same whatever \\fIN\\fR.", TC_KIND_COUNT, 1, 1024};
 static const tc_opt o_depth = {
     OPT_ARCHIVE_DEPTH, 0, "max-archive-depth", "N", "archives inside archives judged down to N levels", 0, "4",
     "Judge archives inside archives down to \\fIN\\fR levels (the outermost is level 1).\n"
-    "An archive deeper than that is unreadable: its members are not judged."};
+    "An archive deeper than that is unreadable: its members are not judged.", TC_KIND_COUNT, 0, 64};
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "only the unsafe and unreadable files; no summary", 0, NULL,
                                "Print only the unsafe and unreadable files, and no summary; the exit status\n"
-                               "gives the verdict."};
+                               "gives the verdict.", TC_KIND_TEXT, 0, 0};
 static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL,
                                  "under each unsafe file, every global and hazard that makes it so", 0, NULL,
                                  "Under each unsafe file, a line for every global outside the allowlist and\n"
-                                 "every other reason it is unsafe."};
+                                 "every other reason it is unsafe.", TC_KIND_TEXT, 0, 0};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_json,  &o_sarif, &o_all, &o_jobs, &o_depth, &o_quiet,
                                      &o_verbose, &tc_opt_safe_globals, TC_LIMIT_OPTS, NULL};
 
@@ -329,7 +329,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     char **safe = NULL, *safe_buf = NULL;
     size_t nsafe = 0;
     tc_scan_opts o = {0};
-    uint64_t n;
     if (a.npos < 1) {
         tc_err(NULL, "scan: no PATH given (see 'tensorctl scan --help')");
         ex = TC_EXIT_USAGE;
@@ -340,26 +339,13 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_USAGE;
         goto out;
     }
-    if (tc_limits_from_args(&a, &o.lim) || tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {
+    tc_limits_from_args(&a, &o.lim);
+    if (tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {
         ex = TC_EXIT_USAGE;
         goto out;
     }
-    if (a.set[OPT_JOBS] && (tc_parse_count(a.val[OPT_JOBS], &n) || !n || n > 1024)) {
-        tc_err(NULL, "scan: --jobs '%s' is not a whole number from 1 to 1024", a.val[OPT_JOBS]);
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
-    o.jobs = a.set[OPT_JOBS] ? (unsigned)n : 0;
-    o.max_archive_depth = TC_SCAN_DEFAULT_ARCHIVE_DEPTH;
-    if (a.set[OPT_ARCHIVE_DEPTH]) {
-        if (tc_parse_count(a.val[OPT_ARCHIVE_DEPTH], &n) || n > 64) {
-            tc_err(NULL, "scan: --max-archive-depth '%s' is not a whole number from 0 to 64",
-                   a.val[OPT_ARCHIVE_DEPTH]);
-            ex = TC_EXIT_USAGE;
-            goto out;
-        }
-        o.max_archive_depth = (unsigned)n;
-    }
+    o.jobs = a.set[OPT_JOBS] ? (unsigned)a.num[OPT_JOBS] : 0;
+    o.max_archive_depth = a.set[OPT_ARCHIVE_DEPTH] ? (unsigned)a.num[OPT_ARCHIVE_DEPTH] : TC_SCAN_DEFAULT_ARCHIVE_DEPTH;
     out w = {a.set[OPT_JSON] ? 1 : a.set[OPT_SARIF] ? 2 : 0, tc_verbosity < 1, 0};
     o.safe_globals = (const char *const *)safe;
     o.nsafe = nsafe;

@@ -8,7 +8,7 @@
 #include "verify.h"
 
 static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print nothing for an intact file; errors only", 0,
-                               NULL, "Print nothing for an intact file: only errors, and the exit status."};
+                               NULL, "Print nothing for an intact file: only errors, and the exit status.", TC_KIND_TEXT, 0, 0};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_quiet, TC_LIMIT_OPTS, NULL};
 
 int tc_test_ckpt(const char *path, const tc_ckpt *c, const tc_limits *lim, bool say)
@@ -65,7 +65,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     int pr = tc_parse(cmd, argc, argv, &a);
     if (pr)
         return tc_parse_exit(pr);
-    bool usable = a.npos > 0 && !tc_limits_from_args(&a, &lim);
+    tc_limits_from_args(&a, &lim);
+    bool usable = a.npos > 0;
     if (a.npos < 1)
         tc_err(NULL, "test: no FILE given (see 'tensorctl test --help')");
     /* the worst status over the files, as inspect's: a failure of one file does not stop the others */

@@ -271,16 +271,16 @@ int tc_output_file(const tc_args *a, const char *out, const char *in, char **pat
     if (!(stat(out, &st) == 0 && S_ISDIR(st.st_mode)))
         return tc_output_path(out, in, NULL, path); /* out itself (or the error of a missing NAME/) */
     /* the extension of the format asked for; a torch name keeps its own (.bin stays .bin) */
-    const char *f = a->set[OPT_FORMAT] ? a->val[OPT_FORMAT] : NULL, *ext = NULL;
+    bool f = a->set[OPT_FORMAT];
+    int w = a->word[OPT_FORMAT];
+    const char *ext = NULL;
     int own = tc_index_path(in) ? TC_OUTNAME_NONE : tc_outname_format(in);
-    if (f ? !strcmp(f, "pt") : own == TC_OUTNAME_PT)
+    if (f ? w == TC_FORMAT_PT : own == TC_OUTNAME_PT)
         ext = own == TC_OUTNAME_PT ? strrchr(in, '.') : ".pt";
-    else if (f ? !strcmp(f, "safetensors") : own == TC_OUTNAME_ST)
+    else if (f ? w == TC_FORMAT_SAFETENSORS : own == TC_OUTNAME_ST)
         ext = ".safetensors";
-    else if (f ? !strcmp(f, "gguf") : tc_ends_with(in, ".gguf"))
+    else if (f || tc_ends_with(in, ".gguf")) /* --format's last word, gguf */
         ext = ".gguf";
-    else if (f) /* the command's own check names its choices */
-        return tc_output_path(out, in, "", path);
     if (!ext) {
         tc_err(out, "is a folder, and the input's name gives no format for the file written into it: give "
                "--format (--format safetensors writes %s/NAME.safetensors)", out);
@@ -389,15 +389,8 @@ int tc_outname_format(const char *path)
 
 int tc_output_format(const tc_args *a, const char *out)
 {
-    if (a->set[OPT_FORMAT]) {
-        const char *f = a->val[OPT_FORMAT];
-        if (!strcmp(f, "pt"))
-            return TC_OUTNAME_PT;
-        if (!strcmp(f, "safetensors"))
-            return TC_OUTNAME_ST;
-        tc_err(NULL, "--format '%s': choose pt or safetensors", f);
-        return -1;
-    }
+    if (a->set[OPT_FORMAT]) /* pt|safetensors (convert's gguf is written before this is asked) */
+        return a->word[OPT_FORMAT] == TC_FORMAT_PT ? TC_OUTNAME_PT : TC_OUTNAME_ST;
     int fmt = tc_outname_format(out);
     if (fmt == TC_OUTNAME_NONE) {
         tc_err(out, "cannot tell the output format from the name (.safetensors, .pt, .bin, .pth, .ckpt or "

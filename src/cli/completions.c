@@ -4,13 +4,13 @@
  * the commands (tc_cmds, in their order), each command's options (long and
  * short names, whether they take a value, may be repeated or take their value
  * only after '='), and what a value may be:
- *   --dtype      the dtypes --dtype casts to (tc_dtype_is_cast_target), named
- *                as the dtype table names them
- *   --device     the device types tc_device_target takes, or only the one a
- *                row's "cuda:N" names
- *   --output     a file or folder name
- *   a|b|c        the literal alternatives of the row's value (pt|safetensors,
- *                auto|cpu|cuda, the "index" of I/N|index)
+ *   a dtype      the dtypes --dtype casts to (tc_dtype_is_cast_target), named
+ *                as the dtype table names them (the row's kind, TC_KIND_DTYPE*)
+ *   a device     the device types tc_device_target takes, or only the one a
+ *                row's "cuda:N" names (TC_KIND_DEVICE)
+ *   a path       a file or folder name (TC_KIND_PATH)
+ *   a|b|c        the literal alternatives of the row's value (TC_KIND_WORDS:
+ *                pt|safetensors, auto|cpu|cuda; and the "index" of I/N|index)
  *   anything else  free text: nothing is offered
  * and the operands of a command whose synopsis names some: folders and the
  * files with the suffixes tensorctl knows (tc_outsuffixes), every file when none match.
@@ -51,7 +51,7 @@ static value_kind value_kind_of(const tc_opt *o, tc_buf *words)
 {
     if (!o->arg)
         return V_FLAG;
-    if (o->id == OPT_DTYPE) {
+    if (o->kind == TC_KIND_DTYPE || o->kind == TC_KIND_DTYPE_GGUF) {
         for (int t = 1; t < TC_DT_COUNT; t++)
             if (tc_dtype_is_cast_target((tc_dtype)t)) {
                 tc_buf_sep(words, " ");
@@ -59,7 +59,7 @@ static value_kind value_kind_of(const tc_opt *o, tc_buf *words)
             }
         return V_WORDS;
     }
-    if (o->id == OPT_DEVICE) {
+    if (o->kind == TC_KIND_DEVICE) {
         /* "cuda:N": that device type only (to-cuda); any other placeholder: every type */
         const char *colon = strchr(o->arg, ':');
         for (const char *const *p = tc_device_indexed; *p && colon; p++)
@@ -74,7 +74,7 @@ static value_kind value_kind_of(const tc_opt *o, tc_buf *words)
         }
         return V_WORDS;
     }
-    if (o->id == OPT_OUTPUT)
+    if (o->kind == TC_KIND_PATH)
         return V_FILE;
     if (strchr(o->arg, '|')) {
         for (const char *s = o->arg; *s;) {

@@ -26,8 +26,7 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     memset(&r->o, 0, sizeof r->o);
     r->o.dtype = TC_DT_INVALID;
     r->o.max_depth = 1000;
-    if (tc_limits_from_args(a, &r->lim))
-        return -1;
+    tc_limits_from_args(a, &r->lim);
     r->o.max_depth = r->lim.max_depth + 16;
     r->nmaps = a->nrep[OPT_MAP];
     for (size_t i = 0; i < r->nmaps; i++) {
@@ -54,14 +53,11 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.maps = r->maps;
     r->o.nmaps = r->nmaps;
     if (a->set[OPT_DTYPE]) {
-        tc_dtype t = tc_dtype_from_arg(a->val[OPT_DTYPE]);
-        if (!tc_dtype_is_cast_target(t)) {
-            tc_err(NULL, "--dtype '%s': choose float16 (fp16, half), bfloat16 (bf16), float32 (fp32), float64 (fp64), "
-                   "float8_e4m3fn or float8_e5m2",
-                   a->val[OPT_DTYPE]);
+        if (a->dtype[OPT_DTYPE] == TC_DT_INVALID) { /* convert's row takes GGUF's types too: not cast targets */
+            tc_err_dtype(a->val[OPT_DTYPE]);
             return -1;
         }
-        r->o.dtype = t;
+        r->o.dtype = a->dtype[OPT_DTYPE];
     }
     if ((a->nrep[OPT_KEEP] || a->nrep[OPT_ONLY]) && !a->set[OPT_DTYPE]) {
         tc_err(NULL, "--keep and --only choose what --dtype casts; give --dtype too");
@@ -71,18 +67,8 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.nkeep = a->nrep[OPT_KEEP];
     r->o.only = a->rep[OPT_ONLY];
     r->o.nonly = a->nrep[OPT_ONLY];
-    r->o.engine = TC_ENGINE_AUTO;
-    if (a->set[OPT_ENGINE]) {
-        const char *e = a->val[OPT_ENGINE];
-        if (!strcmp(e, "cpu"))
-            r->o.engine = TC_ENGINE_CPU;
-        else if (!strcmp(e, "cuda"))
-            r->o.engine = TC_ENGINE_CUDA;
-        else if (strcmp(e, "auto")) {
-            tc_err(NULL, "--engine '%s': choose auto, cpu or cuda", e);
-            return -1;
-        }
-    }
+    static const tc_engine engines[] = {TC_ENGINE_AUTO, TC_ENGINE_CPU, TC_ENGINE_CUDA}; /* auto|cpu|cuda */
+    r->o.engine = a->set[OPT_ENGINE] ? engines[a->word[OPT_ENGINE]] : TC_ENGINE_AUTO;
     r->o.verify_crc = a->set[OPT_VERIFY_CRC];
     r->allow_unsafe = a->set[OPT_ALLOW_UNSAFE];
     return tc_safe_globals_from_args(a, &r->safe_globals, &r->nsafe, &r->safe_buf);

@@ -1,5 +1,6 @@
 /* The options several commands share, the exit statuses, and parsing. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "cli.h"
 #include "dest.h"
+#include "device.h"
 #include "keys.h"
 #include "shard_index.h"
 #include "verdict.h"
@@ -46,10 +48,10 @@ const tc_exit_info tc_exits[] = {
     {0, NULL, NULL},
 };
 
-const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", 0, NULL, "Show the options."};
+const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", 0, NULL, "Show the options.", TC_KIND_TEXT, 0, 0};
 
 const tc_opt tc_opt_force = {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", 0, NULL,
-                             "Replace \\fIOUT\\fR if it exists."};
+                             "Replace \\fIOUT\\fR if it exists.", TC_KIND_TEXT, 0, 0};
 
 const tc_opt tc_opt_no_sync = {
     OPT_NO_SYNC, 0, "no-sync", NULL, "do not fsync the output before renaming it into place", 0, NULL,
@@ -57,12 +59,12 @@ const tc_opt tc_opt_no_sync = {
     "faster where the disk is slower than the page cache, and the output still appears\n"
     "whole or not at all, but a crash of the machine soon after may lose it. For\n"
     "scratch space and pipelines that sync on their own; ignored with\n.BR \\-\\-in\\-place ,\n"
-    "where the input is at stake."};
+    "where the input is at stake.", TC_KIND_TEXT, 0, 0};
 
-const tc_opt tc_opt_dtype = {
-    OPT_DTYPE, 0, "dtype", "TYPE",
+static const char dtype_help[] =
     "cast floating-point tensors: float16 (fp16, half) bfloat16 (bf16) float32 (fp32) float64 float8_e4m3fn "
-    "float8_e5m2", 0, NULL,
+    "float8_e5m2";
+static const char dtype_man[] =
     "Cast floating-point tensors to\n.BR float16 ,\n.BR bfloat16 ,\n.BR float32 ,\n.BR float64 ,\n.B float8_e4m3fn\n"
     "or\n.BR float8_e5m2 ,\nexactly as torch's\n.B tensor.to(dtype)\n"
     "does (round to nearest even; NaN, infinities, overflow and subnormals as\n"
@@ -73,7 +75,10 @@ const tc_opt tc_opt_dtype = {
     "too, in any case and with or without\n.BR torch. :\n"
     "\\fBhalf\\fR, \\fBfp16\\fR, \\fBf16\\fR; \\fBbf16\\fR; \\fBfloat\\fR, \\fBfp32\\fR, \\fBf32\\fR;\n"
     "\\fBdouble\\fR, \\fBfp64\\fR, \\fBf64\\fR; \\fBfp8_e4m3\\fR, \\fBe4m3\\fR; \\fBfp8_e5m2\\fR, \\fBe5m2\\fR\n"
-    "(so \\fBBF16\\fR, \\fBtorch.half\\fR and safetensors' \\fBF8_E4M3\\fR)."};
+    "(so \\fBBF16\\fR, \\fBtorch.half\\fR and safetensors' \\fBF8_E4M3\\fR).";
+const tc_opt tc_opt_dtype = {OPT_DTYPE, 0, "dtype", "TYPE", dtype_help, 0, NULL, dtype_man, TC_KIND_DTYPE, 0, 0};
+/* convert's: a GGUF output takes its types too (the command says which an output takes) */
+const tc_opt tc_opt_dtype_gguf = {OPT_DTYPE, 0, "dtype", "TYPE", dtype_help, 0, NULL, dtype_man, TC_KIND_DTYPE_GGUF, 0, 0};
 
 bool tc_dtype_is_cast_target(tc_dtype t)
 {
@@ -115,16 +120,16 @@ const tc_opt tc_opt_keep = {OPT_KEEP, 0, "keep", "GLOB",
                             "with --dtype: leave matching tensor names as they are (repeatable)", TC_OPT_REPEAT, NULL,
                             "With \\-\\-dtype: leave tensors whose names match in their dtype (for example\n"
                             "\\fB\\-\\-keep '*norm*'\\fR). Repeatable. A pattern that would split a shared\n"
-                            "storage is an error naming both tensors."};
+                            "storage is an error naming both tensors.", TC_KIND_GLOB, 0, 0};
 
 const tc_opt tc_opt_only = {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)",
-                            TC_OPT_REPEAT, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable."};
+                            TC_OPT_REPEAT, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable.", TC_KIND_GLOB, 0, 0};
 
 const tc_opt tc_opt_allow_unsafe = {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL,
                                     "rewrite even a file that is not safe to load (nothing is run)", 0, NULL,
                                     "Rewrite a file even though loading it is not safe: it names globals outside\n"
                                     "torch's\n.B weights_only\nallowlist, or its bytes have a second reading. The globals are\n"
-                                    "copied as they are; nothing is executed."};
+                                    "copied as they are; nothing is executed.", TC_KIND_TEXT, 0, 0};
 
 const tc_opt tc_opt_safe_globals = {
     OPT_SAFE_GLOBALS, 0, "safe-globals", "NAME[,NAME...]",
@@ -133,7 +138,7 @@ const tc_opt tc_opt_safe_globals = {
     "does: a file that needs only them beyond torch's\n.B weights_only\n"
     "allowlist is judged safe (for example \\fB\\-\\-safe\\-globals argparse.Namespace,pathlib.PosixPath\\fR).\n"
     "Comma-separated and repeatable. Globals of the\n.BR os ,\n.BR posix ,\n.B nt\nand\n.B sys\n"
-    "modules cannot be admitted, as in torch."};
+    "modules cannot be admitted, as in torch.", TC_KIND_TEXT, 0, 0};
 
 const tc_opt tc_opt_strip_prefix = {
     OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
@@ -146,32 +151,31 @@ const tc_opt tc_opt_strip_prefix = {
     "with a dot and names no file (\\fB\\-\\-strip\\-prefix module.\\fR); any other \\fIP\\fR is written\n"
     "\\fB\\-\\-strip\\-prefix=\\fR\\fIP\\fR, as the next argument is then a file. Key surgery runs in this order: \\-\\-only\\-keys and\n"
     "\\-\\-drop choose the names, then \\-\\-strip\\-prefix, each \\-\\-rename, \\-\\-add\\-prefix; two\n"
-    "names that end up the same are an error naming both."
-};
+    "names that end up the same are an error naming both.", TC_KIND_TEXT, 0, 0};
 const tc_opt tc_opt_add_prefix = {OPT_ADD_PREFIX, 0, "add-prefix", "P", "put prefix P before every tensor name", 0,
-                                  NULL, "Put the prefix \\fIP\\fR before every tensor name."};
+                                  NULL, "Put the prefix \\fIP\\fR before every tensor name.", TC_KIND_TEXT, 0, 0};
 const tc_opt tc_opt_rename = {
     OPT_RENAME, 0, "rename", "REGEX=REPL",
     "rename tensors: POSIX extended REGEX, \\1-\\9 in REPL, first match (repeatable, in order)", TC_OPT_REPEAT, NULL,
     "Rename tensors as sed's s/REGEX/REPL/ does: a POSIX extended regular\n"
     "expression, its first match replaced, \\fB\\e1\\fR to \\fB\\e9\\fR in \\fIREPL\\fR the groups. The first '='\n"
     "not escaped ends \\fIREGEX\\fR; \\fB\\e=\\fR is a literal '=' in either part, \\fB\\e\\e\\fR a backslash in\n"
-    "\\fIREPL\\fR. Repeatable; applied in the order given."};
+    "\\fIREPL\\fR. Repeatable; applied in the order given.", TC_KIND_TEXT, 0, 0};
 const tc_opt tc_opt_drop = {OPT_DROP, 0, "drop", "GLOB", "leave out the tensors whose names match (repeatable)", TC_OPT_REPEAT,
                             NULL,
                             "Leave out the tensors whose names match. A tensor the output format cannot hold\n"
                             "(no data, a quantized or subclass tensor, a dtype safetensors lacks such as\n"
                             ".BR complex128 ,\nthe name\n.BR __metadata__ )\n"
-                            "is an error that names it, unless \\-\\-drop names it. Repeatable."};
+                            "is an error that names it, unless \\-\\-drop names it. Repeatable.", TC_KIND_GLOB, 0, 0};
 const tc_opt tc_opt_only_keys = {OPT_ONLY_KEYS, 0, "only-keys", "GLOB",
                                  "write only the tensors whose names match (repeatable)", TC_OPT_REPEAT, NULL,
-                                 "Write only the tensors whose names match one of these. Repeatable."};
+                                 "Write only the tensors whose names match one of these. Repeatable.", TC_KIND_GLOB, 0, 0};
 
 const tc_opt tc_opt_max_expand = {
     OPT_MAX_EXPAND, 0, "max-expand", "N", "a view may read out at most N times its storage's bytes", 0, "16",
     "A view read out whole (written to safetensors, which holds no strides, or hashed) may\n"
     "take at most \\fIN\\fR times the bytes of its storage (or 64 MiB, whichever is more): a\n"
-    "stride-0 view of one element can stand for terabytes. A larger one is an error naming it."};
+    "stride-0 view of one element can stand for terabytes. A larger one is an error naming it.", TC_KIND_COUNT, 1, 0};
 const tc_opt tc_opt_part = {
     OPT_PART, 0, "part", "I/N|index",
     "sharded output: write only shards I, I+N, I+2N, ... (run all N parts, then --part index once)", 0, NULL,
@@ -182,7 +186,7 @@ const tc_opt tc_opt_part = {
     "When all \\fIN\\fR parts have finished, \\fB\\-\\-part index\\fR (the same command\n"
     "otherwise) checks that every shard is there and holds what the plan puts in it,\n"
     "and writes the index: the set is then byte for byte what one process writes.\n"
-    "Parts take the same options; nothing schedules them (see EXAMPLES)."};
+    "Parts take the same options; nothing schedules them (see EXAMPLES).", TC_KIND_TEXT, 0, 0};
 
 /* One row, one parser for every command that writes sets (convert, extract, consolidate): the same words mean
  * the same set whichever writes it. */
@@ -197,19 +201,19 @@ const tc_opt tc_opt_max_shard = {
     "The set is planned from the input's metadata, in its order; a tensor larger\n"
     "than \\fISIZE\\fR gets a shard of its own, and tensors that share a storage stay in\n"
     "one shard. An input set is re-sharded (small shards merged, large ones split).\n"
-    "An index name for \\fIOUT\\fR writes a set without it, at the default size."};
+    "An index name for \\fIOUT\\fR writes a set without it, at the default size.", TC_KIND_SIZE, 1, 0};
 
 const tc_opt tc_opt_from = {
     OPT_FROM, 0, "from", "KEY", "take the weights under this entry (dotted: model.module; '.' for the whole file)", 0,
     NULL,
     "Take the tensors under this entry (a top-level key such as\n.BR state_dict ,\nor a dotted path such as\n"
-    ".BR trainer.model ;\n.B .\nfor the whole file), named relative to it, instead of the one found."};
+    ".BR trainer.model ;\n.B .\nfor the whole file), named relative to it, instead of the one found.", TC_KIND_TEXT, 0, 0};
 const tc_opt tc_opt_ema = {OPT_EMA, 0, "ema", NULL, "take the EMA copy of the weights (ema, model_ema, ema_model, ...)",
                              0, NULL,
                              "Take the EMA copy of the weights: the entry named\n.BR ema ,\n.BR model_ema ,\n"
-                             ".B ema_model\nor the like."};
+                             ".B ema_model\nor the like.", TC_KIND_TEXT, 0, 0};
 const tc_opt tc_opt_key = {OPT_KEY, 0, "key", "KEY", "an alias of --from", 0, NULL,
-                           "An alias of \\-\\-from (its name in earlier releases of convert)."};
+                           "An alias of \\-\\-from (its name in earlier releases of convert).", TC_KIND_TEXT, 0, 0};
 
 const tc_opt tc_opt_json_wrote = {
     OPT_JSON, 0, "json", NULL, "say what was written as one JSON line on stdout (not the 'wrote' line)", 0, NULL,
@@ -219,29 +223,29 @@ const tc_opt tc_opt_json_wrote = {
     "index), \\fBtensors\\fR, \\fBbytes\\fR (of every file written), \\fBtensor_bytes\\fR,\n"
     "\\fBseconds\\fR and \\fBexit_status\\fR 0. A run that fails prints \\fBcommand\\fR, \\fBinput\\fR,\n"
     "\\fBoutput\\fR, \\fBerror\\fR (its error line's message) and \\fBexit_status\\fR. Warnings and\n"
-    "notes stay on standard error."};
+    "notes stay on standard error.", TC_KIND_TEXT, 0, 0};
 
 const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", 0,
-                             NULL, "No progress bar, summary or warnings."};
+                             NULL, "No progress bar, summary or warnings.", TC_KIND_TEXT, 0, 0};
 
 /* The defaults of the limits are TC_LIMITS_DEFAULT's (the cli test checks they agree). */
 const tc_opt tc_opt_max_pickle = {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read", 0,
-                                  "1GiB", "The largest pickle to read."};
+                                  "1GiB", "The largest pickle to read.", TC_KIND_SIZE, 1, 0};
 const tc_opt tc_opt_max_depth = {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept", 0,
-                                 "1000", "The deepest nesting of objects to accept."};
+                                 "1000", "The deepest nesting of objects to accept.", TC_KIND_COUNT, 1, 0};
 const tc_opt tc_opt_max_objects = {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept", 0,
-                                   "20000000", "The most pickle objects to accept."};
+                                   "20000000", "The most pickle objects to accept.", TC_KIND_COUNT, 1, 0};
 const tc_opt tc_opt_max_entries = {OPT_MAX_ENTRIES, 0, "max-entries", "N",
                                    "most zip records, safetensors tensors or index entries", 0, "1000000",
-                                   "The most zip records, safetensors tensors or index entries to accept."};
+                                   "The most zip records, safetensors tensors or index entries to accept.", TC_KIND_COUNT, 1, 0};
 const tc_opt tc_opt_max_header = {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header",
-                                  0, "100MiB", "The largest safetensors JSON header to accept."};
+                                  0, "100MiB", "The largest safetensors JSON header to accept.", TC_KIND_SIZE, 1, 0};
 const tc_opt tc_opt_max_inflate = {
     OPT_MAX_INFLATE, 0, "max-inflate-ratio", "N", "a deflated pickle may inflate to N times its size (past 1 MiB)", 0,
     "100",
     "A deflated pickle record (data.pkl of a zip someone re-compressed) may inflate to at\n"
     "most \\fIN\\fR times its compressed size, beyond its first 1 MiB: a few kilobytes of\n"
-    "deflate can stand for gigabytes of pickle."};
+    "deflate can stand for gigabytes of pickle.", TC_KIND_COUNT, 1, 0};
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -409,6 +413,147 @@ static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
     return 0;
 }
 
+/* ---- values, by their kind ------------------------------------------------------------ */
+
+/* The place of v among the words of arg ("auto|cpu|cuda": "cpu" is 1), or -1. */
+static int word_of(const char *arg, const char *v)
+{
+    size_t len = strlen(v);
+    for (int k = 0;; k++) {
+        size_t n = strcspn(arg, "|");
+        if (n == len && !strncmp(arg, v, n))
+            return k;
+        if (!arg[n])
+            return -1;
+        arg += n + 1;
+    }
+}
+
+/* --dtype for a GGUF output: a type gguf-py's quantisers write, by ggml's name, or torch's
+ * name of F32, F16, BF16; TC_Q_NONE when none. */
+static tc_qtype gguf_type_of(const char *v)
+{
+    tc_qtype t = tc_qtype_from_name(v);
+    if (t == TC_Q_NONE)
+        t = tc_qtype_of_dtype(tc_dtype_from_name(v));
+    return t != TC_Q_NONE && tc_qtype_get(t)->encodes ? t : TC_Q_NONE;
+}
+
+void tc_err_dtype(const char *v)
+{
+    tc_err(NULL, "--dtype '%s': choose float16 (fp16, half), bfloat16 (bf16), float32 (fp32), float64 (fp64), "
+           "float8_e4m3fn or float8_e5m2", v);
+}
+
+/* v, a value of o, into o's typed slot in a; -1 after printing why it is not one. Every
+ * message is "--NAME 'VALUE' ..." (a device's, the device parser's own after "--NAME"). */
+static int take_value(const tc_opt *o, const char *v, tc_args *a)
+{
+    int id = o->id;
+    uint64_t n;
+    switch (o->kind) {
+    case TC_KIND_TEXT:
+    case TC_KIND_PATH:
+    case TC_KIND_GLOB:
+        return 0;
+    case TC_KIND_COUNT:
+        if (!tc_parse_count(v, &n) && n >= o->min && (!o->max || n <= o->max)) {
+            a->num[id] = n;
+            return 0;
+        }
+        if (o->max)
+            tc_err(NULL, "--%s '%s' is not a whole number from %llu to %llu", o->lng, v, (unsigned long long)o->min,
+                   (unsigned long long)o->max);
+        else if (o->min == 1)
+            tc_err(NULL, "--%s '%s' is not a positive whole number", o->lng, v);
+        else if (o->min)
+            tc_err(NULL, "--%s '%s' is not a whole number of at least %llu", o->lng, v, (unsigned long long)o->min);
+        else
+            tc_err(NULL, "--%s '%s' is not a whole number", o->lng, v);
+        return -1;
+    case TC_KIND_SIZE:
+        if (!tc_parse_size(v, &n) && n >= o->min) {
+            a->num[id] = n;
+            return 0;
+        }
+        tc_err(NULL, "--%s '%s' is not a %ssize", o->lng, v, o->min ? "positive " : "");
+        return -1;
+    case TC_KIND_REAL: {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !(x >= 0) || isinf(x)) {
+            tc_err(NULL, "--%s '%s' is not a number >= 0", o->lng, v);
+            return -1;
+        }
+        a->real[id] = x;
+        return 0;
+    }
+    case TC_KIND_WORDS: {
+        int k = word_of(o->arg, v);
+        if (k < 0) {
+            char line[256];
+            tc_buf b = tc_buf_fixed(line, sizeof line);
+            for (const char *w = o->arg; *w;) {
+                size_t len = strcspn(w, "|");
+                if (w != o->arg)
+                    tc_buf_puts(&b, w[len] ? ", " : " or ");
+                tc_buf_add(&b, w, len);
+                w += len + (w[len] == '|');
+            }
+            tc_err(NULL, "--%s '%s': choose %s", o->lng, v, line);
+            return -1;
+        }
+        a->word[id] = k;
+        return 0;
+    }
+    case TC_KIND_DEVICE: {
+        tc_diag d = TC_DIAG_INIT;
+        if (tc_device_target(v, a->dev[id], sizeof a->dev[id], &d)) {
+            tc_err(NULL, "--%s %s", o->lng, d.msg);
+            return -1;
+        }
+        return 0;
+    }
+    case TC_KIND_DTYPE:
+    case TC_KIND_DTYPE_GGUF: {
+        tc_dtype t = tc_dtype_from_arg(v);
+        a->dtype[id] = tc_dtype_is_cast_target(t) ? t : TC_DT_INVALID;
+        if (o->kind == TC_KIND_DTYPE_GGUF) {
+            a->qtype[id] = gguf_type_of(v);
+            return 0;
+        }
+        if (a->dtype[id] == TC_DT_INVALID) {
+            tc_err_dtype(v);
+            return -1;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* Every value given to cmd's options, and the defaults of those not given, into their typed slots. */
+static int take_values(const tc_cmd *cmd, tc_args *a)
+{
+    for (const tc_opt *const *p = cmd->opts; *p; p++) {
+        const tc_opt *o = *p;
+        if (!o->arg)
+            continue;
+        if (!a->set[o->id]) {
+            if (o->def && take_value(o, o->def, a))
+                return -1;
+        } else if (o->flags & TC_OPT_REPEAT) {
+            for (size_t i = 0; i < a->nrep[o->id]; i++)
+                if (a->rep[o->id][i] && take_value(o, a->rep[o->id][i], a))
+                    return -1;
+        } else if (a->val[o->id] && take_value(o, a->val[o->id], a)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
 {
     int rc = parse_args(cmd, argc, argv, a);
@@ -416,6 +561,8 @@ int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
         tc_print_cmd_help(cmd);
         rc = 1;
     }
+    if (!rc)
+        rc = take_values(cmd, a);
     if (rc) {
         free(a->pos);
         a->pos = NULL;
@@ -631,17 +778,10 @@ int tc_parse_count(const char *s, uint64_t *out)
     return 0;
 }
 
-int tc_max_expand_from_args(const tc_args *a, uint64_t *out)
+void tc_max_expand_from_args(const tc_args *a, uint64_t *out)
 {
-    uint64_t v;
-    if (!a->set[OPT_MAX_EXPAND])
-        return 0;
-    if (tc_parse_count(a->val[OPT_MAX_EXPAND], &v) || !v) {
-        tc_err(NULL, "--max-expand: '%s' is not a positive whole number", a->val[OPT_MAX_EXPAND]);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    if (a->set[OPT_MAX_EXPAND])
+        *out = a->num[OPT_MAX_EXPAND];
 }
 
 const tc_opt tc_opt_names = {
@@ -652,27 +792,19 @@ const tc_opt tc_opt_names = {
     "with the rows of attn_q and attn_k put back in Hugging Face's order (llama.cpp's\n"
     "converter permutes them for its rotary embedding), as transformers' GGUF loader\n"
     "gives them. Tensors without a Hugging Face name keep their own. Other formats'\n"
-    "names are left as they are."};
+    "names are left as they are.", TC_KIND_WORDS, 0, 0};
 
-int tc_limits_from_args(const tc_args *a, tc_limits *lim)
+void tc_limits_from_args(const tc_args *a, tc_limits *lim)
 {
-    static const struct {
-        const tc_opt *o;
-        bool size;
-    } m[] = {{&tc_opt_max_pickle, true}, {&tc_opt_max_depth, false}, {&tc_opt_max_objects, false},
-             {&tc_opt_max_entries, false}, {&tc_opt_max_header, true}, {&tc_opt_max_inflate, false}};
+    static const int ids[] = {OPT_MAX_PICKLE, OPT_MAX_DEPTH, OPT_MAX_OBJECTS, OPT_MAX_ENTRIES, OPT_MAX_HEADER,
+                              OPT_MAX_INFLATE};
     tc_limits def = TC_LIMITS_DEFAULT;
     *lim = def;
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        int id = m[i].o->id;
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        int id = ids[i];
         if (!a->set[id])
             continue;
-        uint64_t v;
-        if ((m[i].size ? tc_parse_size(a->val[id], &v) : tc_parse_count(a->val[id], &v)) || v == 0) {
-            tc_err(NULL, "--%s: '%s' is not a positive %s", m[i].o->lng, a->val[id],
-                   m[i].size ? "size" : "whole number");
-            return -1;
-        }
+        uint64_t v = a->num[id];
         if (id == OPT_MAX_PICKLE)
             lim->max_pickle_bytes = v;
         else if (id == OPT_MAX_DEPTH)
@@ -686,33 +818,18 @@ int tc_limits_from_args(const tc_args *a, tc_limits *lim)
         else
             lim->max_objects = v;
     }
-    if (a->set[OPT_NAMES]) {
-        const char *n = a->val[OPT_NAMES];
-        if (strcmp(n, "file") && strcmp(n, "hf")) {
-            tc_err(NULL, "--names '%s': choose file or hf", n);
-            return -1;
-        }
-        lim->names = strcmp(n, "hf") ? TC_NAMES_FILE : TC_NAMES_HF;
-    }
-    return 0;
+    if (a->set[OPT_NAMES]) /* file|hf */
+        lim->names = a->word[OPT_NAMES] == 1 ? TC_NAMES_HF : TC_NAMES_FILE;
 }
 
-int tc_max_shard_from_args(const tc_args *a, uint64_t *max_shard)
+uint64_t tc_max_shard_from_args(const tc_args *a)
 {
-    *max_shard = 0;
-    if (!a->set[OPT_MAX_SHARD])
-        return 0;
-    if (tc_parse_size(a->val[OPT_MAX_SHARD], max_shard) || !*max_shard) {
-        tc_err(NULL, "--max-shard-size: '%s' is not a positive size", a->val[OPT_MAX_SHARD]);
-        return -1;
-    }
-    return 0;
+    return a->set[OPT_MAX_SHARD] ? a->num[OPT_MAX_SHARD] : 0;
 }
 
 int tc_sharded_output(const tc_args *a, const char *out, bool *sharded, uint64_t *max_shard)
 {
-    if (tc_max_shard_from_args(a, max_shard))
-        return -1;
+    *max_shard = tc_max_shard_from_args(a);
     *sharded = tc_index_path(out) || a->set[OPT_MAX_SHARD] || a->set[OPT_PART];
     if (*sharded && !tc_index_path(out) && !tc_names_folder(out)) {
         tc_err(out, "a sharded output (%s) goes to a folder (ending in '/') or an index (NAME.safetensors.index.json, "
