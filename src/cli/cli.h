@@ -2,9 +2,9 @@
  * Only code under src/cli prints or exits.
  *
  * The contract is written once: every option is one tc_opt row (shared rows
- * live in opts.c, a command's own rows in its file), and each command lists
- * its rows; parsing, --help and the man page's OPTIONS sections come from
- * those lists, the EXIT STATUS section and the usage line from tc_exits.
+ * live in opts.c, a command's own rows in its file) with its prose in a file
+ * of its own (src/cli/options/NAME.opt), and each command lists its rows;
+ * parsing, --help and the man page's OPTIONS sections come from those lists, the EXIT STATUS section and the usage line from tc_exits.
  * man/tensorctl.1 is generated from them (gen_man.c), and a test keeps the
  * committed copy equal to what the tables give. */
 #ifndef TC_CLI_H
@@ -23,6 +23,7 @@
 #define TC_ESC(s) tc_esc((s), (char[1024]){0}, 1024)
 #include "ckpt.h"
 #include "diag.h"
+#include "opt_text.h" /* generated from src/cli/options/ */
 #include "qtype.h"
 
 /* Exit statuses. */
@@ -69,15 +70,16 @@ typedef enum tc_kind {
                            none) and qtype[] (TC_Q_NONE when none) */
 } tc_kind;
 
+/* A row holds no prose: its --help line and man paragraph are its file's in src/cli/options/
+ * (NAME.opt, turned into tc_text_NAME by gen_opt_text.c at build time). */
 typedef struct tc_opt {
     int id;
     char shrt;           /* 0 when none */
     const char *lng;     /* without "--" */
     const char *arg;     /* NULL for flags */
-    const char *help;    /* one line for --help */
     unsigned flags;      /* TC_OPT_* */
     const char *def;     /* the default, as --help and the man page show it; NULL when none */
-    const char *man;     /* the man page's paragraph (roff); NULL: the help line as a sentence */
+    const tc_opt_text *text; /* the help line and the man paragraph (opt_text.h) */
     tc_kind kind;        /* of the value (rows with arg) */
     uint64_t min, max;   /* TC_KIND_COUNT: the bounds (max 0: none); TC_KIND_SIZE: min */
 } tc_opt;

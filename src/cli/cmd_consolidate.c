@@ -11,35 +11,18 @@
 #include "move.h"
 #include "shard_index.h"
 
-static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT",
-    "write here: a .pt/.bin/.pth/.ckpt or .safetensors file, into folder OUT as DIR's name, or a set's index", 0, NULL,
-    "Write to \\fIOUT\\fR: one file (its format from its extension, or \\-\\-format); in an\n"
-    "existing folder \\fIOUT\\fR, the file named after \\fIDIR\\fR with \\-\\-format's extension\n"
-    "(\\fB\\-o out/ \\-\\-format safetensors\\fR writes \\fBout/\\fR\\fIDIR\\fR\\fB.safetensors\\fR); or a\n"
-    "sharded set: an index (\\fINAME\\fR.safetensors.index.json, \\fINAME\\fR.bin.index.json), or\n"
-    "a folder with \\-\\-max\\-shard\\-size or \\-\\-part.", TC_KIND_PATH, 0, 0};
-static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors",
-                                "output format (default: from OUT's extension)", 0, NULL,
-                                "The output format, when \\fIOUT\\fR's name does not say (a folder).", TC_KIND_WORDS, 0, 0};
-static const tc_opt o_from = {
-    OPT_FROM, 0, "from", "KEY", "only what lies under KEY (model, state_dict, ...), named relative to it", 0, NULL,
-    "Take only the tensors and items under \\fIKEY\\fR, the first component of their\n"
-    "names (\\fBmodel\\fR of a training checkpoint saved as {\"model\": ..., \"optim\": ...}),\n"
-    "named relative to it: \\fBmodel.layers.0.weight\\fR becomes \\fBlayers.0.weight\\fR.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0, "cpu",
-                                "The device tag of the storages of a .pt output.", TC_KIND_DEVICE, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL, "Say more.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_tag = {
-    OPT_TAG, 0, "tag", "TAG", "DeepSpeed ZeRO: the step folder DIR/TAG instead of the one DIR/latest names", 0, NULL,
-    "A DeepSpeed ZeRO save folder: read its step folder \\fIDIR\\fR/\\fITAG\\fR\n"
-    "(\\fBglobal_step1000\\fR) instead of the one its \\fBlatest\\fR file names.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_exclude_frozen = {
-    OPT_EXCLUDE_FROZEN, 0, "exclude-frozen", NULL,
-    "DeepSpeed ZeRO: leave out the frozen parameters (and names tied to them)", 0, NULL,
-    "A DeepSpeed ZeRO checkpoint: leave out the parameters the optimizer does not\n"
-    "train, and the names tied to them, as DeepSpeed's converter does with\n"
-    "\\fBexclude_frozen_parameters\\fR.", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_output = {.id = OPT_OUTPUT, .shrt = 'o', .lng = "output", .arg = "OUT",
+                                .text = &tc_text_consolidate_output, .kind = TC_KIND_PATH};
+static const tc_opt o_format = {.id = OPT_FORMAT, .lng = "format", .arg = "pt|safetensors",
+                                .text = &tc_text_consolidate_format, .kind = TC_KIND_WORDS};
+static const tc_opt o_from = {.id = OPT_FROM, .lng = "from", .arg = "KEY", .text = &tc_text_consolidate_from};
+static const tc_opt o_device = {.id = OPT_DEVICE, .shrt = 'd', .lng = "device", .arg = "DEV", .def = "cpu",
+                                .text = &tc_text_consolidate_device, .kind = TC_KIND_DEVICE};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose",
+                                 .text = &tc_text_consolidate_verbose};
+static const tc_opt o_tag = {.id = OPT_TAG, .lng = "tag", .arg = "TAG", .text = &tc_text_consolidate_tag};
+static const tc_opt o_exclude_frozen = {.id = OPT_EXCLUDE_FROZEN, .lng = "exclude-frozen",
+                                        .text = &tc_text_consolidate_exclude_frozen};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_tag, &o_exclude_frozen,
                                      &tc_opt_dtype, &tc_opt_keep,
                                      &tc_opt_only, &o_device, TC_KEY_OPTS, &tc_opt_max_shard, &tc_opt_part,

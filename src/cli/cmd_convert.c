@@ -14,25 +14,13 @@
 #include "set.h"
 #include "shard_index.h"
 
-static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors|gguf",
-                                "output format (default: from OUT's extension)", 0, NULL,
-                                "The output format, when the extension does not say.", TC_KIND_WORDS, 0, 0};
-static const tc_opt o_kv = {
-    OPT_KV, 0, "kv", "KEY=[TYPE:]VALUE", "GGUF output: set a metadata key (repeatable; TYPE u8..u64, i8..i64, f32, f64, bool, str)",
-    TC_OPT_REPEAT, NULL,
-    "GGUF output: set the metadata key KEY, replacing the input's value or adding it\n"
-    "(repeatable; the last one given wins). TYPE is one of u8, u16, u32, u64, i8, i16,\n"
-    "i32, i64, f32, f64, bool and str (also int and float, as llama.cpp's\n"
-    ".BR \\-\\-override\\-kv ),\nstr when left out:\n.B \\-\\-kv general.name=tiny\n"
-    ".BR \\-\\-kv llama.context_length=u32:4096 .\n"
-    ".B general.alignment=u32:N\nchanges the alignment from 32 (llama.cpp aborts below 32 when it mmaps).", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "DEV", ".pt output: device tag of every storage", 0,
-                                "cpu", "The device tag of the storages of a .pt output.", TC_KIND_DEVICE, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more (bytes shared/copied/written)", 0,
-                                 NULL,
-                                 "Say more: how many bytes of the output share the input's blocks (as many as the\n"
-                                 "file system accepted as clones; XFS and btrfs clone, ext4 does not), were copied\n"
-                                 "unchanged, and were written (casts, the pickle, headers and padding).", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_format = {.id = OPT_FORMAT, .lng = "format", .arg = "pt|safetensors|gguf",
+                                .text = &tc_text_convert_format, .kind = TC_KIND_WORDS};
+static const tc_opt o_kv = {.id = OPT_KV, .lng = "kv", .arg = "KEY=[TYPE:]VALUE", .flags = TC_OPT_REPEAT,
+                            .text = &tc_text_convert_kv};
+static const tc_opt o_device = {.id = OPT_DEVICE, .shrt = 'd', .lng = "device", .arg = "DEV", .def = "cpu",
+                                .text = &tc_text_convert_device, .kind = TC_KIND_DEVICE};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_convert_verbose};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_format, &tc_opt_dtype_gguf, &tc_opt_keep, &tc_opt_only, &o_device,
                                      &tc_opt_from, &tc_opt_key, &tc_opt_ema, TC_KEY_OPTS, &tc_opt_names, &o_kv,
                                      &tc_opt_max_expand, &tc_opt_max_shard, &tc_opt_part, &tc_opt_force,

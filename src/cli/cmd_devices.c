@@ -8,16 +8,8 @@
 #include "cast_cuda.h"
 #include "cli.h"
 
-static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print nothing; exit 0 when CUDA is usable, 1 when not",
-                               0, NULL, "Print nothing; only the exit status.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_json = {
-    OPT_JSON, 0, "json", NULL, "print the report as one JSON object (one line); the same exit status", 0, NULL,
-    "Print the report as one JSON object on one line:\n.B cpu\n(cast_path),\n.B cuda\n"
-    "(built: CUDA support compiled in; usable; why, when it is not; driver and runtime\n"
-    "versions as \\fB\"12.4\"\\fR, null when unknown; count) and\n.B devices\n"
-    "(index, name, total_bytes, free_bytes, compute_capability). Without a usable\n"
-    "GPU, usable is false, why says why and devices is empty; the exit status is 1\n"
-    "as without \\fB\\-\\-json\\fR.", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_quiet = {.id = OPT_QUIET, .shrt = 'q', .lng = "quiet", .text = &tc_text_devices_quiet};
+static const tc_opt o_json = {.id = OPT_JSON, .lng = "json", .text = &tc_text_devices_json};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_json, &o_quiet, NULL};
 
 /* "12.4" from CUDA's 12040, or null when unknown */

@@ -12,62 +12,20 @@
 #include "diff.h"
 #include "xfer.h"
 
-static const tc_opt o_atol = {OPT_ATOL, 0, "atol", "X", "absolute tolerance: |a-b| <= atol + rtol*|b| is equal",
-                              0, "0",
-                              "Absolute tolerance. Elements a (of A) and b (of B) are equal when\n"
-                              ".B |a \\- b| <= atol + rtol * |b|\n"
-                              "(torch.allclose's rule), or when their bytes are identical.", TC_KIND_REAL, 0, 0};
-static const tc_opt o_rtol = {OPT_RTOL, 0, "rtol", "Y", "relative tolerance (see --atol)", 0, "0",
-                              "Relative tolerance (see \\-\\-atol). Rounding a normal value to bfloat16 moves\n"
-                              "it by at most 2^\\-8 = 0.00390625 of the result, to float16 by 2^\\-11, so a\n"
-                              "float32 tensor and its bfloat16 cast are equal under \\fB\\-\\-rtol 0.004\\fR\n"
-                              "(float16: 0.0005), and differ at the default 0 wherever the cast rounded;\n"
-                              "subnormal results need an \\-\\-atol as well.", TC_KIND_REAL, 0, 0};
-static const tc_opt o_equal_nan = {OPT_EQUAL_NAN, 0, "equal-nan", NULL, "NaN equals NaN (as torch's equal_nan=True)",
-                                   0, NULL,
-                                   "NaN equals NaN whatever its payload, as torch's\n.BR equal_nan=True .\n"
-                                   "Without it NaN equals nothing, except NaN with identical bytes in\n"
-                                   "tensors of one dtype.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_stats = {OPT_STATS, 0, "stats", NULL,
-                               "also the cosine similarity of every tensor (converts every element: slower)", 0,
-                               NULL,
-                               "Also give the cosine similarity of each pair of tensors (as float64 vectors of\n"
-                               "their elements, complex ones as their real and imaginary parts), and list\n"
-                               "every tensor. The sums are taken in float64, 256 terms at a time, the partial\n"
-                               "sums added with compensation (Neumaier), so the norms are good to about\n"
-                               "1e\\-14 relatively whatever the size of the tensor, and the cosine to about\n"
-                               "1e\\-14 (less where cancellation makes it near 0). It is left out (null,\n"
-                               "\\fBundefined\\fR in the text) when a tensor is all zeros or holds NaN or\n"
-                               "infinity. Every element is converted, so this takes longer.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_strict = {OPT_STRICT, 0, "strict", NULL,
-                                "dtype, stride, storage offset and device differences make tensors differ", 0,
-                                NULL,
-                                "Count a difference of dtype, stride, storage offset or saved device as a\n"
-                                "difference. Without it they are reported, and tensors are judged by their\n"
-                                "values alone (so a float32 tensor and its exact float64 copy are equal).", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_strip = {OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
-                               "match names without the prefix P, or without the first component all of a side's "
-                               "names share; '--strip-prefix P' when P ends with '.'",
-                               TC_OPT_VALUE_OPTIONAL, NULL,
-                               "Match names without a prefix, on each side on its own. With \\fIP\\fR, every name\n"
-                               "that starts with \\fIP\\fR loses it (others stay as they are); without, each\n"
-                               "side loses the first dotted component all its names share (such as\n"
-                               ".B module.\nof DataParallel, or\n.BR _orig_mod. ),\n"
-                               "as the rewriting commands' \\-\\-strip\\-prefix does; a side whose names share\n"
-                               "none keeps them. Two names that would become one are an error naming both.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_json = {OPT_JSON, 0, "json", NULL, "print the report as one JSON document, on one line", 0, NULL,
-                              "Print the report as one JSON document on one line (described above), as\n"
-                              "\\fBinspect \\-\\-json\\fR prints one per file.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL,
-                               "print nothing (errors aside); the exit status says equal or not", 0, NULL,
-                               "Print nothing but errors; stop at the first difference. The exit status says\n"
-                               "whether the inputs are equal.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "list every tensor, the equal ones too", 0,
-                                 NULL, "List every tensor, the equal ones too.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_threads = {OPT_THREADS, 0, "threads", "N", "compare on N threads (default: one per CPU, at most 8)",
-                                 0, NULL,
-                                 "Compare on \\fIN\\fR threads (default: one per CPU, at most 8). The report\n"
-                                 "is the same whatever \\fIN\\fR.", TC_KIND_COUNT, 1, TC_POOL_MAX};
+static const tc_opt o_atol = {.id = OPT_ATOL, .lng = "atol", .arg = "X", .def = "0", .text = &tc_text_diff_atol,
+                              .kind = TC_KIND_REAL};
+static const tc_opt o_rtol = {.id = OPT_RTOL, .lng = "rtol", .arg = "Y", .def = "0", .text = &tc_text_diff_rtol,
+                              .kind = TC_KIND_REAL};
+static const tc_opt o_equal_nan = {.id = OPT_EQUAL_NAN, .lng = "equal-nan", .text = &tc_text_diff_equal_nan};
+static const tc_opt o_stats = {.id = OPT_STATS, .lng = "stats", .text = &tc_text_diff_stats};
+static const tc_opt o_strict = {.id = OPT_STRICT, .lng = "strict", .text = &tc_text_diff_strict};
+static const tc_opt o_strip = {.id = OPT_STRIP_PREFIX, .lng = "strip-prefix", .arg = "P",
+                               .flags = TC_OPT_VALUE_OPTIONAL, .text = &tc_text_diff_strip_prefix};
+static const tc_opt o_json = {.id = OPT_JSON, .lng = "json", .text = &tc_text_diff_json};
+static const tc_opt o_quiet = {.id = OPT_QUIET, .shrt = 'q', .lng = "quiet", .text = &tc_text_diff_quiet};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_diff_verbose};
+static const tc_opt o_threads = {.id = OPT_THREADS, .lng = "threads", .arg = "N", .text = &tc_text_diff_threads,
+                                 .kind = TC_KIND_COUNT, .min = 1, .max = TC_POOL_MAX};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_atol, &o_rtol, &o_equal_nan, &o_strict, &o_strip,
                                      &o_stats, &o_json, &o_quiet, &o_verbose, &o_threads, &tc_opt_max_expand, &tc_opt_safe_globals,
                                      &tc_opt_names, TC_LIMIT_OPTS, NULL};

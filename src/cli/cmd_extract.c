@@ -10,18 +10,11 @@
 #include "safety.h"
 #include "shard_index.h"
 
-static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT",
-    "write here: .pt/.bin/.pth (torch) or .safetensors, into folder OUT under IN's name, or a set's *.index.json", 0,
-    NULL,
-    "Write the weights to \\fIOUT\\fR: a torch file\n.RB ( .pt ,\n.BR .bin ,\n.BR .pth ,\n"
-    ".BR .ckpt )\nor a\n.B .safetensors\nfile, as its extension (or \\-\\-format) says; in an existing\n"
-    "folder \\fIOUT\\fR, the file named after \\fIIN\\fR, with \\-\\-format's extension or its own; "
-    "an\n.B .index.json\nname (or a folder with \\-\\-max\\-shard\\-size) writes a sharded set.", TC_KIND_PATH, 0, 0};
-static const tc_opt o_format = {OPT_FORMAT, 0, "format", "pt|safetensors", "output format (default: from OUT's extension)",
-                                0, NULL, "The output format, when the extension does not say.", TC_KIND_WORDS, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "say more", 0, NULL,
-                                 "Also list every candidate set of weights.", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_output = {.id = OPT_OUTPUT, .shrt = 'o', .lng = "output", .arg = "OUT",
+                                .text = &tc_text_extract_output, .kind = TC_KIND_PATH};
+static const tc_opt o_format = {.id = OPT_FORMAT, .lng = "format", .arg = "pt|safetensors",
+                                .text = &tc_text_extract_format, .kind = TC_KIND_WORDS};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_extract_verbose};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &tc_opt_from, &tc_opt_key, &tc_opt_ema,
                                      &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, TC_KEY_OPTS, &tc_opt_max_expand,
                                      &tc_opt_max_shard, &tc_opt_force, &tc_opt_no_sync, &tc_opt_allow_unsafe,

@@ -14,32 +14,11 @@
 #include "inspect_weights.h"
 #include "safety.h"
 
-static const tc_opt o_json = {
-    OPT_JSON, 0, "json", NULL, "print one JSON document per FILE, one a line (JSON Lines), instead of the table", 0,
-    NULL,
-    "Print one JSON document per \\fIFILE\\fR, each on one line (JSON Lines, as\n.B jq\n"
-    "reads them), instead of the table. A file that cannot be read gives\n"
-    "\\fB{\"file\": ..., \"error\": ..., \"exit_status\": N}\\fR; any other gives file, format, records, tensors (name, dtype, shape, stride,\n"
-    "storage_offset, device, storage, nbytes, parameter, requires_grad, frozen,\n"
-    "kind, same_as, shard, sha256), storages, verdict, weights_only (per torch, 1.13\n"
-    "and 2.x: loads, or what it refuses), globals, unsafe_globals,\n"
-    "dangerous_globals, metadata and contents.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_hash = {
-    OPT_HASH, 0, "hash", NULL,
-    "add each tensor's SHA-256 (its elements in C order, as torch's .contiguous()); reads the data", 0, NULL,
-    "Add each tensor's SHA-256: of its elements in C order, as in torch's\n.BR tensor.contiguous() ,\n"
-    "little-endian. Reads the tensor data (through the shards, for an index); a\n"
-    "tensor whose data cannot be read is an error and sets the exit status.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print only errors; the exit status tells the verdict",
-                               0, NULL, "Print only errors; the exit status gives the verdict.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL, "also list the globals torch allows", 0, NULL,
-                                 "Also list the globals that are allowed.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_verify_crc = {
-    OPT_VERIFY_CRC, 0, "verify-crc", NULL, "also read every byte and check every CRC-32 and size (as 'tensorctl test')",
-    0, NULL,
-    "After the report, test the file's integrity as\n.B tensorctl test\ndoes: read every byte and check each zip "
-    "record's CRC-32 and every tensor's\nsize and offset; a mismatch is exit status 3. With \\fB\\-\\-json\\fR "
-    "only a failure is said\n(on standard error).", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_json = {.id = OPT_JSON, .lng = "json", .text = &tc_text_inspect_json};
+static const tc_opt o_hash = {.id = OPT_HASH, .lng = "hash", .text = &tc_text_inspect_hash};
+static const tc_opt o_quiet = {.id = OPT_QUIET, .shrt = 'q', .lng = "quiet", .text = &tc_text_inspect_quiet};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_inspect_verbose};
+static const tc_opt o_verify_crc = {.id = OPT_VERIFY_CRC, .lng = "verify-crc", .text = &tc_text_inspect_verify_crc};
 static const tc_opt *const opts[] = {&tc_opt_help,         &o_json,  &o_hash, &o_verify_crc, &tc_opt_max_expand,  &o_quiet,
                                      &tc_opt_safe_globals, &o_verbose, &tc_opt_names, TC_LIMIT_OPTS, NULL};
 

@@ -17,45 +17,17 @@
 #include "set.h"
 #include "shard_index.h"
 
-static const tc_opt o_output = {
-    OPT_OUTPUT, 'o', "output", "OUT",
-    "write here, or into folder OUT under FILE's name (default: FILE with .cpu/.cudaN, or .mapped, before its "
-    "extension)",
-    0, NULL,
-    "Write to \\fIOUT\\fR; when \\fIOUT\\fR is a folder, into it under \\fIFILE\\fR's own name,\n"
-    "as\n.B cp\ndoes (\\fB\\-o cpu/\\fR writes\n.BR cpu/model.pt ).\nWithout it, the output is \\fIFILE\\fR with\n.B .cpu\n(or\n.BR .cuda N\n"
-    "for to-cuda) before its extension:\n.B model.pt\nbecomes\n.BR model.cpu.pt .\n"
-    "With \\fB\\-\\-map\\fR, which moves only some storages, it is\n.B .mapped\ninstead:\n"
-    ".BR model.mapped.pt .\n"
-    "For a sharded set, \\fIOUT\\fR is the folder of the new set (or its index's path).", TC_KIND_PATH, 0, 0};
-static const tc_opt o_in_place = {OPT_IN_PLACE, 0, "in-place", NULL, "replace FILE itself (atomically, when complete)",
-                                  0, NULL,
-                                  "Replace \\fIFILE\\fR itself, atomically, once the new file is complete. Its mode\n"
-                                  "and owner are kept; when \\fIFILE\\fR is a symbolic link, the file it points to is\n"
-                                  "replaced and the link stays.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_map = {OPT_MAP, 0, "map", "FROM=TO", "move only storages tagged FROM, to TO (repeatable)", TC_OPT_REPEAT,
-                             NULL,
-                             "Move only storages tagged \\fIFROM\\fR, to \\fITO\\fR, like the dictionary form of\n"
-                             "torch.load's map_location. Repeatable: \\fB\\-\\-map cuda:1=cuda:0 \\-\\-map cuda:2=cpu\\fR.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_engine = {
-    OPT_ENGINE, 0, "engine", "auto|cpu|cuda", "where casts run (auto: a usable GPU, else the CPU)", 0, "auto",
-    "Where casts run: a usable GPU (through pinned buffers, copies overlapping the\n"
-    "kernels) or the CPU (vectorised where the processor allows, on one thread per\n"
-    "core, at most 8, for data stored uncompressed).\n.B auto\n"
-    "uses a GPU when one is usable and can take the staging buffers (16 MiB of\n"
-    "pinned and of device memory); otherwise the CPU. Both give identical bits.", TC_KIND_WORDS, 0, 0};
-static const tc_opt o_verify_crc = {OPT_VERIFY_CRC, 0, "verify-crc", NULL,
-                                    "check every input record's CRC-32 while copying", 0, NULL,
-                                    "Recompute the CRC-32 of every input record while copying and fail on a\n"
-                                    "mismatch, instead of trusting the CRCs stored in the input.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL,
-                                 "say more (devices found, engine used, bytes shared/copied/written)", 0, NULL,
-                                 "Say which engine cast the tensors, what GPU was found, and how many bytes of the\n"
-                                 "output share the input's blocks (as many as the file system accepted as clones;\n"
-                                 "XFS and btrfs clone, ext4 does not), were copied unchanged, and were written\n"
-                                 "(casts, the pickle, zip records and padding).", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_device = {OPT_DEVICE, 'd', "device", "cuda:N", "target device", 0, "cuda:0",
-                                "The device every storage goes to.", TC_KIND_DEVICE, 0, 0};
+static const tc_opt o_output = {.id = OPT_OUTPUT, .shrt = 'o', .lng = "output", .arg = "OUT",
+                                .text = &tc_text_move_output, .kind = TC_KIND_PATH};
+static const tc_opt o_in_place = {.id = OPT_IN_PLACE, .lng = "in-place", .text = &tc_text_move_in_place};
+static const tc_opt o_map = {.id = OPT_MAP, .lng = "map", .arg = "FROM=TO", .flags = TC_OPT_REPEAT,
+                             .text = &tc_text_move_map};
+static const tc_opt o_engine = {.id = OPT_ENGINE, .lng = "engine", .arg = "auto|cpu|cuda", .def = "auto",
+                                .text = &tc_text_move_engine, .kind = TC_KIND_WORDS};
+static const tc_opt o_verify_crc = {.id = OPT_VERIFY_CRC, .lng = "verify-crc", .text = &tc_text_move_verify_crc};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_move_verbose};
+static const tc_opt o_device = {.id = OPT_DEVICE, .shrt = 'd', .lng = "device", .arg = "cuda:N", .def = "cuda:0",
+                                .text = &tc_text_move_device, .kind = TC_KIND_DEVICE};
 
 #define MOVE_OPTS                                                                                         \
     &tc_opt_help, &o_output, &tc_opt_force, &tc_opt_no_sync, &o_in_place, &o_map, &tc_opt_dtype, &tc_opt_keep, &tc_opt_only, \

@@ -12,35 +12,15 @@
 #include "cli.h"
 #include "scan.h"
 
-static const tc_opt o_json = {
-    OPT_JSON, 0, "json", NULL, "write JSON Lines: one object per file, then a summary object", 0, NULL,
-    "Write JSON Lines: one object per file or archive member, in the order of the\n"
-    "walk, then one summary object (the schema is under\n.B \"scan output\"\nbelow).", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_sarif = {
-    OPT_SARIF, 0, "sarif", NULL, "write one SARIF 2.1.0 log (unsafe and unreadable files as results)", 0, NULL,
-    "Write one SARIF 2.1.0 log for code-scanning dashboards: each unsafe file a\n"
-    "result of rule\n.B unsafe-model-file\n(level error), each unreadable one of rule\n"
-    ".B unreadable-model-file\n(level warning); the totals in the run's properties.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_all = {OPT_ALL, 0, "all", NULL, "a line for every file, the ones that are not model files too", 0,
-                             NULL,
-                             "A line for every file reached, the skipped ones too: files that are not model\n"
-                             "files, archives holding none, special files, and the other names of a file\n"
-                             "judged once.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_jobs = {OPT_JOBS, 'j', "jobs", "N", "judge N files at once (default: one per online CPU)", 0,
-                              NULL,
-                              "Judge \\fIN\\fR files at once (default: one per online CPU). The output is the\n"
-                              "same whatever \\fIN\\fR.", TC_KIND_COUNT, 1, 1024};
-static const tc_opt o_depth = {
-    OPT_ARCHIVE_DEPTH, 0, "max-archive-depth", "N", "archives inside archives judged down to N levels", 0, "4",
-    "Judge archives inside archives down to \\fIN\\fR levels (the outermost is level 1).\n"
-    "An archive deeper than that is unreadable: its members are not judged.", TC_KIND_COUNT, 0, 64};
-static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "only the unsafe and unreadable files; no summary", 0, NULL,
-                               "Print only the unsafe and unreadable files, and no summary; the exit status\n"
-                               "gives the verdict.", TC_KIND_TEXT, 0, 0};
-static const tc_opt o_verbose = {OPT_VERBOSE, 'v', "verbose", NULL,
-                                 "under each unsafe file, every global and hazard that makes it so", 0, NULL,
-                                 "Under each unsafe file, a line for every global outside the allowlist and\n"
-                                 "every other reason it is unsafe.", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_json = {.id = OPT_JSON, .lng = "json", .text = &tc_text_scan_json};
+static const tc_opt o_sarif = {.id = OPT_SARIF, .lng = "sarif", .text = &tc_text_scan_sarif};
+static const tc_opt o_all = {.id = OPT_ALL, .lng = "all", .text = &tc_text_scan_all};
+static const tc_opt o_jobs = {.id = OPT_JOBS, .shrt = 'j', .lng = "jobs", .arg = "N", .text = &tc_text_scan_jobs,
+                              .kind = TC_KIND_COUNT, .min = 1, .max = 1024};
+static const tc_opt o_depth = {.id = OPT_ARCHIVE_DEPTH, .lng = "max-archive-depth", .arg = "N", .def = "4",
+                               .text = &tc_text_scan_max_archive_depth, .kind = TC_KIND_COUNT, .max = 64};
+static const tc_opt o_quiet = {.id = OPT_QUIET, .shrt = 'q', .lng = "quiet", .text = &tc_text_scan_quiet};
+static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_scan_verbose};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_json,  &o_sarif, &o_all, &o_jobs, &o_depth, &o_quiet,
                                      &o_verbose, &tc_opt_safe_globals, TC_LIMIT_OPTS, NULL};
 

@@ -7,8 +7,7 @@
 #include "format.h"
 #include "verify.h"
 
-static const tc_opt o_quiet = {OPT_QUIET, 'q', "quiet", NULL, "print nothing for an intact file; errors only", 0,
-                               NULL, "Print nothing for an intact file: only errors, and the exit status.", TC_KIND_TEXT, 0, 0};
+static const tc_opt o_quiet = {.id = OPT_QUIET, .shrt = 'q', .lng = "quiet", .text = &tc_text_test_quiet};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_quiet, TC_LIMIT_OPTS, NULL};
 
 int tc_test_ckpt(const char *path, const tc_ckpt *c, const tc_limits *lim, bool say)

@@ -293,7 +293,7 @@ static void zsh_opt(FILE *out, const tc_opt *o)
         fprintf(out, "{-%c%s,--%s%s}'[", o->shrt, ssuf, o->lng, lsuf);
     else
         fprintf(out, "'--%s%s[", o->lng, lsuf);
-    zsh_text(out, o->help, "[]\\");
+    zsh_text(out, o->text->help, "[]\\");
     fputc(']', out);
     if (k != V_FLAG) {
         fputs(optional ? "::" : ":", out);
@@ -439,7 +439,7 @@ static void fish(FILE *out, const char *cmds, const char *exts)
             else if (k == V_TEXT)
                 fputs(" -x", out);
             fputs(" -d ", out);
-            fish_word(out, o->help);
+            fish_word(out, o->text->help);
             fputc('\n', out);
         }
         if (takes_operands(*c))

@@ -57,11 +57,11 @@ static void option(FILE *out, const tc_opt *o)
     else if (o->arg)
         fprintf(out, " \" %s\"", o->arg);
     fputc('\n', out);
-    if (o->man) {
-        fprintf(out, "%s\n", o->man);
+    if (o->text->man) {
+        fprintf(out, "%s\n", o->text->man);
     } else { /* the help line as a sentence */
-        fputc(toupper((unsigned char)o->help[0]), out);
-        fprintf(out, "%s.\n", o->help + 1);
+        fputc(toupper((unsigned char)o->text->help[0]), out);
+        fprintf(out, "%s.\n", o->text->help + 1);
     }
     if (o->def)
         fprintf(out, "Default:\n.BR %s .\n", o->def);

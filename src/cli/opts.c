@@ -48,37 +48,17 @@ const tc_exit_info tc_exits[] = {
     {0, NULL, NULL},
 };
 
-const tc_opt tc_opt_help = {OPT_HELP, 'h', "help", NULL, "show this help", 0, NULL, "Show the options.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_help = {.id = OPT_HELP, .shrt = 'h', .lng = "help", .text = &tc_text_help};
 
-const tc_opt tc_opt_force = {OPT_FORCE, 'f', "force", NULL, "replace OUT if it exists", 0, NULL,
-                             "Replace \\fIOUT\\fR if it exists.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_force = {.id = OPT_FORCE, .shrt = 'f', .lng = "force", .text = &tc_text_force};
 
-const tc_opt tc_opt_no_sync = {
-    OPT_NO_SYNC, 0, "no-sync", NULL, "do not fsync the output before renaming it into place", 0, NULL,
-    "Do not wait for the output to reach the disk (no fsync of the file and its folder):\n"
-    "faster where the disk is slower than the page cache, and the output still appears\n"
-    "whole or not at all, but a crash of the machine soon after may lose it. For\n"
-    "scratch space and pipelines that sync on their own; ignored with\n.BR \\-\\-in\\-place ,\n"
-    "where the input is at stake.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_no_sync = {.id = OPT_NO_SYNC, .lng = "no-sync", .text = &tc_text_no_sync};
 
-static const char dtype_help[] =
-    "cast floating-point tensors: float16 (fp16, half) bfloat16 (bf16) float32 (fp32) float64 float8_e4m3fn "
-    "float8_e5m2";
-static const char dtype_man[] =
-    "Cast floating-point tensors to\n.BR float16 ,\n.BR bfloat16 ,\n.BR float32 ,\n.BR float64 ,\n.B float8_e4m3fn\n"
-    "or\n.BR float8_e5m2 ,\nexactly as torch's\n.B tensor.to(dtype)\n"
-    "does (round to nearest even; NaN, infinities, overflow and subnormals as\n"
-    "torch). Integer, bool, complex and quantized tensors are left alone. A storage\n"
-    "shared by several tensors is cast once, whole. Values that overflow to\n"
-    "infinity or flush to zero are counted and reported per tensor. float8 files\n"
-    "need torch 2.1 or later to load. The names torch and common tools use are taken\n"
-    "too, in any case and with or without\n.BR torch. :\n"
-    "\\fBhalf\\fR, \\fBfp16\\fR, \\fBf16\\fR; \\fBbf16\\fR; \\fBfloat\\fR, \\fBfp32\\fR, \\fBf32\\fR;\n"
-    "\\fBdouble\\fR, \\fBfp64\\fR, \\fBf64\\fR; \\fBfp8_e4m3\\fR, \\fBe4m3\\fR; \\fBfp8_e5m2\\fR, \\fBe5m2\\fR\n"
-    "(so \\fBBF16\\fR, \\fBtorch.half\\fR and safetensors' \\fBF8_E4M3\\fR).";
-const tc_opt tc_opt_dtype = {OPT_DTYPE, 0, "dtype", "TYPE", dtype_help, 0, NULL, dtype_man, TC_KIND_DTYPE, 0, 0};
+const tc_opt tc_opt_dtype = {.id = OPT_DTYPE, .lng = "dtype", .arg = "TYPE", .text = &tc_text_dtype,
+                             .kind = TC_KIND_DTYPE};
 /* convert's: a GGUF output takes its types too (the command says which an output takes) */
-const tc_opt tc_opt_dtype_gguf = {OPT_DTYPE, 0, "dtype", "TYPE", dtype_help, 0, NULL, dtype_man, TC_KIND_DTYPE_GGUF, 0, 0};
+const tc_opt tc_opt_dtype_gguf = {.id = OPT_DTYPE, .lng = "dtype", .arg = "TYPE", .text = &tc_text_dtype,
+                                  .kind = TC_KIND_DTYPE_GGUF};
 
 bool tc_dtype_is_cast_target(tc_dtype t)
 {
@@ -116,136 +96,57 @@ tc_dtype tc_dtype_from_arg(const char *s)
     return TC_DT_INVALID;
 }
 
-const tc_opt tc_opt_keep = {OPT_KEEP, 0, "keep", "GLOB",
-                            "with --dtype: leave matching tensor names as they are (repeatable)", TC_OPT_REPEAT, NULL,
-                            "With \\-\\-dtype: leave tensors whose names match in their dtype (for example\n"
-                            "\\fB\\-\\-keep '*norm*'\\fR). Repeatable. A pattern that would split a shared\n"
-                            "storage is an error naming both tensors.", TC_KIND_GLOB, 0, 0};
+const tc_opt tc_opt_keep = {.id = OPT_KEEP, .lng = "keep", .arg = "GLOB", .flags = TC_OPT_REPEAT,
+                            .text = &tc_text_keep, .kind = TC_KIND_GLOB};
 
-const tc_opt tc_opt_only = {OPT_ONLY, 0, "only", "GLOB", "with --dtype: cast only matching tensor names (repeatable)",
-                            TC_OPT_REPEAT, NULL, "With \\-\\-dtype: cast only tensors whose names match. Repeatable.", TC_KIND_GLOB, 0, 0};
+const tc_opt tc_opt_only = {.id = OPT_ONLY, .lng = "only", .arg = "GLOB", .flags = TC_OPT_REPEAT,
+                            .text = &tc_text_only, .kind = TC_KIND_GLOB};
 
-const tc_opt tc_opt_allow_unsafe = {OPT_ALLOW_UNSAFE, 0, "allow-unsafe", NULL,
-                                    "rewrite even a file that is not safe to load (nothing is run)", 0, NULL,
-                                    "Rewrite a file even though loading it is not safe: it names globals outside\n"
-                                    "torch's\n.B weights_only\nallowlist, or its bytes have a second reading. The globals are\n"
-                                    "copied as they are; nothing is executed.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_allow_unsafe = {.id = OPT_ALLOW_UNSAFE, .lng = "allow-unsafe", .text = &tc_text_allow_unsafe};
 
-const tc_opt tc_opt_safe_globals = {
-    OPT_SAFE_GLOBALS, 0, "safe-globals", "NAME[,NAME...]",
-    "treat these globals (module.name) as safe, as torch's add_safe_globals does (repeatable)", TC_OPT_REPEAT, NULL,
-    "Treat these globals as safe, as\n.B torch.serialization.add_safe_globals\n"
-    "does: a file that needs only them beyond torch's\n.B weights_only\n"
-    "allowlist is judged safe (for example \\fB\\-\\-safe\\-globals argparse.Namespace,pathlib.PosixPath\\fR).\n"
-    "Comma-separated and repeatable. Globals of the\n.BR os ,\n.BR posix ,\n.B nt\nand\n.B sys\n"
-    "modules cannot be admitted, as in torch.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_safe_globals = {.id = OPT_SAFE_GLOBALS, .lng = "safe-globals", .arg = "NAME[,NAME...]",
+                                    .flags = TC_OPT_REPEAT, .text = &tc_text_safe_globals};
 
-const tc_opt tc_opt_strip_prefix = {
-    OPT_STRIP_PREFIX, 0, "strip-prefix", "P",
-    "take prefix P off every tensor name; without =P the first component all names share (module., _orig_mod.); "
-    "'--strip-prefix P' when P ends with '.'",
-    TC_OPT_VALUE_OPTIONAL, NULL,
-    "Take the prefix \\fIP\\fR off every tensor name that has it. Without \\fB=\\fR\\fIP\\fR, the first dotted\n"
-    "component every name shares: \\fBmodule.\\fR of DataParallel and DistributedDataParallel,\n"
-    "\\fB_orig_mod.\\fR of torch.compile. \\fIP\\fR may follow as the next argument when it ends\n"
-    "with a dot and names no file (\\fB\\-\\-strip\\-prefix module.\\fR); any other \\fIP\\fR is written\n"
-    "\\fB\\-\\-strip\\-prefix=\\fR\\fIP\\fR, as the next argument is then a file. Key surgery runs in this order: \\-\\-only\\-keys and\n"
-    "\\-\\-drop choose the names, then \\-\\-strip\\-prefix, each \\-\\-rename, \\-\\-add\\-prefix; two\n"
-    "names that end up the same are an error naming both.", TC_KIND_TEXT, 0, 0};
-const tc_opt tc_opt_add_prefix = {OPT_ADD_PREFIX, 0, "add-prefix", "P", "put prefix P before every tensor name", 0,
-                                  NULL, "Put the prefix \\fIP\\fR before every tensor name.", TC_KIND_TEXT, 0, 0};
-const tc_opt tc_opt_rename = {
-    OPT_RENAME, 0, "rename", "REGEX=REPL",
-    "rename tensors: POSIX extended REGEX, \\1-\\9 in REPL, first match (repeatable, in order)", TC_OPT_REPEAT, NULL,
-    "Rename tensors as sed's s/REGEX/REPL/ does: a POSIX extended regular\n"
-    "expression, its first match replaced, \\fB\\e1\\fR to \\fB\\e9\\fR in \\fIREPL\\fR the groups. The first '='\n"
-    "not escaped ends \\fIREGEX\\fR; \\fB\\e=\\fR is a literal '=' in either part, \\fB\\e\\e\\fR a backslash in\n"
-    "\\fIREPL\\fR. Repeatable; applied in the order given.", TC_KIND_TEXT, 0, 0};
-const tc_opt tc_opt_drop = {OPT_DROP, 0, "drop", "GLOB", "leave out the tensors whose names match (repeatable)", TC_OPT_REPEAT,
-                            NULL,
-                            "Leave out the tensors whose names match. A tensor the output format cannot hold\n"
-                            "(no data, a quantized or subclass tensor, a dtype safetensors lacks such as\n"
-                            ".BR complex128 ,\nthe name\n.BR __metadata__ )\n"
-                            "is an error that names it, unless \\-\\-drop names it. Repeatable.", TC_KIND_GLOB, 0, 0};
-const tc_opt tc_opt_only_keys = {OPT_ONLY_KEYS, 0, "only-keys", "GLOB",
-                                 "write only the tensors whose names match (repeatable)", TC_OPT_REPEAT, NULL,
-                                 "Write only the tensors whose names match one of these. Repeatable.", TC_KIND_GLOB, 0, 0};
+const tc_opt tc_opt_strip_prefix = {.id = OPT_STRIP_PREFIX, .lng = "strip-prefix", .arg = "P",
+                                    .flags = TC_OPT_VALUE_OPTIONAL, .text = &tc_text_strip_prefix};
+const tc_opt tc_opt_add_prefix = {.id = OPT_ADD_PREFIX, .lng = "add-prefix", .arg = "P", .text = &tc_text_add_prefix};
+const tc_opt tc_opt_rename = {.id = OPT_RENAME, .lng = "rename", .arg = "REGEX=REPL", .flags = TC_OPT_REPEAT,
+                              .text = &tc_text_rename};
+const tc_opt tc_opt_drop = {.id = OPT_DROP, .lng = "drop", .arg = "GLOB", .flags = TC_OPT_REPEAT,
+                            .text = &tc_text_drop, .kind = TC_KIND_GLOB};
+const tc_opt tc_opt_only_keys = {.id = OPT_ONLY_KEYS, .lng = "only-keys", .arg = "GLOB", .flags = TC_OPT_REPEAT,
+                                 .text = &tc_text_only_keys, .kind = TC_KIND_GLOB};
 
-const tc_opt tc_opt_max_expand = {
-    OPT_MAX_EXPAND, 0, "max-expand", "N", "a view may read out at most N times its storage's bytes", 0, "16",
-    "A view read out whole (written to safetensors, which holds no strides, or hashed) may\n"
-    "take at most \\fIN\\fR times the bytes of its storage (or 64 MiB, whichever is more): a\n"
-    "stride-0 view of one element can stand for terabytes. A larger one is an error naming it.", TC_KIND_COUNT, 1, 0};
-const tc_opt tc_opt_part = {
-    OPT_PART, 0, "part", "I/N|index",
-    "sharded output: write only shards I, I+N, I+2N, ... (run all N parts, then --part index once)", 0, NULL,
-    "Write a sharded output with several processes, on one machine or on many that\n"
-    "see the same folder: every part computes the same plan from the inputs'\n"
-    "metadata alone and writes only the output shards \\fII\\fR, \\fII\\fR+\\fIN\\fR,\n"
-    "\\fII\\fR+2\\fIN\\fR, ... (numbered from 1), publishing them when they are complete.\n"
-    "When all \\fIN\\fR parts have finished, \\fB\\-\\-part index\\fR (the same command\n"
-    "otherwise) checks that every shard is there and holds what the plan puts in it,\n"
-    "and writes the index: the set is then byte for byte what one process writes.\n"
-    "Parts take the same options; nothing schedules them (see EXAMPLES).", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_max_expand = {.id = OPT_MAX_EXPAND, .lng = "max-expand", .arg = "N", .def = "16",
+                                  .text = &tc_text_max_expand, .kind = TC_KIND_COUNT, .min = 1};
+const tc_opt tc_opt_part = {.id = OPT_PART, .lng = "part", .arg = "I/N|index", .text = &tc_text_part};
 
 /* One row, one parser for every command that writes sets (convert, extract, consolidate): the same words mean
  * the same set whichever writes it. */
-const tc_opt tc_opt_max_shard = {
-    OPT_MAX_SHARD, 0, "max-shard-size", "SIZE", "write a sharded set: at most SIZE bytes of tensor data per shard", 0,
-    "5GB",
-    "Write a sharded set with at most \\fISIZE\\fR bytes of tensor data per shard (decimal units,\n"
-    "as transformers: 5GB is 5000000000 bytes; sizes after \\fB\\-\\-dtype\\fR). \\fIOUT\\fR is then the\n"
-    "set's folder or its index\n.RI ( NAME .safetensors.index.json,\n.IR NAME .bin.index.json);\n"
-    "the shards are named as transformers names them,\n.BI model\\- NNNNN \\-of\\- NNNNN .safetensors\n"
-    "or\n.BI pytorch_model\\- NNNNN \\-of\\- NNNNN .bin .\n"
-    "The set is planned from the input's metadata, in its order; a tensor larger\n"
-    "than \\fISIZE\\fR gets a shard of its own, and tensors that share a storage stay in\n"
-    "one shard. An input set is re-sharded (small shards merged, large ones split).\n"
-    "An index name for \\fIOUT\\fR writes a set without it, at the default size.", TC_KIND_SIZE, 1, 0};
+const tc_opt tc_opt_max_shard = {.id = OPT_MAX_SHARD, .lng = "max-shard-size", .arg = "SIZE", .def = "5GB",
+                                 .text = &tc_text_max_shard_size, .kind = TC_KIND_SIZE, .min = 1};
 
-const tc_opt tc_opt_from = {
-    OPT_FROM, 0, "from", "KEY", "take the weights under this entry (dotted: model.module; '.' for the whole file)", 0,
-    NULL,
-    "Take the tensors under this entry (a top-level key such as\n.BR state_dict ,\nor a dotted path such as\n"
-    ".BR trainer.model ;\n.B .\nfor the whole file), named relative to it, instead of the one found.", TC_KIND_TEXT, 0, 0};
-const tc_opt tc_opt_ema = {OPT_EMA, 0, "ema", NULL, "take the EMA copy of the weights (ema, model_ema, ema_model, ...)",
-                             0, NULL,
-                             "Take the EMA copy of the weights: the entry named\n.BR ema ,\n.BR model_ema ,\n"
-                             ".B ema_model\nor the like.", TC_KIND_TEXT, 0, 0};
-const tc_opt tc_opt_key = {OPT_KEY, 0, "key", "KEY", "an alias of --from", 0, NULL,
-                           "An alias of \\-\\-from (its name in earlier releases of convert).", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_from = {.id = OPT_FROM, .lng = "from", .arg = "KEY", .text = &tc_text_from};
+const tc_opt tc_opt_ema = {.id = OPT_EMA, .lng = "ema", .text = &tc_text_ema};
+const tc_opt tc_opt_key = {.id = OPT_KEY, .lng = "key", .arg = "KEY", .text = &tc_text_key};
 
-const tc_opt tc_opt_json_wrote = {
-    OPT_JSON, 0, "json", NULL, "say what was written as one JSON line on stdout (not the 'wrote' line)", 0, NULL,
-    "Instead of the\n.B wrote\nline on standard error, print one JSON object on one line on\n"
-    "standard output, as \\fBinspect \\-\\-json\\fR prints one per file: \\fBcommand\\fR, \\fBinput\\fR,\n"
-    "\\fBoutput\\fR (the file, or a set's index), \\fBfiles\\fR (the files written: a set's shards and\n"
-    "index), \\fBtensors\\fR, \\fBbytes\\fR (of every file written), \\fBtensor_bytes\\fR,\n"
-    "\\fBseconds\\fR and \\fBexit_status\\fR 0. A run that fails prints \\fBcommand\\fR, \\fBinput\\fR,\n"
-    "\\fBoutput\\fR, \\fBerror\\fR (its error line's message) and \\fBexit_status\\fR. Warnings and\n"
-    "notes stay on standard error.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_json_wrote = {.id = OPT_JSON, .lng = "json", .text = &tc_text_json};
 
-const tc_opt tc_opt_quiet = {OPT_QUIET, 'q', "quiet", NULL, "no progress, summary or warnings; errors only", 0,
-                             NULL, "No progress bar, summary or warnings.", TC_KIND_TEXT, 0, 0};
+const tc_opt tc_opt_quiet = {.id = OPT_QUIET, .shrt = 'q', .lng = "quiet", .text = &tc_text_quiet};
 
 /* The defaults of the limits are TC_LIMITS_DEFAULT's (the cli test checks they agree). */
-const tc_opt tc_opt_max_pickle = {OPT_MAX_PICKLE, 0, "max-pickle-size", "SIZE", "largest pickle to read", 0,
-                                  "1GiB", "The largest pickle to read.", TC_KIND_SIZE, 1, 0};
-const tc_opt tc_opt_max_depth = {OPT_MAX_DEPTH, 0, "max-depth", "N", "deepest object nesting to accept", 0,
-                                 "1000", "The deepest nesting of objects to accept.", TC_KIND_COUNT, 1, 0};
-const tc_opt tc_opt_max_objects = {OPT_MAX_OBJECTS, 0, "max-objects", "N", "most pickle objects to accept", 0,
-                                   "20000000", "The most pickle objects to accept.", TC_KIND_COUNT, 1, 0};
-const tc_opt tc_opt_max_entries = {OPT_MAX_ENTRIES, 0, "max-entries", "N",
-                                   "most zip records, safetensors tensors or index entries", 0, "1000000",
-                                   "The most zip records, safetensors tensors or index entries to accept.", TC_KIND_COUNT, 1, 0};
-const tc_opt tc_opt_max_header = {OPT_MAX_HEADER, 0, "max-header-size", "SIZE", "largest safetensors JSON header",
-                                  0, "100MiB", "The largest safetensors JSON header to accept.", TC_KIND_SIZE, 1, 0};
-const tc_opt tc_opt_max_inflate = {
-    OPT_MAX_INFLATE, 0, "max-inflate-ratio", "N", "a deflated pickle may inflate to N times its size (past 1 MiB)", 0,
-    "100",
-    "A deflated pickle record (data.pkl of a zip someone re-compressed) may inflate to at\n"
-    "most \\fIN\\fR times its compressed size, beyond its first 1 MiB: a few kilobytes of\n"
-    "deflate can stand for gigabytes of pickle.", TC_KIND_COUNT, 1, 0};
+const tc_opt tc_opt_max_pickle = {.id = OPT_MAX_PICKLE, .lng = "max-pickle-size", .arg = "SIZE", .def = "1GiB",
+                                  .text = &tc_text_max_pickle_size, .kind = TC_KIND_SIZE, .min = 1};
+const tc_opt tc_opt_max_depth = {.id = OPT_MAX_DEPTH, .lng = "max-depth", .arg = "N", .def = "1000",
+                                 .text = &tc_text_max_depth, .kind = TC_KIND_COUNT, .min = 1};
+const tc_opt tc_opt_max_objects = {.id = OPT_MAX_OBJECTS, .lng = "max-objects", .arg = "N", .def = "20000000",
+                                   .text = &tc_text_max_objects, .kind = TC_KIND_COUNT, .min = 1};
+const tc_opt tc_opt_max_entries = {.id = OPT_MAX_ENTRIES, .lng = "max-entries", .arg = "N", .def = "1000000",
+                                   .text = &tc_text_max_entries, .kind = TC_KIND_COUNT, .min = 1};
+const tc_opt tc_opt_max_header = {.id = OPT_MAX_HEADER, .lng = "max-header-size", .arg = "SIZE", .def = "100MiB",
+                                  .text = &tc_text_max_header_size, .kind = TC_KIND_SIZE, .min = 1};
+const tc_opt tc_opt_max_inflate = {.id = OPT_MAX_INFLATE, .lng = "max-inflate-ratio", .arg = "N", .def = "100",
+                                   .text = &tc_text_max_inflate_ratio, .kind = TC_KIND_COUNT, .min = 1};
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -631,7 +532,7 @@ void tc_print_cmd_help(const tc_cmd *cmd)
         else
             snprintf(left, sizeof left, "    --%s%s%s%s", o->lng, sep, o->arg ? o->arg : "", close);
         tc_buf h = tc_buf_fixed(help, sizeof help);
-        tc_buf_puts(&h, o->help);
+        tc_buf_puts(&h, o->text->help);
         if (o->def)
             tc_buf_printf(&h, " (default %s)", o->def);
         /* the help beside the option, in a column of its own; on a narrow terminal, under it */
@@ -784,15 +685,8 @@ void tc_max_expand_from_args(const tc_args *a, uint64_t *out)
         *out = a->num[OPT_MAX_EXPAND];
 }
 
-const tc_opt tc_opt_names = {
-    OPT_NAMES, 0, "names", "file|hf", "GGUF input: its own tensor names (file), or Hugging Face's for the llama family (hf)",
-    0, "file",
-    "The tensor names a GGUF input is read with:\n.B file\n(its own: blk.0.attn_q.weight) or\n.B hf\n"
-    "(Hugging Face's, for general.architecture llama: model.layers.0.self_attn.q_proj.weight),\n"
-    "with the rows of attn_q and attn_k put back in Hugging Face's order (llama.cpp's\n"
-    "converter permutes them for its rotary embedding), as transformers' GGUF loader\n"
-    "gives them. Tensors without a Hugging Face name keep their own. Other formats'\n"
-    "names are left as they are.", TC_KIND_WORDS, 0, 0};
+const tc_opt tc_opt_names = {.id = OPT_NAMES, .lng = "names", .arg = "file|hf", .def = "file", .text = &tc_text_names,
+                             .kind = TC_KIND_WORDS};
 
 void tc_limits_from_args(const tc_args *a, tc_limits *lim)
 {
