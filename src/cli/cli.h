@@ -64,6 +64,9 @@ typedef enum tc_kind {
     TC_KIND_REAL,     /* a finite number >= 0: real[] */
     TC_KIND_WORDS,    /* one of the words of arg ("auto|cpu|cuda"): word[], its place in arg from 0 */
     TC_KIND_DEVICE,   /* a device torch.load restores to (tc_device_target): dev[] */
+    TC_KIND_DEVMAP,   /* FROM=TO (repeatable): FROM a device tag as a file carries it (any backend's,
+                         tc_device_parse_tag), TO a device torch.load restores: map[] (a command has
+                         one such row) */
     TC_KIND_DTYPE,    /* a dtype --dtype casts to (tc_dtype_from_arg): dtype[] */
     TC_KIND_DTYPE_GGUF, /* that, or a GGUF type tensorctl encodes; which one the output takes is the
                            command's to say, so no value is refused here: dtype[] (TC_DT_INVALID when
@@ -168,6 +171,10 @@ typedef struct tc_args {
     tc_dtype dtype[OPT_COUNT_];    /* TC_KIND_DTYPE, TC_KIND_DTYPE_GGUF */
     tc_qtype qtype[OPT_COUNT_];    /* TC_KIND_DTYPE_GGUF */
     char dev[OPT_COUNT_][32];      /* TC_KIND_DEVICE: the location tag to write */
+    struct {
+        char from[32], to[32];     /* FROM as given, TO the location tag to write */
+    } map[TC_MAX_REPEAT];          /* TC_KIND_DEVMAP: each value, in order */
+    size_t nmap;
     char **pos;
     int npos;
     /* An option whose value may be left out given bare, and the argument after it,

@@ -21,7 +21,7 @@ static const tc_opt o_output = {.id = OPT_OUTPUT, .shrt = 'o', .lng = "output", 
                                 .text = &tc_text_move_output, .kind = TC_KIND_PATH};
 static const tc_opt o_in_place = {.id = OPT_IN_PLACE, .lng = "in-place", .text = &tc_text_move_in_place};
 static const tc_opt o_map = {.id = OPT_MAP, .lng = "map", .arg = "FROM=TO", .flags = TC_OPT_REPEAT,
-                             .text = &tc_text_move_map};
+                             .text = &tc_text_move_map, .kind = TC_KIND_DEVMAP};
 static const tc_opt o_engine = {.id = OPT_ENGINE, .lng = "engine", .arg = "auto|cpu|cuda", .def = "auto",
                                 .text = &tc_text_move_engine, .kind = TC_KIND_WORDS};
 static const tc_opt o_verify_crc = {.id = OPT_VERIFY_CRC, .lng = "verify-crc", .text = &tc_text_move_verify_crc};

@@ -29,9 +29,6 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r);
 void tc_move_req_free(tc_move_req *r);
 /* Rewrite `in` to the torch zip `out` (tc_dst_open flags); returns an exit status, having printed. */
 int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req *r);
-/* A device option's value as the location tag to write (device.h's
- * tc_device_target) into out; prints "OPT message" and returns -1 when it is none. */
-int tc_device_arg(const char *opt, const char *s, char *out, size_t n);
 
 /* The weights to take from c (opened from in), as extract and convert take them (cmd_extract.c): the
  * entry `from` names (--from, --key; "." the whole file), else the EMA copy when ema, else ws's one

@@ -1,6 +1,6 @@
 /* The options every command that rewrites tensors shares (to-cpu, to-cuda,
  * convert, extract, consolidate: --map, --dtype, --keep, --only, --engine,
- * --verify-crc, --allow-unsafe, --safe-globals, the limits, a device value),
+ * --verify-crc, --allow-unsafe, --safe-globals, the limits; their values checked by tc_parse),
  * parsed into a tc_move_req (move.h). A helper of the command line, not a
  * command: every command's file uses it and it uses none. */
 #include <stdio.h>
@@ -11,16 +11,6 @@
 #include "cli.h"
 #include "move.h"
 
-int tc_device_arg(const char *opt, const char *s, char *out, size_t n)
-{
-    tc_diag d = TC_DIAG_INIT;
-    if (tc_device_target(s, out, n, &d)) {
-        tc_err(NULL, "%s %s", opt, d.msg);
-        return -1;
-    }
-    return 0;
-}
-
 int tc_move_parse_common(const tc_args *a, tc_move_req *r)
 {
     memset(&r->o, 0, sizeof r->o);
@@ -28,25 +18,10 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.max_depth = 1000;
     tc_limits_from_args(a, &r->lim);
     r->o.max_depth = r->lim.max_depth + 16;
-    r->nmaps = a->nrep[OPT_MAP];
+    r->nmaps = a->nmap; /* checked by tc_parse (TC_KIND_DEVMAP) */
     for (size_t i = 0; i < r->nmaps; i++) {
-        const char *m = a->rep[OPT_MAP][i], *eq = strchr(m, '=');
-        if (!eq || (size_t)(eq - m) >= sizeof r->from[i]) {
-            tc_err(NULL, "--map '%s': expected FROM=TO, e.g. cuda:1=cuda:0", m);
-            return -1;
-        }
-        snprintf(r->from[i], sizeof r->from[i], "%.*s", (int)(eq - m), m);
-        /* FROM is a tag as a file carries it (any backend's name); TO one torch.load restores */
-        tc_device dv;
-        tc_diag d = TC_DIAG_INIT;
-        if (tc_device_parse_tag(r->from[i], &dv, &d)) {
-            tc_err(NULL, "--map '%s': %s", m, d.msg);
-            return -1;
-        }
-        char what[80];
-        snprintf(what, sizeof what, "--map '%.60s':", m);
-        if (tc_device_arg(what, eq + 1, r->to[i], sizeof r->to[i]))
-            return -1;
+        memcpy(r->from[i], a->map[i].from, sizeof r->from[i]);
+        memcpy(r->to[i], a->map[i].to, sizeof r->to[i]);
         r->maps[i].from = r->from[i];
         r->maps[i].to = r->to[i];
     }

@@ -416,6 +416,28 @@ static int take_value(const tc_opt *o, const char *v, tc_args *a)
         }
         return 0;
     }
+    case TC_KIND_DEVMAP: {
+        const char *eq = strchr(v, '=');
+        size_t len = eq ? (size_t)(eq - v) : 0;
+        tc_diag d = TC_DIAG_INIT;
+        tc_device dv;
+        if (!eq || len >= sizeof a->map[0].from) {
+            tc_err(NULL, "--%s '%s': expected FROM=TO, e.g. cuda:1=cuda:0", o->lng, v);
+            return -1;
+        }
+        memcpy(a->map[a->nmap].from, v, len);
+        a->map[a->nmap].from[len] = 0;
+        if (tc_device_parse_tag(a->map[a->nmap].from, &dv, &d)) {
+            tc_err(NULL, "--%s '%s': %s", o->lng, v, d.msg);
+            return -1;
+        }
+        if (tc_device_target(eq + 1, a->map[a->nmap].to, sizeof a->map[0].to, &d)) {
+            tc_err(NULL, "--%s '%.60s': %s", o->lng, v, d.msg);
+            return -1;
+        }
+        a->nmap++;
+        return 0;
+    }
     case TC_KIND_DTYPE:
     case TC_KIND_DTYPE_GGUF: {
         tc_dtype t = tc_dtype_from_arg(v);
