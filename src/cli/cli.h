@@ -67,6 +67,7 @@ typedef enum tc_kind {
     TC_KIND_DEVMAP,   /* FROM=TO (repeatable): FROM a device tag as a file carries it (any backend's,
                          tc_device_parse_tag), TO a device torch.load restores: map[] (a command has
                          one such row) */
+    TC_KIND_PART,     /* I/N, 1 <= I <= N <= max, or the word index: part */
     TC_KIND_DTYPE,    /* a dtype --dtype casts to (tc_dtype_from_arg): dtype[] */
     TC_KIND_DTYPE_GGUF, /* that, or a GGUF type tensorctl encodes; which one the output takes is the
                            command's to say, so no value is refused here: dtype[] (TC_DT_INVALID when
@@ -175,6 +176,10 @@ typedef struct tc_args {
         char from[32], to[32];     /* FROM as given, TO the location tag to write */
     } map[TC_MAX_REPEAT];          /* TC_KIND_DEVMAP: each value, in order */
     size_t nmap;
+    struct {
+        unsigned i, n;             /* I/N */
+        bool index;                /* "index" */
+    } part;                        /* TC_KIND_PART */
     char **pos;
     int npos;
     /* An option whose value may be left out given bare, and the argument after it,
@@ -218,9 +223,8 @@ int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char *
  * (pointing into a). Returns -1 after printing when an option is malformed. */
 struct tc_keyops;
 int tc_keyops_from_args(const tc_args *a, struct tc_keyops *k);
-/* --part: I/N (*part I, *nparts N) or "index" (*index_only); all 0 when not given.
- * Returns -1 after printing when malformed. */
-int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only);
+/* --part: I/N (*part I, *nparts N) or "index" (*index_only); all 0 when not given. */
+void tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only);
 /* --max-shard-size's value, 0 when not given. */
 uint64_t tc_max_shard_from_args(const tc_args *a);
 /* Whether OUT and the options ask for a sharded set (*sharded): OUT an index name, or --max-shard-size

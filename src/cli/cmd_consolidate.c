@@ -118,7 +118,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_set_opts *so = &o.set;
     so->co = (tc_convert_opts){.ro = r.o, .key = a.set[OPT_FROM] ? a.val[OPT_FROM] : NULL, .key_opt = "--from",
                                .device = "cpu"};
-    if (tc_keyops_from_args(&a, &so->co.keys) || tc_part_from_args(&a, &so->part, &so->nparts, &so->index_only))
+    tc_part_from_args(&a, &so->part, &so->nparts, &so->index_only);
+    if (tc_keyops_from_args(&a, &so->co.keys))
         goto done;
     if (so->co.key && (!*so->co.key || strchr(so->co.key, '.'))) {
         tc_err(NULL, "--from '%s': give the first component of the names (model, state_dict)", so->co.key);

@@ -455,8 +455,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
     tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .max_shard = max_shard,
                       .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
-    if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
-        return TC_EXIT_USAGE;
+    tc_part_from_args(a, &so.part, &so.nparts, &so.index_only);
     /* OUT named as a file (not an index, not a folder): the set joined into it */
     so.one_file = !one_input && tc_names_one_file(out);
     if (so.one_file && (a->set[OPT_MAX_SHARD] || a->set[OPT_PART])) {

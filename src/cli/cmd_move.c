@@ -223,8 +223,7 @@ static int move_index(const char *in, const char *out, unsigned dst_flags, tc_mo
 {
     tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o, .keys = r->keys}, .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
                       .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
-    if (tc_part_from_args(a, &so.part, &so.nparts, &so.index_only))
-        return TC_EXIT_USAGE;
+    tc_part_from_args(a, &so.part, &so.nparts, &so.index_only);
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
     int rc = tc_set_run(in, out, &so, &rep, &d);

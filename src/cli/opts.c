@@ -119,7 +119,8 @@ const tc_opt tc_opt_only_keys = {.id = OPT_ONLY_KEYS, .lng = "only-keys", .arg =
 
 const tc_opt tc_opt_max_expand = {.id = OPT_MAX_EXPAND, .lng = "max-expand", .arg = "N", .def = "16",
                                   .text = &tc_text_max_expand, .kind = TC_KIND_COUNT, .min = 1};
-const tc_opt tc_opt_part = {.id = OPT_PART, .lng = "part", .arg = "I/N|index", .text = &tc_text_part};
+const tc_opt tc_opt_part = {.id = OPT_PART, .lng = "part", .arg = "I/N|index", .text = &tc_text_part,
+                            .kind = TC_KIND_PART, .max = 100000};
 
 /* One row, one parser for every command that writes sets (convert, extract, consolidate): the same words mean
  * the same set whichever writes it. */
@@ -438,6 +439,30 @@ static int take_value(const tc_opt *o, const char *v, tc_args *a)
         a->nmap++;
         return 0;
     }
+    case TC_KIND_PART: {
+        const char *slash = strchr(v, '/');
+        char left[24];
+        uint64_t i, k;
+        if (!strcmp(v, "index")) {
+            a->part.index = true;
+            return 0;
+        }
+        if (!slash || (size_t)(slash - v) >= sizeof left) {
+            tc_err(NULL, "--%s '%s': expected I/N (1 <= I <= N) or index", o->lng, v);
+            return -1;
+        }
+        memcpy(left, v, (size_t)(slash - v));
+        left[slash - v] = 0;
+        if (tc_parse_count(left, &i) || tc_parse_count(slash + 1, &k) || !i || i > k || k > o->max) {
+            tc_err(NULL, "--%s '%s': expected I/N with 1 <= I <= N <= %llu, or index", o->lng, v,
+                   (unsigned long long)o->max);
+            return -1;
+        }
+        a->part.i = (unsigned)i;
+        a->part.n = (unsigned)k;
+        a->part.index = false;
+        return 0;
+    }
     case TC_KIND_DTYPE:
     case TC_KIND_DTYPE_GGUF: {
         tc_dtype t = tc_dtype_from_arg(v);
@@ -659,32 +684,12 @@ unsigned tc_dst_flags_from_args(const tc_args *a)
     return (a->set[OPT_FORCE] ? TC_DST_FORCE : 0) | (a->set[OPT_NO_SYNC] ? TC_DST_NO_SYNC : 0);
 }
 
-int tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only)
+void tc_part_from_args(const tc_args *a, unsigned *part, unsigned *nparts, bool *index_only)
 {
-    *part = *nparts = 0;
-    *index_only = false;
-    if (!a->set[OPT_PART])
-        return 0;
-    const char *v = a->val[OPT_PART];
-    if (!strcmp(v, "index")) {
-        *index_only = true;
-        return 0;
-    }
-    const char *slash = strchr(v, '/');
-    char left[24];
-    uint64_t i, n;
-    if (!slash || (size_t)(slash - v) >= sizeof left) {
-        tc_err(NULL, "--part '%s': expected I/N (1 <= I <= N) or index", v);
-        return -1;
-    }
-    snprintf(left, sizeof left, "%.*s", (int)(slash - v), v);
-    if (tc_parse_count(left, &i) || tc_parse_count(slash + 1, &n) || !i || !n || i > n || n > 100000) {
-        tc_err(NULL, "--part '%s': expected I/N with 1 <= I <= N <= 100000, or index", v);
-        return -1;
-    }
-    *part = (unsigned)i;
-    *nparts = (unsigned)n;
-    return 0;
+    bool set = a->set[OPT_PART];
+    *part = set ? a->part.i : 0;
+    *nparts = set ? a->part.n : 0;
+    *index_only = set && a->part.index;
 }
 
 int tc_parse_count(const char *s, uint64_t *out)
