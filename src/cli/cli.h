@@ -187,8 +187,10 @@ typedef struct tc_args {
     const char *bare_opt, *bare_next;
 } tc_args;
 
-/* Parse argv (after the command name): 0 to go on; -1 after printing a
- * misuse, 1 after printing --help (then return tc_parse_exit(rc)). */
+/* Parse argv (after the command name): 0 to go on, every value given checked by its row's
+ * kind and put in its typed slot (the defaults too); -1 after printing a misuse (an unknown
+ * option, a missing value, a bad one: "--NAME 'VALUE' ..."), 1 after printing --help (then
+ * return tc_parse_exit(rc)). After 0, free(a->pos) when done. */
 int tc_parse(const tc_cmd *cmd, int argc, char **argv, tc_args *a);
 int tc_parse_exit(int parse_rc);
 /* After a wrong count of FILEs: when --NAME VALUE of an option whose value may be left out
