@@ -55,7 +55,7 @@ anything in its folder open (the old file, freed in the background, is freed).
 A part that checked nothing fails: a clean run that logged no call to fail
 (the shim not loaded?), or no conversion caught midway.
 """
-import argparse, hashlib, io, os, pwd, shutil, signal, struct, subprocess, sys, tempfile, time, traceback, zipfile
+import argparse, hashlib, io, os, pwd, resource, shutil, signal, struct, subprocess, sys, tempfile, time, traceback, zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from judge import open_in  # noqa: E402
@@ -293,6 +293,16 @@ def big_checkpoint(path, mib=200):
         z.writestr('big/version', '3\n')
 
 
+def child_defaults(sig):
+    """In the child before exec: no core file, and the signal the case sends at its default
+    disposition. A signal ignored where the tests were started (nohup's SIGHUP, SIGINT and SIGQUIT
+    of a background job) stays ignored across exec, and tensorctl rightly keeps it so: the case
+    is about a signal that ends the process."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if sig != signal.SIGKILL:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def part_kill(a, tmp, fails):
     src = os.path.join(tmp, 'big.pt')
     big_checkpoint(src)
@@ -324,8 +334,7 @@ def part_kill(a, tmp, fails):
         p = subprocess.Popen([a.tensorctl] + variant + ['-q'] + args,
                              env=env_with({'LD_PRELOAD': a.shim, 'TC_FAULT_NO_TMPFILE': '1'}) if named else None,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             preexec_fn=lambda: __import__('resource').setrlimit(__import__('resource').RLIMIT_CORE,
-                                                                                  (0, 0)))
+                             preexec_fn=lambda: child_defaults(sig))
         deadline = time.time() + 60
         caught = False
         while time.time() < deadline and p.poll() is None:

@@ -157,7 +157,10 @@ def signals_mid_set(c):
             out = os.path.join(c.tmp, 'sig-out', 'deeper')  # folders the run makes go too
             shutil.rmtree(os.path.join(c.tmp, 'sig-out'), ignore_errors=True)
             target = os.path.join(out, 'model.safetensors.index.json') if args[0] == 'convert' else out
-            p = subprocess.Popen([c.tc] + args + [target], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            # the signal at its default disposition in the child, though the tests may have been
+            # started with it ignored (nohup, a background job), which exec keeps
+            p = subprocess.Popen([c.tc] + args + [target], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 preexec_fn=lambda s=sig: signal.signal(s, signal.SIG_DFL))
             caught, deadline = False, time.time() + 120
             while time.time() < deadline and p.poll() is None:  # freeze it once a first shard is done
                 names = os.listdir(out) if os.path.isdir(out) else []
