@@ -263,11 +263,10 @@ static pk_obj *mk_seq(rd *r, pk_kind kind, size_t base)
     pk_obj *o = mk(r, kind);
     if (!o)
         return NULL;
-    for (size_t i = base; i < r->sp; i++)
-        if (pk_push(r->g, o, r->stack[i]) < 0) {
-            oom(r);
-            return NULL;
-        }
+    if (pk_set_items(r->g, o, r->stack + base, r->sp - base)) {
+        oom(r);
+        return NULL;
+    }
     r->sp = base;
     return o;
 }
