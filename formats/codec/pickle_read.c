@@ -46,7 +46,7 @@ typedef struct rd {
      * so sharing them changes no reading (CPython shares small ints too) and
      * saves a tensor's graph about a third of its nodes. Each reuse still
      * counts as an object against the limit. */
-    pk_obj *small[256], *none, *bools[2];
+    pk_obj *small[256], *none, *bools[2], *empty_tuple;
     uint64_t reused;
 } rd;
 
@@ -1338,7 +1338,10 @@ static int step(rd *r, bool *stop)
     case SHORT_BINUNICODE: return op_counted(r, 1);
     case BINUNICODE8: return op_counted(r, 8);
 
-    case EMPTY_TUPLE: return push(r, mk(r, PK_TUPLE));
+    case EMPTY_TUPLE: /* CPython's () is one object, and a graph of many calls holds many */
+        if (!(a = shared(r, &r->empty_tuple, PK_TUPLE, 0)))
+            return failed(r);
+        return push(r, a);
     case EMPTY_LIST: return push(r, mk(r, PK_LIST));
     case EMPTY_DICT: return push(r, mk(r, PK_DICT));
     case EMPTY_SET: return push(r, mk(r, PK_SET));
