@@ -191,7 +191,7 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_rewrite_job *job, bool *keep, 
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         const tc_pids *pids = i < tg->npids ? &tg->pids[i] : NULL;
         for (size_t j = 0; pids && j < pids->n; j++) {
-            pk_obj *t = pids->v[j];
+            pk_obj *t = tc_pids_at(pids, j);
             t->n = 5; /* a legacy view_metadata slot goes */
             t->items[2] = k;
             t->items[3] = loc;
