@@ -34,7 +34,7 @@ void tc_torch_graph_free(tc_torch_graph *tg)
     if (!tg)
         return;
     for (size_t i = 0; i < tg->npids; i++)
-        free(tg->pids[i].v);
+        free(tg->pids[i].more);
     free(tg->pids);
     free(tg->tnode);
     free(tg->tparam);
@@ -52,11 +52,16 @@ static int add_pid(tc_torch_graph *tg, size_t si, pk_obj *pid, tc_diag *d)
     memset(tg->pids + was, 0, (tg->npids - was) * sizeof *tg->pids);
     tc_pids *s = &tg->pids[si];
     /* the same tuple comes back through the memo: it is the last one added */
-    if (s->n && s->v[s->n - 1] == pid)
+    if (s->n && tc_pids_at(s, s->n - 1) == pid)
         return 0;
-    if (tc_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v))
+    if (!s->n) {
+        s->one = pid;
+        s->n = 1;
+        return 0;
+    }
+    if (tc_grow(&s->more, &s->cap, s->n, sizeof *s->more))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    s->v[s->n++] = pid;
+    s->more[s->n++ - 1] = pid;
     return 0;
 }
 

@@ -19,10 +19,15 @@
 #include "format.h"
 #include "pickle.h"
 
+/* The persistent-id tuples naming one storage: the first held here (most
+ * storages have no other; a heap block each would cost more than the tuple),
+ * the rest in more. */
 typedef struct tc_pids {
-    pk_obj **v;
-    size_t n, cap;
+    pk_obj *one;
+    pk_obj **more;
+    size_t n, cap;      /* n in all; cap: room in more */
 } tc_pids;
+static inline pk_obj *tc_pids_at(const tc_pids *p, size_t j) { return j ? p->more[j - 1] : p->one; }
 
 /* TorchScript: the module classes an archive's code declares, by qualified
  * name ("__torch__.torch.nn.modules.linear.Linear"), each with the

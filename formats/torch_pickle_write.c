@@ -184,12 +184,14 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_rewrite_job *job, bool *keep, 
         bool untyped = ps->cast ? tc_dtype_is_v3(ps->dtype) : s->untyped;
         pk_obj *type = untyped ? intern(&e, PK_GLOBAL, "torch.storage", "UntypedStorage")
                                : intern(&e, PK_GLOBAL, "torch", tc_dtype_get(ps->dtype)->storage);
-        pk_obj *numel = pk_new_int(tg->g, (int64_t)(untyped ? ps->nbytes : ps->nbytes / tc_dtype_size(ps->dtype)));
-        if (!k || !loc || !type || !numel)
+        /* only a cast changes the element count (a node per storage otherwise spent) */
+        pk_obj *numel = !ps->cast ? NULL
+                                  : pk_new_int(tg->g, (int64_t)(untyped ? ps->nbytes : ps->nbytes / tc_dtype_size(ps->dtype)));
+        if (!k || !loc || !type || (ps->cast && !numel))
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         const tc_pids *pids = i < tg->npids ? &tg->pids[i] : NULL;
         for (size_t j = 0; pids && j < pids->n; j++) {
-            pk_obj *t = pids->v[j];
+            pk_obj *t = tc_pids_at(pids, j);
             t->n = 5; /* a legacy view_metadata slot goes */
             t->items[2] = k;
             t->items[3] = loc;

@@ -265,9 +265,12 @@ static void key_name(const pk_obj *k, tc_buf *b, const char **bad, int depth)
 void tc_torch_key_name(const pk_obj *k, tc_buf *b, const char **bad) { key_name(k, b, bad, 0); }
 
 /* Push key k onto the path (as key_name names it), remembering where a key that is no name entered it. */
+/* As path_push, *saved is the length to go back to whatever happens, so that
+ * no path (an out-of-memory one included) leaves it unset. */
 static int key_push(walker *w, const pk_obj *k, size_t *saved)
 {
     const char *bad;
+    *saved = w->len;
     tc_buf_reset(&w->key);
     key_name(k, &w->key, &bad, 0);
     if (tc_buf_oom(&w->key))

@@ -57,6 +57,10 @@ enum {
     PK_F_DOTTED = 1u << 3,
 };
 
+/* A node: 112 bytes on LP64 (a pickle of many small objects is mostly nodes), the
+ * fields only some kinds use sharing their room where no reader of another
+ * kind looks (i, f and a global's raw names: each read only after its kind
+ * is known). */
 typedef struct pk_obj pk_obj;
 struct pk_obj {
     uint8_t kind;
@@ -67,17 +71,22 @@ struct pk_obj {
     uint32_t memo;       /* writer's memo slot + 1; 0 when not yet written */
     uint32_t tag;        /* the graph user's own (the torch reader: tensor index + 1); never set here */
     uint32_t flags;      /* PK_F_* */
-    int64_t i;
-    double f;
+    uint32_t cap;        /* room for items (0 with n > 0: items in the graph's arena); a bytearray's room */
+    union {
+        int64_t i;       /* PK_INT, PK_BOOL */
+        double f;        /* PK_FLOAT */
+        /* PK_GLOBAL with PK_F_REMAPPED: module and name as the pickle wrote
+         * them (s and name are always the resolved names); NULL otherwise */
+        struct {
+            const char *raw_module, *raw_name;
+        };
+    };
     char *s;
     size_t len;
     char *name;
     pk_obj *func, *args, *state, *kwargs;
     pk_obj **items;
-    size_t n, cap;
-    /* PK_GLOBAL with PK_F_REMAPPED: module and name as the pickle wrote them
-     * (s and name are always the resolved names); NULL otherwise */
-    const char *raw_module, *raw_name;
+    size_t n;
 };
 
 typedef struct pk_limits {

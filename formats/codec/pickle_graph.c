@@ -1,11 +1,19 @@
 /* Node storage for pickle graphs: nodes come from fixed blocks, strings from
- * a byte arena; item arrays are heap blocks freed with the graph. */
+ * a byte arena; item arrays are heap blocks freed with the graph, or, for a
+ * container made whole at once (a tuple, a MARKed list as read), exactly as
+ * many pointers in the arena: cap 0 with n > 0 says so, and the first push
+ * onto such a node moves its items to the heap. A pickle of many small
+ * tuples would otherwise cost a heap block each (the allocator's header and
+ * a room of 8 pointers), several times their items. */
 #include "pickle.h"
 #include "pickle_internal.h"
 #include "vec.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* what pickle.h says a node costs, kept so */
+_Static_assert(sizeof(void *) != 8 || sizeof(pk_obj) == 112, "a pk_obj grew");
 
 #define NODE_BLOCK 4096
 #define BYTE_BLOCK (256 * 1024)
@@ -43,7 +51,8 @@ void pk_graph_free(pk_graph *g)
     node_block *b = g->nodes;
     while (b) {
         for (size_t i = 0; i < b->used; i++)
-            free(b->nodes[i].items);
+            if (b->nodes[i].cap)
+                free(b->nodes[i].items);
         node_block *next = b->next;
         free(b);
         b = next;
@@ -62,7 +71,8 @@ void pk_graph_reset(pk_graph *g)
     /* the newest block of each kind stays, emptied; the rest go */
     for (node_block *b = g->nodes; b; b = b->next)
         for (size_t i = 0; i < b->used; i++)
-            free(b->nodes[i].items);
+            if (b->nodes[i].cap)
+                free(b->nodes[i].items);
     if (g->nodes) {
         for (node_block *b = g->nodes->next, *next; b; b = next) {
             next = b->next;
@@ -150,6 +160,31 @@ static char *arena_str(pk_graph *g, const char *s, size_t len)
 
 char *pk_arena_str(pk_graph *g, const char *s, size_t len) { return arena_str(g, s, len); }
 
+int pk_set_items(pk_graph *g, pk_obj *o, pk_obj *const *items, size_t n)
+{
+    if (!n)
+        return 0;
+    if (n > SIZE_MAX / sizeof *items)
+        return -1;
+    size_t bytes = n * sizeof *items;
+    byte_block *b = g->bytes;
+    if (b) { /* pointer-aligned, or a fresh block (whose data is) */
+        size_t pad = (size_t)(-(uintptr_t)(b->data + b->used) & (sizeof *items - 1));
+        b->used = b->cap - b->used >= pad + bytes ? b->used + pad : b->cap;
+    }
+    pk_obj **p = (pk_obj **)(void *)arena_bytes(g, bytes);
+    if (!p)
+        return -1;
+    memcpy(p, items, bytes);
+    o->items = p;
+    o->n = n;
+    o->cap = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i] && items[i]->depth + 1 > o->depth)
+            o->depth = items[i]->depth + 1;
+    return 0;
+}
+
 pk_obj *pk_new_int(pk_graph *g, int64_t v)
 {
     pk_obj *o = pk_new(g, PK_INT);
@@ -188,12 +223,14 @@ int pk_bytes_append(pk_graph *g, pk_obj *o, const void *s, size_t len)
         cap = cap < 64 ? 64 : cap;
         while (cap < o->len + len)
             cap *= 2;
+        if (cap > UINT32_MAX)
+            return -1;
         char *p = arena_bytes(g, cap + 1);
         if (!p)
             return -1;
         memcpy(p, o->s, o->len);
         o->s = p;
-        o->cap = cap;
+        o->cap = (uint32_t)cap;
     }
     memcpy(o->s + o->len, s, len);
     o->len += len;
@@ -214,8 +251,18 @@ pk_obj *pk_new_global(pk_graph *g, const char *module, const char *name)
 int pk_push(pk_graph *g, pk_obj *c, pk_obj *child)
 {
     (void)g;
-    if (tc_grow(&c->items, &c->cap, c->n + 1, sizeof *c->items))
+    if (c->n && !c->cap) { /* items in the arena: to the heap, with room to grow */
+        pk_obj **h = malloc((c->n + 1) * sizeof *h);
+        if (!h)
+            return -1;
+        memcpy(h, c->items, c->n * sizeof *h);
+        c->items = h;
+        c->cap = (uint32_t)(c->n + 1);
+    }
+    size_t cap = c->cap;
+    if (c->n >= UINT32_MAX || tc_grow(&c->items, &cap, c->n + 1, sizeof *c->items))
         return -1;
+    c->cap = (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX);
     c->items[c->n++] = child;
     if (child && child->depth + 1 > c->depth)
         c->depth = child->depth + 1;
@@ -225,11 +272,8 @@ int pk_push(pk_graph *g, pk_obj *c, pk_obj *child)
 pk_obj *pk_new_tuple(pk_graph *g, size_t n, pk_obj *const *items)
 {
     pk_obj *t = pk_new(g, PK_TUPLE);
-    if (!t)
+    if (!t || pk_set_items(g, t, items, n))
         return NULL;
-    for (size_t i = 0; i < n; i++)
-        if (pk_push(g, t, items[i]) < 0)
-            return NULL;
     return t;
 }
 

@@ -17,6 +17,9 @@
 pk_obj *pk_new_bytes_kind(pk_graph *g, pk_kind kind, const void *s, size_t len);
 /* A NUL-terminated copy of s[0..len) owned by the graph. */
 char *pk_arena_str(pk_graph *g, const char *s, size_t len);
+/* Give o (a container without items) exactly items[0..n) in the arena, its
+ * depth raised as pk_push raises it. -1 on OOM. */
+int pk_set_items(pk_graph *g, pk_obj *o, pk_obj *const *items, size_t n);
 /* Append to a PK_BYTEARRAY's bytes in place (amortised O(len)). -1 on OOM. */
 int pk_bytes_append(pk_graph *g, pk_obj *o, const void *s, size_t len);
 

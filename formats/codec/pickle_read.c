@@ -46,7 +46,7 @@ typedef struct rd {
      * so sharing them changes no reading (CPython shares small ints too) and
      * saves a tensor's graph about a third of its nodes. Each reuse still
      * counts as an object against the limit. */
-    pk_obj *small[256], *none, *bools[2];
+    pk_obj *small[256], *none, *bools[2], *empty_tuple;
     uint64_t reused;
 } rd;
 
@@ -68,17 +68,20 @@ enum {
     READONLY_BUFFER = 0x98,
 };
 
-#define FAIL(r, code, ...) fail_at(r, code, __VA_ARGS__)
+/* Records the failure and yields code itself, a constant at every use: the
+ * compiler then sees that a step which failed returns non-zero (tc_fail's
+ * result lies in another file) and that what it did not set is not read. */
+#define FAIL(r, code, ...) (fail_at(r, code, __VA_ARGS__), (code))
 
-__attribute__((format(printf, 3, 4))) static int fail_at(rd *r, int code, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void fail_at(rd *r, int code, const char *fmt, ...)
 {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tc_fail(r->d, code, "%s offset 0x%llx (opcode 0x%02x): %s", r->o->what ? r->o->what : "pickle",
-                   (unsigned long long)(r->o->base_offset + r->op_pos), r->op, msg);
+    tc_fail(r->d, code, "%s offset 0x%llx (opcode 0x%02x): %s", r->o->what ? r->o->what : "pickle",
+            (unsigned long long)(r->o->base_offset + r->op_pos), r->op, msg);
 }
 
 static int oom(rd *r) { return FAIL(r, TC_ERR_NOMEM, "out of memory"); }
@@ -151,8 +154,8 @@ static bool over_objects(rd *r)
 {
     if (pk_graph_count(r->g) + r->reused < r->o->limits.max_objects)
         return false;
-    FAIL(r, TC_ERR_LIMIT, "more than %llu objects (raise with --max-objects)",
-         (unsigned long long)r->o->limits.max_objects);
+    fail_at(r, TC_ERR_LIMIT, "more than %llu objects (raise with --max-objects)",
+            (unsigned long long)r->o->limits.max_objects);
     return true;
 }
 
@@ -260,11 +263,10 @@ static pk_obj *mk_seq(rd *r, pk_kind kind, size_t base)
     pk_obj *o = mk(r, kind);
     if (!o)
         return NULL;
-    for (size_t i = base; i < r->sp; i++)
-        if (pk_push(r->g, o, r->stack[i]) < 0) {
-            oom(r);
-            return NULL;
-        }
+    if (pk_set_items(r->g, o, r->stack + base, r->sp - base)) {
+        oom(r);
+        return NULL;
+    }
     r->sp = base;
     return o;
 }
@@ -551,7 +553,7 @@ static pk_obj *py2_string(rd *r, const char *s, size_t len)
     case PK_PY2STR_ASCII:
         for (size_t i = 0; i < len; i++)
             if ((uint8_t)s[i] >= 0x80) {
-                FAIL(r, TC_ERR_FORMAT, "Python 2 string is not ASCII (byte 0x%02x at %zu)", (uint8_t)s[i], i);
+                fail_at(r, TC_ERR_FORMAT, "Python 2 string is not ASCII (byte 0x%02x at %zu)", (uint8_t)s[i], i);
                 return NULL;
             }
         o = mk_bytes(r, PK_STR, s, len);
@@ -568,9 +570,9 @@ static pk_obj *py2_string(rd *r, const char *s, size_t len)
     }
     default:
         if (pkt_utf8_check((const uint8_t *)s, len, false, &sur, &bad)) {
-            FAIL(r, TC_ERR_FORMAT,
-                 "Python 2 string is not UTF-8 (byte 0x%02x at %zu; torch.load decodes them as UTF-8)",
-                 (uint8_t)s[bad], bad);
+            fail_at(r, TC_ERR_FORMAT,
+                    "Python 2 string is not UTF-8 (byte 0x%02x at %zu; torch.load decodes them as UTF-8)",
+                    (uint8_t)s[bad], bad);
             return NULL;
         }
         o = mk_bytes(r, PK_STR, s, len);
@@ -676,20 +678,20 @@ static int op_counted(rd *r, size_t lenbytes)
 static pk_obj *mk_global(rd *r, const char *mod, size_t ml, const char *name, size_t nl)
 {
     if (!ml) {
-        FAIL(r, TC_ERR_FORMAT, "empty module name");
+        fail_at(r, TC_ERR_FORMAT, "empty module name");
         return NULL;
     }
     if (!nl) {
-        FAIL(r, TC_ERR_UNSUPPORTED, "empty global name in module '%.60s'", mod);
+        fail_at(r, TC_ERR_UNSUPPORTED, "empty global name in module '%.60s'", mod);
         return NULL;
     }
     if (memchr(mod, 0, ml) || memchr(name, 0, nl)) {
-        FAIL(r, TC_ERR_UNSUPPORTED, "global name contains a NUL byte (no import can resolve it)");
+        fail_at(r, TC_ERR_UNSUPPORTED, "global name contains a NUL byte (no import can resolve it)");
         return NULL;
     }
     if (memchr(mod, '\n', ml) || memchr(name, '\n', nl)) {
-        FAIL(r, TC_ERR_UNSUPPORTED,
-             "global name contains a newline (no import can resolve it; crafted to hide opcodes in a rewrite?)");
+        fail_at(r, TC_ERR_UNSUPPORTED,
+                "global name contains a newline (no import can resolve it; crafted to hide opcodes in a rewrite?)");
         return NULL;
     }
     if (over_objects(r))
@@ -707,11 +709,11 @@ static pk_obj *mk_global(rd *r, const char *mod, size_t ml, const char *name, si
             const char *dot = strchr(c, '.');
             size_t cl = dot ? (size_t)(dot - c) : strlen(c);
             if (cl == 8 && !memcmp(c, "<locals>", 8)) {
-                FAIL(r, TC_ERR_FORMAT, "Can't get local attribute '%.80s' on module '%.60s'", tn, tm);
+                fail_at(r, TC_ERR_FORMAT, "Can't get local attribute '%.80s' on module '%.60s'", tn, tm);
                 return NULL;
             }
             if (!cl) {
-                FAIL(r, TC_ERR_UNSUPPORTED, "global name '%.80s' has an empty attribute", tn);
+                fail_at(r, TC_ERR_UNSUPPORTED, "global name '%.80s' has an empty attribute", tn);
                 return NULL;
             }
             if (!dot)
@@ -756,8 +758,8 @@ static pk_obj *global_lines(rd *r, bool ascii)
             ok = !pkt_utf8_check((const uint8_t *)r->line, len, false, &sur, &bad);
         }
         if (!ok) {
-            FAIL(r, TC_ERR_FORMAT, "global name is not %s (byte 0x%02x at %zu)", ascii ? "ASCII" : "UTF-8",
-                 (uint8_t)r->line[bad], bad);
+            fail_at(r, TC_ERR_FORMAT, "global name is not %s (byte 0x%02x at %zu)", ascii ? "ASCII" : "UTF-8",
+                    (uint8_t)r->line[bad], bad);
             goto done;
         }
         if (i == 0) {
@@ -842,7 +844,7 @@ static pk_obj *kwargs_copy(rd *r, const pk_obj *d)
         return NULL;
     for (size_t i = 0; i < d->n; i += 2) {
         if (d->items[i]->kind != PK_STR) {
-            FAIL(r, TC_ERR_UNSUPPORTED, "NEWOBJ_EX keyword names must be str, not %s", kname(d->items[i]));
+            fail_at(r, TC_ERR_UNSUPPORTED, "NEWOBJ_EX keyword names must be str, not %s", kname(d->items[i]));
             return NULL;
         }
         if (pk_push(r->g, c, d->items[i]) || pk_push(r->g, c, d->items[i + 1])) {
@@ -1336,7 +1338,10 @@ static int step(rd *r, bool *stop)
     case SHORT_BINUNICODE: return op_counted(r, 1);
     case BINUNICODE8: return op_counted(r, 8);
 
-    case EMPTY_TUPLE: return push(r, mk(r, PK_TUPLE));
+    case EMPTY_TUPLE: /* CPython's () is one object, and a graph of many calls holds many */
+        if (!(a = shared(r, &r->empty_tuple, PK_TUPLE, 0)))
+            return failed(r);
+        return push(r, a);
     case EMPTY_LIST: return push(r, mk(r, PK_LIST));
     case EMPTY_DICT: return push(r, mk(r, PK_DICT));
     case EMPTY_SET: return push(r, mk(r, PK_SET));

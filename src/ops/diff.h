@@ -91,9 +91,13 @@ typedef struct tc_diff_entry {
     bool done;                    /* compared (a quick run leaves later names undone) */
     bool equal;
     bool bitwise;                 /* values compared, same dtype, every byte equal */
-    tc_cmp_res res;               /* TC_DIFF_VALUES */
     double cosine;                /* with rule.sums: NaN when undefined */
-    char sha_a[65], sha_b[65];    /* TC_DIFF_SHA256 */
+    union {                       /* read by how (an entry per name: its size is the report's) */
+        tc_cmp_res res;           /* TC_DIFF_VALUES */
+        struct {
+            char sha_a[65], sha_b[65]; /* TC_DIFF_SHA256 */
+        };
+    };
 } tc_diff_entry;
 
 typedef struct tc_diff_side {

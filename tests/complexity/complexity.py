@@ -499,6 +499,14 @@ def g_pt_small_tensors(d, n):
     return in_pt(d, p.bytes(), {str(i): F1 * 2 for i in range(n)})
 
 
+def g_pt_st_small_tensors(d, n):
+    # the .pt of g_pt_small_tensors and, beside it, the same tensors as safetensors ({in}.safetensors):
+    # diff of the two holds a torch graph and a safetensors header at once
+    pt = g_pt_small_tensors(d, n)
+    write(pt + '.safetensors', safetensors([('layers.%d.weight' % i, 'F32', [2], F1 * 2) for i in range(n)]))
+    return pt
+
+
 def g_st_aliases(d, n):
     # one written tensor of n elements and n aliases of it (views) in __metadata__
     al = {'view.%d' % i: {'of': 'base', 'offset': i, 'shape': [1], 'stride': [1], 'same': False} for i in range(n)}
@@ -830,6 +838,9 @@ CASES = {
                          'safetensors: 20k tensors of two elements (the cost per tensor: names, shapes, maps)'),
     'pt_small_tensors': (g_pt_small_tensors, 10000, [INSPECT, TOCPU, TO_ST, DIFF],
                          'a state_dict of 10k tensors of two elements on 10k storages (the cost per tensor)'),
+    'pt_st_small_tensors': (g_pt_st_small_tensors, 10000, [['diff', '{in}.safetensors', '{in}']],
+                            'the 10k tensors of pt_small_tensors as .safetensors and as .pt, diffed (the cost '
+                            'per tensor of both sides\' readers and the report)'),
     'st_many_aliases': (g_st_aliases, 3000, [INSPECT, TO_PT],
                         'safetensors: one tensor and 3k aliases in __metadata__ tensorctl.aliases'),
     'st_many_metadata': (g_st_metadata, 5000, [INSPECT, TO_ST], 'safetensors __metadata__ with 5k keys'),
