@@ -496,8 +496,8 @@ static int next_three(mreader *r, pk_obj *const **out, const char *not_three, tc
 static int read_storages(tar *T, const member *m, tc_diag *d)
 {
     mreader r;
-    pk_obj *o, *const *a;
-    int64_t n;
+    pk_obj *o, *const *a = NULL; /* open_counted and next_three set these on success; stop's */
+    int64_t n = 0;               /* status is nonzero where the compiler cannot see it */
     int rc = open_counted(&r, T, m, "tar member storages", "the storage count is not an int", &n, d);
     if (rc)
         return rc;
@@ -557,8 +557,8 @@ static int read_storages(tar *T, const member *m, tc_diag *d)
 static int read_tensors(tar *T, const member *m, tc_diag *d)
 {
     mreader r;
-    pk_obj *const *a;
-    int64_t n;
+    pk_obj *const *a = NULL; /* set on success, as in read_storages */
+    int64_t n = 0;
     int rc = open_counted(&r, T, m, "tar member tensors", "the tensor count is not an int", &n, d);
     if (rc)
         return rc;

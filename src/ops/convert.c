@@ -460,7 +460,9 @@ static int count_items(const tc_ckpt *c, const tc_witem *v, size_t n, size_t *fi
  * over the block of its storage. */
 static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
 {
-    size_t nt = tc_ckpt_ntensors(c), firsts, views;
+    /* count_items sets firsts and views on success; that tc_fail's status is nonzero lies in
+     * another file, where the compiler cannot see it */
+    size_t nt = tc_ckpt_ntensors(c), firsts = 0, views = 0;
     tc_witem *it = calloc(nt + 1, sizeof *it);
     size_t *of = malloc((nt + 1) * sizeof *of);
     if (!it || !of) {
@@ -557,7 +559,7 @@ static const char *under_key(const char *name, const char *key)
 static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const tc_keyops *keys,
                       tc_convert_report *rep, tc_diag *d)
 {
-    size_t t0, a0, t1, a1;
+    size_t t0 = 0, a0 = 0, t1 = 0, a1 = 0; /* set by count_items on success, as in st_items */
     long *map = malloc((it->n + 1) * sizeof *map);
     int rc = map ? count_items(c, it->v, it->n, &t0, &a0, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     size_t n = 0;
