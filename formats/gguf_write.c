@@ -94,27 +94,28 @@ static int copy_value(wb *w, const gg_file *f, const gg_kv *kv, tc_diag *d)
     if (kv->type == TC_GGUF_ARRAY) {
         et = kv->etype;
         n = kv->count;
-        if (!(rc = wb_num(w, et, 4, d)))
-            rc = wb_num(w, n, 8, d);
+        if ((rc = wb_num(w, et, 4, d)) || (rc = wb_num(w, n, 8, d)))
+            goto done;
     }
     size_t sz = gg_scalar_size(et);
     uint8_t chunk[4096];
-    for (uint64_t i = 0; i < n && !rc; i++) {
+    for (uint64_t i = 0; i < n; i++) {
         uint64_t v;
         if (et != TC_GGUF_STRING) {
-            if (!(rc = gg_cur_num(c, sz, &v, d)))
-                rc = wb_num(w, v, sz, d);
+            if ((rc = gg_cur_num(c, sz, &v, d)) || (rc = wb_num(w, v, sz, d)))
+                goto done;
             continue;
         }
         if ((rc = gg_cur_num(c, 8, &v, d)) || (rc = wb_num(w, v, 8, d)))
-            break;
-        while (v && !rc) {
+            goto done;
+        while (v) {
             size_t k = v < sizeof chunk ? (size_t)v : sizeof chunk;
-            if (!(rc = gg_cur_get(c, chunk, k, d)))
-                rc = wb_put(w, chunk, k, d);
+            if ((rc = gg_cur_get(c, chunk, k, d)) || (rc = wb_put(w, chunk, k, d)))
+                goto done;
             v -= k;
         }
     }
+done:
     free(c);
     return rc;
 }

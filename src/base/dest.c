@@ -743,21 +743,22 @@ static int repoint(const char *at, const char *text, const char *subject, tc_dia
     char *t = hidden_template(at);
     if (!t)
         return tc_fail_at(d, TC_ERR_NOMEM, subject, TC_NO_OFFSET, "out of memory");
-    int rc = -1, e = EEXIST;
-    for (int tries = 0; tries < 64 && rc && e == EEXIST; tries++) {
+    bool made = false;
+    int e = EEXIST;
+    for (int tries = 0; tries < 64 && !made && e == EEXIST; tries++) {
         randomize(t);
         sigset_t old;
         block(&old);
-        rc = symlink(text, t);
+        made = !symlink(text, t);
         e = errno;
-        if (!rc && pending_add(t) < 0) {
+        if (made && pending_add(t) < 0) {
             unlink(t);
-            rc = -1;
+            made = false;
             e = ENOMEM;
         }
         unblock(&old);
     }
-    if (rc) {
+    if (!made) {
         free(t);
         return tc_fail_at(d, TC_ERR_IO, subject, TC_NO_OFFSET, "cannot make the new link: %s", strerror(e));
     }

@@ -386,8 +386,7 @@ done:
     pthread_mutex_unlock(&s.mu);
     for (unsigned i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    if (!rc && s.fatal)
-        rc = s.fatal;
+    rc = rc ? rc : s.fatal; /* the walk's failure first, then the workers' */
     if (rc == TC_ERR_NOMEM && !d->code)
         tc_fail(d, rc, "out of memory");
     for (size_t i = 0; i < s.nring; i++)
