@@ -301,18 +301,23 @@ static int add_file(rd *R, tc_strmap *files, const char *name, size_t *out, tc_d
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
     struct stat st;
-    int rc = 0;
+    int rc;
     if (lstat(tc_buf_str(&path), &st) < 0) {
         int e = errno;
         rc = tc_fail(d, e == ENOENT ? TC_ERR_FORMAT : TC_ERR_IO, "file %s, which .metadata names, cannot be read: %s%s",
                      name, strerror(e), e == ENOENT ? " (incomplete copy of the checkpoint?)" : "");
-    } else if (!S_ISREG(st.st_mode)) {
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
         rc = tc_fail(d, TC_ERR_FORMAT, "file %s, which .metadata names, is %s, not a regular file", name,
                      S_ISLNK(st.st_mode) ? "a symbolic link (not followed)" : S_ISDIR(st.st_mode) ? "a folder" : "special");
-    } else if (!(rc = tc_filepool_add(&x->files, name, tc_buf_str(&path), (uint64_t)st.st_size, out, d)) &&
-               tc_strmap_put(files, dfile_at(x, *out)->name, *out, NULL) < 0) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
     }
+    if ((rc = tc_filepool_add(&x->files, name, tc_buf_str(&path), (uint64_t)st.st_size, out, d)))
+        goto done;
+    if (tc_strmap_put(files, dfile_at(x, *out)->name, *out, NULL) < 0)
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+done:
     tc_buf_free(&path);
     return rc;
 }
@@ -545,30 +550,33 @@ static int read_chunk(rd *R, const titem *t, const tchunk *ch, const sitem *s, t
         rc = tc_fail_at(d, TC_ERR_UNSUPPORTED, f->path, s->off,
                         "%s: its archive holds a view or a compressed record, not a dense tensor over its own storage",
                         what);
-    if (!rc)
-        rc = take_globals(R->c, b, d);
+    if (rc || (rc = take_globals(R->c, b, d)))
+        goto done;
     char key[300];
     snprintf(key, sizeof key, "%s@%" PRIu64, f->name, s->off);
-    long si = rc ? -1 : tc_ckpt_add_storage(R->c, key, d);
-    if (!rc && si < 0)
+    long si = tc_ckpt_add_storage(R->c, key, d);
+    if (si < 0) {
         rc = d->code;
-    if (!rc) {
-        rc = tc_ckpt_set_location(R->c, (size_t)si, "-", d);
-        tc_storage *st = tc_ckpt_storage_mut(R->c, (size_t)si);
-        st->dtype = bt->dtype;
-        st->numel = bs->numel;
-        st->nbytes = bs->nbytes;
-        st->file_off = s->off + bs->file_off;
-        st->crc_known = bs->crc_known;
-        st->crc = bs->crc;
-        memcpy(strides, bt->stride, (size_t)t->ndim * sizeof *strides);
-        *out = (tc_chunk){(size_t)si, 0, ch->off, ch->size, strides};
-        dpriv *x = R->x;
-        if (!rc && tc_grow(&x->file_of, &x->nfile_of, (size_t)si + 1, sizeof *x->file_of)) /* its capacity */
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        if (!rc)
-            x->file_of[si] = s->file;
+        goto done;
     }
+    if ((rc = tc_ckpt_set_location(R->c, (size_t)si, "-", d)))
+        goto done;
+    tc_storage *st = tc_ckpt_storage_mut(R->c, (size_t)si);
+    st->dtype = bt->dtype;
+    st->numel = bs->numel;
+    st->nbytes = bs->nbytes;
+    st->file_off = s->off + bs->file_off;
+    st->crc_known = bs->crc_known;
+    st->crc = bs->crc;
+    dpriv *x = R->x;
+    if (tc_grow(&x->file_of, &x->nfile_of, (size_t)si + 1, sizeof *x->file_of)) { /* its capacity */
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    x->file_of[si] = s->file;
+    memcpy(strides, bt->stride, (size_t)t->ndim * sizeof *strides);
+    *out = (tc_chunk){(size_t)si, 0, ch->off, ch->size, strides};
+done:
     tc_ckpt_close(b);
     return rc;
 }
@@ -686,7 +694,7 @@ static int check_chunks(const titem *t, const tchunk *ch, size_t n, tc_diag *d)
     if (!ids)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     int rc = 0;
-    for (size_t k = 0; k < n && !rc; k++) {
+    for (size_t k = 0; k < n; k++) {
         uint64_t v = 1;
         for (int i = 0; i < t->ndim; i++) {
             int64_t end;
@@ -697,28 +705,30 @@ static int check_chunks(const titem *t, const tchunk *ch, size_t n, tc_diag *d)
                 dims_text(t->shape, t->ndim, sh, sizeof sh);
                 rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': chunk at %s of size %s reaches past its shape %s", t->fqn,
                              a, b, sh);
-                break;
+                goto done;
             }
             v *= (uint64_t)ch[k].size[i]; /* <= numel: no overflow */
         }
-        if (!rc && v) {
+        if (v) {
             total += v;
             ids[nz++] = k;
         }
-        if (!rc && total > numel)
+        if (total > numel)
             break;
     }
-    if (!rc && total != numel) {
+    if (total != numel) {
         char sh[200];
         dims_text(t->shape, t->ndim, sh, sizeof sh);
         rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': its chunks hold %s%" PRIu64 " elements but its shape %s has %" PRIu64
                      " (%s)", t->fqn, total > numel ? "more than " : "", total, sh, numel,
                      total > numel ? "chunks overlap" : "a chunk is missing");
+        goto done;
     }
-    if (!rc && numel) {
+    if (numel) {
         cov cv = {.ch = ch, .ndim = t->ndim, .shape = t->shape, .fqn = t->fqn, .d = d};
         rc = cover(&cv, ids, nz, 0);
     }
+done:
     free(ids);
     return rc;
 }
@@ -918,12 +928,9 @@ static int read_object(rd *R, const titem *t, const sitem *s, uint64_t *carried,
     size_t plen = 0;
     const tc_src *src;
     tc_src win;
-    int rc = tc_filepool_open(&R->x->files, s->file, &src, d);
-    if (!rc)
-        rc = tc_src_window(&win, src, s->off, s->len, d);
-    if (!rc && s->len >= 4)
-        rc = tc_src_read(&win, 0, head, 4, what, d);
-    if (rc)
+    int rc;
+    if ((rc = tc_filepool_open(&R->x->files, s->file, &src, d)) || (rc = tc_src_window(&win, src, s->off, s->len, d)) ||
+        (s->len >= 4 && (rc = tc_src_read(&win, 0, head, 4, what, d))))
         return rc;
     if (s->len < 4 || memcmp(head, "PK\x03\x04", 4)) {
         /* torch.load unpickles anything that is not a zip from byte 0 */
@@ -1031,8 +1038,8 @@ static int read_tensor(rd *R, titem *t, const sitem *si, const tc_strmap *keys, 
                          t->ndim);
         ch[k] = (tchunk){off, size};
     }
-    if (!rc)
-        rc = check_chunks(t, ch, n, d);
+    if (rc || (rc = check_chunks(t, ch, n, d)))
+        goto done;
     long whole = t->tensor >= 0 ? tc_ckpt_tensor(c, (size_t)t->tensor)->storage : -1;
     for (size_t k = 0; k < n && !rc; k++) {
         char *key = item_key(t->fqn, ch[k].off, t->ndim);
@@ -1052,8 +1059,9 @@ static int read_tensor(rd *R, titem *t, const sitem *si, const tc_strmap *keys, 
         }
         rc = read_chunk(R, t, &ch[k], &si[at], &out[k], pool + 2 * n * nd + k * nd, d);
     }
-    if (!rc)
-        rc = tc_ckpt_set_chunks(c, (size_t)whole, t->ndim, t->shape, out, n, d);
+    if (rc)
+        goto done;
+    rc = tc_ckpt_set_chunks(c, (size_t)whole, t->ndim, t->shape, out, n, d);
 done:
     free(pool);
     free(ch);
@@ -1165,8 +1173,8 @@ static int read_tables(rd *R, dmeta *m, tc_diag *d)
 static int add_tensors(rd *R, dmeta *m, tc_diag *d)
 {
     tc_ckpt *c = R->c;
-    int rc = 0;
-    for (size_t i = 0; i < m->nit && !rc; i++) {
+    int rc;
+    for (size_t i = 0; i < m->nit; i++) {
         titem *t = &m->it[i];
         if (t->bytes)
             continue;
@@ -1176,17 +1184,17 @@ static int add_tensors(rd *R, dmeta *m, tc_diag *d)
         uint64_t numel = 1;
         for (int j = 0; j < t->ndim; j++)
             if (__builtin_mul_overflow(numel, (uint64_t)t->shape[j], &numel))
-                rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': its shape overflows 64 bits", t->fqn);
+                return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': its shape overflows 64 bits", t->fqn);
         tc_storage *st = tc_ckpt_storage_mut(c, (size_t)s);
-        if (!rc && __builtin_mul_overflow(numel, (uint64_t)tc_dtype_size(t->dtype), &st->nbytes))
-            rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s': its size overflows 64 bits", t->fqn);
-        if (!rc)
-            rc = tc_ckpt_set_location(c, (size_t)s, "-", d);
+        if (__builtin_mul_overflow(numel, (uint64_t)tc_dtype_size(t->dtype), &st->nbytes))
+            return tc_fail(d, TC_ERR_FORMAT, "tensor '%s': its size overflows 64 bits", t->fqn);
+        if ((rc = tc_ckpt_set_location(c, (size_t)s, "-", d)))
+            return rc;
         st->dtype = t->dtype;
         st->numel = numel;
         st->ntensors = 1;
-        if (!rc)
-            rc = tc_ckpt_set_dims(c, (size_t)k, t->ndim, t->shape, NULL, d);
+        if ((rc = tc_ckpt_set_dims(c, (size_t)k, t->ndim, t->shape, NULL, d)))
+            return rc;
         tc_tensor *tt = tc_ckpt_tensor_mut(c, (size_t)k);
         tt->kind = TC_TENSOR_DENSE;
         tt->dtype = t->dtype;
@@ -1196,7 +1204,7 @@ static int add_tensors(rd *R, dmeta *m, tc_diag *d)
         snprintf(tt->device, sizeof tt->device, "-");
         t->tensor = k;
     }
-    return rc;
+    return 0;
 }
 
 /* Every tensor's chunks and every byte item, read from their archives. */
@@ -1228,18 +1236,19 @@ static int describe(rd *R, dmeta *m, tc_diag *d)
 {
     tc_ckpt *c = R->c;
     char v[64];
-    int rc = add_entries(R, m->it, m->nit, m->text, m->kind, d);
-    if (!rc && plain_str(m->version))
-        rc = tc_ckpt_add_fact(c, "dcp_version", m->version->s, d);
+    int rc;
+    if ((rc = add_entries(R, m->it, m->nit, m->text, m->kind, d)) ||
+        (plain_str(m->version) && (rc = tc_ckpt_add_fact(c, "dcp_version", m->version->s, d))))
+        goto done;
     snprintf(v, sizeof v, "%zu", tc_filepool_n(&R->x->files));
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "files", v, d);
+    if ((rc = tc_ckpt_add_fact(c, "files", v, d)))
+        goto done;
     snprintf(v, sizeof v, "%" PRIu64, m->nchunks);
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "chunks", v, d);
+    if ((rc = tc_ckpt_add_fact(c, "chunks", v, d)))
+        goto done;
     snprintf(v, sizeof v, "%zu", tc_ckpt_nobjects(c));
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "pickled_items", v, d);
+    rc = tc_ckpt_add_fact(c, "pickled_items", v, d);
+done:
     tc_ckpt_sort_globals(c);
     return rc;
 }

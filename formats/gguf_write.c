@@ -94,27 +94,28 @@ static int copy_value(wb *w, const gg_file *f, const gg_kv *kv, tc_diag *d)
     if (kv->type == TC_GGUF_ARRAY) {
         et = kv->etype;
         n = kv->count;
-        if (!(rc = wb_num(w, et, 4, d)))
-            rc = wb_num(w, n, 8, d);
+        if ((rc = wb_num(w, et, 4, d)) || (rc = wb_num(w, n, 8, d)))
+            goto done;
     }
     size_t sz = gg_scalar_size(et);
     uint8_t chunk[4096];
-    for (uint64_t i = 0; i < n && !rc; i++) {
+    for (uint64_t i = 0; i < n; i++) {
         uint64_t v;
         if (et != TC_GGUF_STRING) {
-            if (!(rc = gg_cur_num(c, sz, &v, d)))
-                rc = wb_num(w, v, sz, d);
+            if ((rc = gg_cur_num(c, sz, &v, d)) || (rc = wb_num(w, v, sz, d)))
+                goto done;
             continue;
         }
         if ((rc = gg_cur_num(c, 8, &v, d)) || (rc = wb_num(w, v, 8, d)))
-            break;
-        while (v && !rc) {
+            goto done;
+        while (v) {
             size_t k = v < sizeof chunk ? (size_t)v : sizeof chunk;
-            if (!(rc = gg_cur_get(c, chunk, k, d)))
-                rc = wb_put(w, chunk, k, d);
+            if ((rc = gg_cur_get(c, chunk, k, d)) || (rc = wb_put(w, chunk, k, d)))
+                goto done;
             v -= k;
         }
     }
+done:
     free(c);
     return rc;
 }
@@ -191,15 +192,53 @@ static int check(const tc_write_job *job, const tc_gguf_job *gj, tc_diag *d)
     return rc;
 }
 
+static const uint8_t zeros[256];
+
+/* The header, the key/values and the tensor infos, then pad zero bytes up to the data. */
+static int write_head(wb *w, const tc_write_job *job, const tc_gguf_job *gj, uint32_t align, uint64_t pad,
+                      tc_diag *d)
+{
+    int rc;
+    if ((rc = wb_put(w, "GGUF", 4, d)) || (rc = wb_num(w, 3, 4, d)) || (rc = wb_num(w, job->nitems, 8, d)) ||
+        (rc = wb_num(w, gj->nkv, 8, d)))
+        return rc;
+    for (size_t i = 0; i < gj->nkv; i++)
+        if ((rc = write_kv(w, &gj->kv[i], d)))
+            return rc;
+    uint64_t off = 0;
+    for (size_t i = 0; i < job->nitems; i++) {
+        const tc_witem *it = &job->items[i];
+        tc_qtype q = gj->types[it->block];
+        int nd = it->ndim ? it->ndim : 1; /* GGUF has no 0-D tensors: a scalar is [1] */
+        if ((rc = wb_str(w, it->name, strlen(it->name), d)) || (rc = wb_num(w, (uint64_t)nd, 4, d)))
+            return rc;
+        for (int k = 0; k < nd; k++)
+            if ((rc = wb_num(w, it->ndim ? (uint64_t)it->shape[it->ndim - 1 - k] : 1, 8, d)))
+                return rc;
+        if ((rc = wb_num(w, tc_qtype_get(q)->ggml, 4, d)) || (rc = wb_num(w, off, 8, d)))
+            return rc;
+        off += (job->blocks[it->block].nbytes + align - 1) / align * align;
+    }
+    while (pad) { /* alignment can exceed 256 */
+        size_t k = pad < sizeof zeros ? (size_t)pad : sizeof zeros;
+        if ((rc = wb_put(w, zeros, k, d)))
+            return rc;
+        pad -= k;
+    }
+    return wb_flush(w, d);
+}
+
 int tc_gguf_write(const tc_write_job *job, tc_dst *dst, tc_diag *d)
 {
     const tc_gguf_job *gj = job->gguf;
     if (!gj)
         return tc_fail(d, TC_ERR_USAGE, "a GGUF output needs its tensor types");
-    int rc = check(job, gj, d);
-    uint32_t align = rc ? 0 : alignment_of(gj, d);
-    if (rc || !align)
-        return rc ? rc : d->code;
+    int rc;
+    if ((rc = check(job, gj, d)))
+        return rc;
+    uint32_t align = alignment_of(gj, d);
+    if (!align)
+        return d->code;
     uint64_t head = 24;
     for (size_t i = 0; i < gj->nkv; i++)
         head += 8 + strlen(gj->kv[i].key) + 4 + value_bytes(&gj->kv[i]);
@@ -211,46 +250,24 @@ int tc_gguf_write(const tc_write_job *job, tc_dst *dst, tc_diag *d)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     w->dst = dst;
     w->n = 0;
-    rc = wb_put(w, "GGUF", 4, d);
-    if (!rc && !(rc = wb_num(w, 3, 4, d)) && !(rc = wb_num(w, job->nitems, 8, d)))
-        rc = wb_num(w, gj->nkv, 8, d);
-    for (size_t i = 0; i < gj->nkv && !rc; i++)
-        rc = write_kv(w, &gj->kv[i], d);
-    uint64_t off = 0;
-    for (size_t i = 0; i < job->nitems && !rc; i++) {
-        const tc_witem *it = &job->items[i];
-        tc_qtype q = gj->types[it->block];
-        int nd = it->ndim ? it->ndim : 1; /* GGUF has no 0-D tensors: a scalar is [1] */
-        if (!(rc = wb_str(w, it->name, strlen(it->name), d)))
-            rc = wb_num(w, (uint64_t)nd, 4, d);
-        for (int k = 0; k < nd && !rc; k++)
-            rc = wb_num(w, it->ndim ? (uint64_t)it->shape[it->ndim - 1 - k] : 1, 8, d);
-        if (!rc && !(rc = wb_num(w, tc_qtype_get(q)->ggml, 4, d)))
-            rc = wb_num(w, off, 8, d);
-        off += (job->blocks[it->block].nbytes + align - 1) / align * align;
-    }
-    static const uint8_t zeros[256];
-    for (uint64_t pad = data - head; pad && !rc;) { /* alignment can exceed 256 */
-        size_t k = pad < sizeof zeros ? (size_t)pad : sizeof zeros;
-        rc = wb_put(w, zeros, k, d);
-        pad -= k;
-    }
-    if (!rc)
-        rc = wb_flush(w, d);
+    rc = write_head(w, job, gj, align, data - head, d);
     free(w);
-    off = 0;
-    for (size_t i = 0; i < job->nitems && !rc; i++) {
+    if (rc)
+        return rc;
+    uint64_t off = 0;
+    for (size_t i = 0; i < job->nitems; i++) {
         const tc_witem *it = &job->items[i];
         uint64_t n = job->blocks[it->block].nbytes, padded = (n + align - 1) / align * align;
-        rc = job->data(job->ctx, it->block, dst, data + off, NULL, d);
-        for (uint64_t p = n; p < padded && !rc;) {
+        if ((rc = job->data(job->ctx, it->block, dst, data + off, NULL, d)))
+            return rc;
+        for (uint64_t p = n; p < padded;) {
             size_t k = padded - p < sizeof zeros ? (size_t)(padded - p) : sizeof zeros;
-            rc = tc_dst_pwrite(dst, data + off + p, zeros, k, d);
+            if ((rc = tc_dst_pwrite(dst, data + off + p, zeros, k, d)))
+                return rc;
             p += k;
         }
         off += padded;
     }
-    if (!rc)
-        tc_dst_seek(dst, data + off);
-    return rc;
+    tc_dst_seek(dst, data + off);
+    return 0;
 }

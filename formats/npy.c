@@ -348,7 +348,8 @@ static int add_array(tc_ckpt *c, const char *name, const npy_info *a, bool store
     int rc = 0;
     if (a->kind == NPY_OBJECT || a->kind == NPY_UNKNOWN) {
         tc_pickle_seen seen;
-        rc = tc_pickle_judge(c, pickle, 0, pickle->size, false, &seen, d);
+        if ((rc = tc_pickle_judge(c, pickle, 0, pickle->size, false, &seen, d)))
+            return rc; /* t holds nothing yet */
         if (a->kind == NPY_OBJECT)
             tc_buf_printf(&t, "array '%s' (dtype %s) holds Python objects: numpy.load(allow_pickle=True) unpickles "
                               "its data, which imports and calls what is listed; numpy.load refuses it by default",
@@ -357,10 +358,9 @@ static int add_array(tc_ckpt *c, const char *name, const npy_info *a, bool store
             tc_buf_printf(&t, "array '%s' has dtype %s, which tensorctl does not know: numpy.load(allow_pickle=True) "
                               "may read its data as pickled Python objects",
                           name, a->descr);
-        if (!rc && !seen.parsed && seen.why.msg[0])
+        if (!seen.parsed && seen.why.msg[0])
             tc_buf_printf(&t, " (the unpickler stops there: %s)", seen.why.msg);
-        if (!rc)
-            rc = tc_ckpt_add_hazard(c, tc_buf_str(&t), d);
+        rc = tc_ckpt_add_hazard(c, tc_buf_str(&t), d);
         tc_buf_free(&t);
         return rc;
     }
@@ -423,10 +423,8 @@ static int read_info(const tc_src *src, const tc_limits *lim, npy_info *a, tc_di
     uint8_t small[12];
     uint64_t need;
     size_t n = src->size < sizeof small ? (size_t)src->size : sizeof small;
-    int rc = tc_src_read(src, 0, small, n, "npy header", d);
-    if (!rc)
-        rc = parse_header(small, n, lim, a, &need, d);
-    if (rc)
+    int rc;
+    if ((rc = tc_src_read(src, 0, small, n, "npy header", d)) || (rc = parse_header(small, n, lim, a, &need, d)))
         return rc;
     if (need <= n)
         return 0;
@@ -436,8 +434,10 @@ static int read_info(const tc_src *src, const tc_limits *lim, npy_info *a, tc_di
     uint8_t *buf = malloc((size_t)need);
     if (!buf)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!(rc = tc_src_read(src, 0, buf, (size_t)need, "npy header", d)))
-        rc = parse_header(buf, (size_t)need, lim, a, &need, d);
+    if ((rc = tc_src_read(src, 0, buf, (size_t)need, "npy header", d)))
+        goto done;
+    rc = parse_header(buf, (size_t)need, lim, a, &need, d);
+done:
     free(buf);
     return rc;
 }
@@ -447,15 +447,14 @@ static int open_npy(tc_ckpt *c, tc_diag *d)
     tc_ckpt_set_driver(c, &tc_format_npy, NULL, NULL);
     const tc_src *src = tc_ckpt_src(c);
     npy_info a;
-    int rc = read_info(src, tc_ckpt_limits(c), &a, d);
     tc_src data;
-    if (!rc)
-        rc = tc_src_window(&data, src, a.hdr, src->size - a.hdr, d);
-    if (!rc)
-        rc = add_array(c, "array", &a, true, a.hdr, src->size - a.hdr, &data, d);
-    if (!rc)
-        tc_ckpt_sort_globals(c);
-    return rc;
+    int rc;
+    if ((rc = read_info(src, tc_ckpt_limits(c), &a, d)) ||
+        (rc = tc_src_window(&data, src, a.hdr, src->size - a.hdr, d)) ||
+        (rc = add_array(c, "array", &a, true, a.hdr, src->size - a.hdr, &data, d)))
+        return rc;
+    tc_ckpt_sort_globals(c);
+    return 0;
 }
 
 static int open_storage_npy(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
@@ -515,45 +514,52 @@ static int npz_member(tc_ckpt *c, npz *z, const tc_zip_entry *e, tc_diag *d)
     size_t n = 0;
     uint64_t need = 12;
     npy_info a;
-    int rc = tc_zip_read_head(&z->zip, e, 12, &buf, &n, d);
-    if (!rc && (n < 6 || memcmp(buf, magic, 6))) {
+    int rc;
+    if ((rc = tc_zip_read_head(&z->zip, e, 12, &buf, &n, d)))
+        goto done;
+    if (n < 6 || memcmp(buf, magic, 6)) {
         /* numpy.load hands such a member back as its bytes: nothing is unpickled */
         rc = tc_ckpt_add_fact(c, tc_buf_str(&key), "bytes, not an .npy array (numpy.load returns them as bytes)", d);
         free(buf);
         tc_buf_free(&key);
         return rc;
     }
-    if (!rc)
-        rc = parse_header(buf, n, lim, &a, &need, d);
-    if (!rc && need > n) {
+    if ((rc = parse_header(buf, n, lim, &a, &need, d)))
+        goto done;
+    if (need > n) {
         free(buf);
         buf = NULL;
-        if (need > e->usize)
+        if (need > e->usize) {
             rc = tc_fail(d, TC_ERR_FORMAT, "%s: npy header needs %llu bytes, the member has %llu", e->name,
                          (unsigned long long)need, (unsigned long long)e->usize);
-        else if (!(rc = tc_zip_read_head(&z->zip, e, need, &buf, &n, d)))
-            rc = parse_header(buf, n, lim, &a, &need, d);
+            goto done;
+        }
+        if ((rc = tc_zip_read_head(&z->zip, e, need, &buf, &n, d)) || (rc = parse_header(buf, n, lim, &a, &need, d)))
+            goto done;
     }
     free(buf);
     buf = NULL;
-    if (!rc && need > e->usize)
+    if (need > e->usize) {
         rc = tc_fail(d, TC_ERR_FORMAT, "%s: npy header needs %llu bytes, the member has %llu", e->name,
                      (unsigned long long)need, (unsigned long long)e->usize);
-    if (!rc && (a.kind == NPY_OBJECT || a.kind == NPY_UNKNOWN)) {
+        goto done;
+    }
+    if (a.kind == NPY_OBJECT || a.kind == NPY_UNKNOWN) {
         /* the pickle: the member's bytes after the header, as far as the limit lets them be read */
         uint64_t max = lim->max_pickle_bytes > UINT64_MAX - a.hdr ? UINT64_MAX : a.hdr + lim->max_pickle_bytes;
-        if (!(rc = tc_zip_read_head(&z->zip, e, max, &buf, &n, d))) {
-            tc_src ps;
-            tc_src_init_mem(&ps, buf + a.hdr, n - (size_t)a.hdr, e->name);
-            rc = add_array(c, tc_buf_str(&key), &a, false, 0, 0, &ps, d);
-        }
-    } else if (!rc) {
+        if ((rc = tc_zip_read_head(&z->zip, e, max, &buf, &n, d)))
+            goto done;
+        tc_src ps;
+        tc_src_init_mem(&ps, buf + a.hdr, n - (size_t)a.hdr, e->name);
+        rc = add_array(c, tc_buf_str(&key), &a, false, 0, 0, &ps, d);
+    } else {
         long before = (long)tc_ckpt_nstorages(c);
-        rc = add_array(c, tc_buf_str(&key), &a, e->method == 0, e->data_off + a.hdr, e->usize - a.hdr, NULL, d);
-        if (!rc && (long)tc_ckpt_nstorages(c) > before &&
-            (tc_vec_push(&z->rec, e) || tc_vec_push(&z->skip, a.hdr)))
+        if ((rc = add_array(c, tc_buf_str(&key), &a, e->method == 0, e->data_off + a.hdr, e->usize - a.hdr, NULL, d)))
+            goto done;
+        if ((long)tc_ckpt_nstorages(c) > before && (tc_vec_push(&z->rec, e) || tc_vec_push(&z->skip, a.hdr)))
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
+done:
     free(buf);
     tc_buf_free(&key);
     if (rc)
@@ -578,9 +584,10 @@ static int open_npz(tc_ckpt *c, tc_diag *d)
             return TC_FORMAT_DECLINE; /* not what numpy.savez writes: another driver's, or an archive */
     for (size_t i = 0; i < z->zip.n && !rc; i++)
         rc = npz_member(c, z, &z->zip.e[i], d);
-    if (!rc)
-        tc_ckpt_sort_globals(c);
-    return rc;
+    if (rc)
+        return rc;
+    tc_ckpt_sort_globals(c);
+    return 0;
 }
 
 typedef struct npz_rd {
@@ -617,23 +624,25 @@ static int open_storage_npz(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     }
     /* past the member's npy header, to the array's first byte */
     uint8_t skip[4096];
-    for (uint64_t left = z->skip.v[i]; left && !rc;) {
+    for (uint64_t left = z->skip.v[i]; left;) {
         size_t got = 0;
-        rc = tc_zip_rd_read(&x->zr, skip, left < sizeof skip ? (size_t)left : sizeof skip, &got, false, d);
-        if (!rc && !got)
+        if ((rc = tc_zip_rd_read(&x->zr, skip, left < sizeof skip ? (size_t)left : sizeof skip, &got, false, d)))
+            goto fail;
+        if (!got) {
             rc = tc_fail(d, TC_ERR_FORMAT, "%s: ends inside its npy header", z->rec.v[i]->name);
+            goto fail;
+        }
         left -= got;
-    }
-    if (rc) {
-        tc_zip_rd_close(&x->zr);
-        free(x);
-        return rc;
     }
     r->size = s->nbytes;
     r->read = npz_read;
     r->close = npz_close;
     r->state = x;
     return 0;
+fail:
+    tc_zip_rd_close(&x->zr);
+    free(x);
+    return rc;
 }
 
 const tc_format tc_format_npz = {.name = "npz", .probe = probe_npz, .open = open_npz,

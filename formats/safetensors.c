@@ -342,10 +342,11 @@ static int hold(hwin *w, uint64_t from, size_t want, tc_diag *d)
     size_t more = w->cap - w->len;
     if (more > w->n - (w->base + w->len))
         more = (size_t)(w->n - (w->base + w->len));
-    int rc = more ? tc_src_read(w->src, 8 + w->base + w->len, w->buf + w->len, more, "header", d) : 0;
-    if (!rc)
-        w->len += more;
-    return rc;
+    int rc;
+    if (more && (rc = tc_src_read(w->src, 8 + w->base + w->len, w->buf + w->len, more, "header", d)))
+        return rc;
+    w->len += more;
+    return 0;
 }
 
 /* A first pass: no NUL byte anywhere (as the whole header is checked before it is parsed), and how many
@@ -807,26 +808,29 @@ static int write_st(const tc_write_job *job, tc_dst *dst, tc_diag *d)
         order[i] = i;
     qsort_r(order, job->nitems, sizeof *order, cmp_item, (void *)job);
     char *h = header(job, order, d);
-    int rc = h ? 0 : d->code;
-    size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
-    if (!rc) {
-        uint8_t len8[8];
-        tc_put64(len8, padded);
-        rc = tc_dst_write(dst, len8, 8, d);
-        if (!rc)
-            rc = tc_dst_write(dst, h, hl, d);
-        if (!rc && padded > hl) /* the reference library pads the header to 8 bytes */
-            rc = tc_dst_write(dst, "       ", padded - hl, d);
+    int rc;
+    if (!h) {
+        rc = d->code;
+        goto done;
     }
-    free(h);
+    size_t hl = strlen(h), padded = (hl + 7) / 8 * 8;
+    uint8_t len8[8];
+    tc_put64(len8, padded);
+    if ((rc = tc_dst_write(dst, len8, 8, d)) || (rc = tc_dst_write(dst, h, hl, d)))
+        goto done;
+    /* the reference library pads the header to 8 bytes */
+    if (padded > hl && (rc = tc_dst_write(dst, "       ", padded - hl, d)))
+        goto done;
     uint64_t pos = dst->pos;
-    for (size_t i = 0; i < job->nitems && !rc; i++) {
+    for (size_t i = 0; i < job->nitems; i++) {
         const tc_witem *it = &job->items[order[i]];
-        rc = job->data(job->ctx, it->block, dst, pos, NULL, d);
+        if ((rc = job->data(job->ctx, it->block, dst, pos, NULL, d)))
+            goto done;
         pos += job->blocks[it->block].nbytes;
     }
-    if (!rc)
-        tc_dst_seek(dst, pos);
+    tc_dst_seek(dst, pos);
+done:
+    free(h);
     free(order);
     return rc;
 }

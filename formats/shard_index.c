@@ -377,6 +377,23 @@ static int add_shard_contents(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, 
     return 0;
 }
 
+/* Shard i (open as s): its tensors, its line among the facts, its globals. */
+static int take_shard(tc_ckpt *c, ipriv *x, size_t i, const tc_ckpt *s, uint64_t *total, tc_diag *d)
+{
+    int rc;
+    if ((rc = add_shard_contents(c, x, i, s, total, d)))
+        return rc;
+    char fk[32], fv[1200];
+    snprintf(fk, sizeof fk, "shard%zu", i + 1);
+    snprintf(fv, sizeof fv, "%s (%s, %zu tensors, ok)", x->ix->sh[i].file, tc_ckpt_format(s), tc_ckpt_ntensors(s));
+    if ((rc = tc_ckpt_add_fact(c, fk, fv, d)))
+        return rc;
+    for (size_t g = 0; g < tc_ckpt_nglobals(s) && !rc; g++)
+        for (uint32_t n = 0; n < tc_ckpt_global(s, g)->count && !rc; n++)
+            rc = tc_ckpt_add_global(c, tc_ckpt_global(s, g)->name, d);
+    return rc;
+}
+
 static int open_ix(tc_ckpt *c, tc_diag *d)
 {
     bool st = probe_st(&(tc_probe){.path = tc_ckpt_path(c)});
@@ -397,23 +414,15 @@ static int open_ix(tc_ckpt *c, tc_diag *d)
     if ((rc = tc_ckpt_add_fact(c, "shards", v, d)))
         return rc;
     uint64_t total = 0;
-    for (size_t i = 0; i < ix->nsh && !rc; i++) {
+    for (size_t i = 0; i < ix->nsh; i++) {
         tc_ckpt *s;
         if ((rc = tc_index_open_shard(ix, i, tc_ckpt_limits(c), &s, d)))
-            break;
-        rc = add_shard_contents(c, x, i, s, &total, d);
-        char fk[32], fv[1200];
-        snprintf(fk, sizeof fk, "shard%zu", i + 1);
-        snprintf(fv, sizeof fv, "%s (%s, %zu tensors, ok)", ix->sh[i].file, tc_ckpt_format(s), tc_ckpt_ntensors(s));
-        if (!rc)
-            rc = tc_ckpt_add_fact(c, fk, fv, d);
-        for (size_t g = 0; g < tc_ckpt_nglobals(s) && !rc; g++)
-            for (uint32_t n = 0; n < tc_ckpt_global(s, g)->count && !rc; n++)
-                rc = tc_ckpt_add_global(c, tc_ckpt_global(s, g)->name, d);
+            return rc;
+        rc = take_shard(c, x, i, s, &total, d);
         tc_ckpt_close(s);
+        if (rc)
+            return rc;
     }
-    if (rc)
-        return rc;
     tc_ckpt_sort_globals(c);
     if (ix->has_total_size && ix->total_size != total) {
         snprintf(v, sizeof v, "%" PRIu64 " (tensors hold %" PRIu64 ")", ix->total_size, total);
@@ -458,28 +467,24 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     s->x = x;
     tc_ckpt *shard = x->open;
-    int rc = 0;
+    int rc;
     if (x->open_k != st->shard) {
         if (x->readers) { /* the cached shard is in use: this reader gets its own */
-            rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &s->own, d);
+            if ((rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &s->own, d)))
+                goto fail;
             shard = s->own;
         } else {
             tc_ckpt_close(x->open);
             x->open = NULL;
             x->open_k = -1;
-            if (!(rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &x->open, d)))
-                x->open_k = st->shard;
+            if ((rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &x->open, d)))
+                goto fail;
+            x->open_k = st->shard;
             shard = x->open;
         }
     }
-    if (!rc)
-        rc = tc_storage_open(shard, x->local[i], &s->inner, d);
-    if (rc) {
-        if (s->own)
-            tc_ckpt_close(s->own);
-        free(s);
-        return rc;
-    }
+    if ((rc = tc_storage_open(shard, x->local[i], &s->inner, d)))
+        goto fail;
     if (!s->own)
         x->readers++;
     /* a plain range stays a plain range: parallel readers use the shard's file directly */
@@ -490,6 +495,11 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     r->close = ird_close;
     r->state = s;
     return 0;
+fail:
+    if (s->own)
+        tc_ckpt_close(s->own);
+    free(s);
+    return rc;
 }
 
 const tc_format tc_format_safetensors_index = {.name = "safetensors-index", .probe = probe_st, .open = open_ix,

@@ -38,8 +38,10 @@ int tc_legacy_at_zero(const tc_src *src, const tc_limits *lim, bool *is, tc_diag
     pk_graph *g;
     pk_obj *root;
     int rc = tc_first_pickle(src, lim, &g, &root, d);
-    if (!rc)
-        *is = is_magic(root);
+    if (rc)
+        goto done;
+    *is = is_magic(root);
+done:
     pk_graph_free(g);
     return rc;
 }
@@ -116,9 +118,8 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
             break;
         bool hit_end = false;
         tc_diag tmp = {0};
-        rc = parse(tg, buf, n, &hit_end, &keys, &end, &tmp);
-        if (!rc)
-            break;
+        if (!(rc = parse(tg, buf, n, &hit_end, &keys, &end, &tmp)))
+            break; /* parsed */
         if (hit_end && n < src->size && cap < lim->max_pickle_bytes) {
             cap *= 4;
             if (cap > lim->max_pickle_bytes)

@@ -392,31 +392,33 @@ static int next_pickle(mreader *r, pk_obj **out, tc_diag *d)
         if (!buf)
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
         int rc = tc_src_read(&r->win, r->pos, buf, (size_t)len, r->what, d);
+        if (rc) {
+            free(buf);
+            return rc;
+        }
         bool hit_end = false;
         size_t used = 0;
-        if (!rc) {
-            pk_read_opts o = tc_torch_read_opts(&r->T->tg, r->what);
-            o.on_persid = r->on_persid;
-            o.ctx = r->T;
-            o.hit_end = &hit_end;
-            o.base_offset = r->win.base + r->pos;
-            tc_diag tmp = TC_DIAG_INIT;
-            rc = pk_read(r->T->tg.g, buf, (size_t)len, &o, out, &used, &tmp);
-            if (rc && hit_end && len < left && cap < lim->max_pickle_bytes) {
-                free(buf);
-                cap = cap * 8 < lim->max_pickle_bytes ? cap * 8 : lim->max_pickle_bytes;
-                continue; /* read again from a longer prefix (the graph keeps what the short one named) */
-            }
-            if (rc && hit_end && len < left)
-                rc = tc_fail(d, TC_ERR_LIMIT, "%s: a pickle longer than %" PRIu64 " bytes (raise with --max-pickle-size)",
-                             r->what, lim->max_pickle_bytes);
-            else if (rc)
-                tc_diag_copy(d, &tmp);
-        }
+        pk_read_opts o = tc_torch_read_opts(&r->T->tg, r->what);
+        o.on_persid = r->on_persid;
+        o.ctx = r->T;
+        o.hit_end = &hit_end;
+        o.base_offset = r->win.base + r->pos;
+        tc_diag tmp = TC_DIAG_INIT;
+        rc = pk_read(r->T->tg.g, buf, (size_t)len, &o, out, &used, &tmp);
         free(buf);
-        if (!rc)
-            r->pos += used;
-        return rc;
+        if (rc && hit_end && len < left && cap < lim->max_pickle_bytes) {
+            cap = cap * 8 < lim->max_pickle_bytes ? cap * 8 : lim->max_pickle_bytes;
+            continue; /* read again from a longer prefix (the graph keeps what the short one named) */
+        }
+        if (rc && hit_end && len < left)
+            return tc_fail(d, TC_ERR_LIMIT, "%s: a pickle longer than %" PRIu64 " bytes (raise with --max-pickle-size)",
+                           r->what, lim->max_pickle_bytes);
+        if (rc) {
+            tc_diag_copy(d, &tmp);
+            return rc;
+        }
+        r->pos += used;
+        return 0;
     }
 }
 
@@ -496,8 +498,8 @@ static int next_three(mreader *r, pk_obj *const **out, const char *not_three, tc
 static int read_storages(tar *T, const member *m, tc_diag *d)
 {
     mreader r;
-    pk_obj *o, *const *a;
-    int64_t n;
+    pk_obj *o, *const *a = NULL; /* open_counted and next_three set these on success; stop's */
+    int64_t n = 0;               /* status is nonzero where the compiler cannot see it */
     int rc = open_counted(&r, T, m, "tar member storages", "the storage count is not an int", &n, d);
     if (rc)
         return rc;
@@ -557,8 +559,8 @@ static int read_storages(tar *T, const member *m, tc_diag *d)
 static int read_tensors(tar *T, const member *m, tc_diag *d)
 {
     mreader r;
-    pk_obj *const *a;
-    int64_t n;
+    pk_obj *const *a = NULL; /* set on success, as in read_storages */
+    int64_t n = 0;
     int rc = open_counted(&r, T, m, "tar member tensors", "the tensor count is not an int", &n, d);
     if (rc)
         return rc;

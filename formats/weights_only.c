@@ -159,35 +159,51 @@ static void node(void *ctx, pk_obj *o)
         tc_buf_puts(j->why, "BUILD on a plain container");
 }
 
+/* The graph's every node judged as torch t's weights_only unpickler would, the globals admitted by name. */
+static int judge_graph(tc_torch_graph *tg, int t, tc_buf *why, tc_diag *d)
+{
+    judge j = {t, {0}, why};
+    int rc = 0;
+    for (size_t i = 0; i < tc_ckpt_nglobals(tg->c); i++) {
+        const tc_global *g = tc_ckpt_global(tg->c, i);
+        if (g->admitted && tc_map_put(&j.admitted, g->name, strlen(g->name), 1, NULL) < 0) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+    }
+    pk_graph_foreach(tg->g, node, &j);
+done:
+    tc_map_free(&j.admitted);
+    return rc;
+}
+
+/* Whether torch t loads the file with weights_only=True, and why not (refused: a reason found before). */
+static int judge_torch(tc_torch_graph *tg, int t, const char *refused, tc_diag *d)
+{
+    tc_buf why = TC_BUF_INIT(600);
+    int rc;
+    if (refused) {
+        tc_buf_puts(&why, refused);
+    } else {
+        for (unsigned op = 0; op < 256 && !tc_buf_len(&why); op++)
+            if ((tg->ops[op >> 3] >> (op & 7) & 1) && !accepts_op(t, (uint8_t)op)) {
+                op_text(&why, (uint8_t)op);
+                tc_buf_puts(&why, ", which its weights_only unpickler lacks");
+            }
+        if (!tc_buf_len(&why) && (rc = judge_graph(tg, t, &why, d)))
+            goto done;
+    }
+    rc = tc_buf_oom(&why) ? tc_fail(d, TC_ERR_NOMEM, "out of memory")
+                          : tc_ckpt_set_weights_only(tg->c, t, !tc_buf_len(&why), tc_buf_str(&why), d);
+done:
+    tc_buf_free(&why);
+    return rc;
+}
+
 int tc_weights_only(tc_torch_graph *tg, const char *const refused[TC_NTORCH], tc_diag *d)
 {
     int rc = 0;
-    for (int t = 0; t < TC_NTORCH && !rc; t++) {
-        tc_buf why = TC_BUF_INIT(600);
-        if (refused && refused[t]) {
-            tc_buf_puts(&why, refused[t]);
-        } else {
-            for (unsigned op = 0; op < 256 && !tc_buf_len(&why); op++)
-                if ((tg->ops[op >> 3] >> (op & 7) & 1) && !accepts_op(t, (uint8_t)op)) {
-                    op_text(&why, (uint8_t)op);
-                    tc_buf_puts(&why, ", which its weights_only unpickler lacks");
-                }
-            if (!tc_buf_len(&why)) {
-                judge j = {t, {0}, &why};
-                for (size_t i = 0; i < tc_ckpt_nglobals(tg->c) && !rc; i++) {
-                    const tc_global *g = tc_ckpt_global(tg->c, i);
-                    if (g->admitted && tc_map_put(&j.admitted, g->name, strlen(g->name), 1, NULL) < 0)
-                        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-                }
-                if (!rc)
-                    pk_graph_foreach(tg->g, node, &j);
-                tc_map_free(&j.admitted);
-            }
-        }
-        if (!rc)
-            rc = tc_buf_oom(&why) ? tc_fail(d, TC_ERR_NOMEM, "out of memory")
-                                  : tc_ckpt_set_weights_only(tg->c, t, !tc_buf_len(&why), tc_buf_str(&why), d);
-        tc_buf_free(&why);
-    }
+    for (int t = 0; t < TC_NTORCH && !rc; t++)
+        rc = judge_torch(tg, t, refused ? refused[t] : NULL, d);
     return rc;
 }

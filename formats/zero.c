@@ -160,11 +160,13 @@ static int list_folder(const char *dir, names *model, names *optim, tc_buf *step
         }
     }
     closedir(dh);
-    if (!rc && model->n)
+    if (rc)
+        return rc;
+    if (model->n)
         qsort(model->v, model->n, sizeof *model->v, cmp_natural);
-    if (!rc && optim->n)
+    if (optim->n)
         qsort(optim->v, optim->n, sizeof *optim->v, cmp_natural);
-    return rc;
+    return 0;
 }
 
 static char *join(const char *dir, const char *name)
@@ -515,9 +517,10 @@ static int add_file(zr *R, const char *name, size_t *fi, tc_diag *d)
     }
     int rc = tc_filepool_add(&R->x->files, name, path, (uint64_t)st.st_size, fi, d);
     free(path);
-    if (!rc)
-        R->files_bytes += (uint64_t)st.st_size;
-    return rc;
+    if (rc)
+        return rc;
+    R->files_bytes += (uint64_t)st.st_size;
+    return 0;
 }
 
 /* The globals of b join c's, DeepSpeed's four allowed by name; the first
@@ -713,10 +716,8 @@ static int val_of_tensor(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t,
     if (t->numel > (es ? bs->nbytes / es : 0) && t->numel > 1)
         return tc_fail_at(d, TC_ERR_UNSUPPORTED, zfile_at(R->x, fi)->path, TC_NO_OFFSET,
                           "tensor '%s' has more elements than its storage (an expanded view)", t->name);
-    int rc = storage_of(R, fi, b, t, &s, d);
-    if (!rc)
-        rc = new_val(R, as, t->ndim, t->shape, t->numel, out, d);
-    if (rc)
+    int rc;
+    if ((rc = storage_of(R, fi, b, t, &s, d)) || (rc = new_val(R, as, t->ndim, t->shape, t->numel, out, d)))
         return rc;
     zval *v = &R->val.v[*out];
     v->rg = t->requires_grad;
@@ -729,10 +730,12 @@ static int val_of_tensor(zr *R, size_t fi, const tc_ckpt *b, const tc_tensor *t,
             R->val.v[*out].cnd = t->ndim;
             rc = add_chunk(R, *out, s, t->offset, t->ndim, zero, t->shape, t->stride, d);
         }
+        if (rc)
+            return rc;
     }
-    if (!rc && keep && tc_map_put2(&R->ident, fi, (uint64_t)k, *out, NULL) < 0)
-        rc = oom(d);
-    return rc;
+    if (keep && tc_map_put2(&R->ident, fi, (uint64_t)k, *out, NULL) < 0)
+        return oom(d);
+    return 0;
 }
 
 /* state_dict[name] = value, as a Python dict does it. */
@@ -917,8 +920,9 @@ static int read_optim(zr *R, size_t r, tc_diag *d)
                             t->numel, tc_dtype_name(t->dtype), R->optim.v[0], R->flat.v[g].numel,
                             tc_dtype_name(R->flat.v[g].dtype));
     }
-    if (!rc)
-        rc = count_state(R, b, d);
+    if (rc)
+        goto done;
+    rc = count_state(R, b, d);
 done:
     tc_ckpt_close(b);
     return rc;
@@ -1044,8 +1048,9 @@ static int add_buffers(zr *R, zmodel *m, tc_diag *d)
         if ((rc = dense_of(R, m->fi, m->b, m->module.v[i + 1], what, &t, d)))
             break;
         bool fl = tc_dtype_get(t->dtype)->kind == TC_KIND_FLOAT;
-        if (!(rc = val_of_tensor(R, m->fi, m->b, t, fl ? TC_DT_F32 : t->dtype, !fl || t->dtype == TC_DT_F32, &v, d)))
-            rc = put(R, name, v, d);
+        if ((rc = val_of_tensor(R, m->fi, m->b, t, fl ? TC_DT_F32 : t->dtype, !fl || t->dtype == TC_DT_F32, &v, d)))
+            break;
+        rc = put(R, name, v, d);
     }
     return rc;
 }
@@ -1064,50 +1069,52 @@ static int add_frozen(zr *R, zmodel *m, tc_diag *d)
         return tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET,
                           "frozen_param_shapes names frozen parameters, but frozen_param_fragments is no dict");
     if (R->stage <= 2) {
-        for (size_t i = 0; i + 1 < m->frozen.n && !rc; i += 2) {
+        for (size_t i = 0; i + 1 < m->frozen.n; i += 2) {
             const char *name = m->frozen.v[i]->s;
             char what[300];
             snprintf(what, sizeof what, "frozen_param_fragments['%.250s']", name);
             const tc_tensor *t;
             size_t v;
-            if (!(rc = dense_of(R, m->fi, m->b, get(m->fragments, name), what, &t, d)) &&
-                !(rc = val_of_tensor(R, m->fi, m->b, t, t->dtype, true, &v, d))) {
-                R->val.v[v].frozen = true;
-                rc = put(R, name, v, d);
-            }
+            if ((rc = dense_of(R, m->fi, m->b, get(m->fragments, name), what, &t, d)) ||
+                (rc = val_of_tensor(R, m->fi, m->b, t, t->dtype, true, &v, d)))
+                return rc;
+            R->val.v[v].frozen = true;
+            if ((rc = put(R, name, v, d)))
+                return rc;
         }
-        return rc;
+        return 0;
     }
-    /* stage 3: every model file's fragments; the other files are opened one at a time */
-    size_t nf = m->frozen.n / 2;
-    size_t *vals = calloc(nf + 1, sizeof *vals);
-    uint64_t *have = calloc(nf + 1, sizeof *have);
-    if (!vals || !have) {
-        free(vals);
-        free(have);
-        return oom(d);
-    }
-    for (size_t i = 0; i < nf && !rc; i++) {
-        int64_t shape[TC_MAX_DIMS];
-        int nd;
-        uint64_t numel;
-        if (!size_of(m->frozen.v[2 * i + 1], shape, &nd, &numel))
-            rc = tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET,
-                            "frozen_param_shapes['%.200s'] is not a torch.Size", m->frozen.v[2 * i]->s);
-        else
-            rc = new_val(R, TC_DT_INVALID, nd, shape, numel, &vals[i], d);
-    }
-    /* the files one at a time (each opened once), their pieces gathered per parameter afterwards */
+    /* stage 3: every model file's fragments; the other files are opened one at a time, their pieces
+     * gathered per parameter afterwards */
     typedef struct piece {
         size_t vi, storage;
         int64_t soff, off, size, stride;
     } piece;
     TC_VEC(piece) pc = {0};
-    for (size_t k = 0; k < R->model.n && !rc; k++) {
+    size_t nf = m->frozen.n / 2, *first = NULL, *ord = NULL;
+    size_t *vals = calloc(nf + 1, sizeof *vals);
+    uint64_t *have = calloc(nf + 1, sizeof *have);
+    if (!vals || !have) {
+        rc = oom(d);
+        goto done;
+    }
+    for (size_t i = 0; i < nf; i++) {
+        int64_t shape[TC_MAX_DIMS];
+        int nd;
+        uint64_t numel;
+        if (!size_of(m->frozen.v[2 * i + 1], shape, &nd, &numel)) {
+            rc = tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET,
+                            "frozen_param_shapes['%.200s'] is not a torch.Size", m->frozen.v[2 * i]->s);
+            goto done;
+        }
+        if ((rc = new_val(R, TC_DT_INVALID, nd, shape, numel, &vals[i], d)))
+            goto done;
+    }
+    for (size_t k = 0; k < R->model.n; k++) { /* each file opened once */
         size_t fi = m->fi;
         tc_ckpt *b = m->b;
         if (k && (rc = open_model(R, k, &fi, &b, d)))
-            break;
+            goto done;
         const pk_obj *frags = k ? get(root_of(b), "frozen_param_fragments") : m->fragments;
         for (size_t i = 0; i < nf && !rc; i++) {
             const char *name = m->frozen.v[2 * i]->s;
@@ -1127,47 +1134,59 @@ static int add_frozen(zr *R, zmodel *m, tc_diag *d)
             v->dtype = t->dtype;
             v->rg |= t->requires_grad;
             uint64_t take = v->numel - have[i] < t->numel ? v->numel - have[i] : t->numel;
-            if (take && !(rc = storage_of(R, fi, b, t, &s, d)) &&
-                tc_vec_push(&pc, ((piece){i, s, t->offset, (int64_t)have[i], (int64_t)take, t->stride[0]})))
-                rc = oom(d);
+            if (take) {
+                if ((rc = storage_of(R, fi, b, t, &s, d)))
+                    break;
+                if (tc_vec_push(&pc, ((piece){i, s, t->offset, (int64_t)have[i], (int64_t)take, t->stride[0]}))) {
+                    rc = oom(d);
+                    break;
+                }
+            }
             have[i] += take;
         }
         if (k)
             tc_ckpt_close(b);
+        if (rc)
+            goto done;
     }
     /* a value's chunks lie together: the pieces ordered by parameter (counting sort, file order kept) */
-    size_t *first = rc ? NULL : calloc(nf + 1, sizeof *first), *ord = rc ? NULL : malloc((pc.n + 1) * sizeof *ord);
-    if (!rc && (!first || !ord))
+    if (!(first = calloc(nf + 1, sizeof *first)) || !(ord = malloc((pc.n + 1) * sizeof *ord))) {
         rc = oom(d);
-    for (size_t j = 0; !rc && j < pc.n; j++)
+        goto done;
+    }
+    for (size_t j = 0; j < pc.n; j++)
         first[pc.v[j].vi + 1]++;
-    for (size_t i = 0; !rc && i < nf; i++)
+    for (size_t i = 0; i < nf; i++)
         first[i + 1] += first[i];
-    for (size_t j = 0; !rc && j < pc.n; j++)
+    for (size_t j = 0; j < pc.n; j++)
         ord[first[pc.v[j].vi]++] = j;
-    for (size_t i = 0, j = 0; !rc && i < nf; i++) { /* first[i] is now where parameter i + 1's pieces start */
+    for (size_t i = 0, j = 0; i < nf; i++) { /* first[i] is now where parameter i + 1's pieces start */
         R->val.v[vals[i]].ch0 = R->ch.n;
-        for (; j < first[i] && !rc; j++) {
+        for (; j < first[i]; j++) {
             const piece *q = &pc.v[ord[j]];
-            rc = add_chunk(R, vals[i], q->storage, q->soff, 1, &q->off, &q->size, &q->stride, d);
+            if ((rc = add_chunk(R, vals[i], q->storage, q->soff, 1, &q->off, &q->size, &q->stride, d)))
+                goto done;
         }
     }
-    free(first);
-    free(ord);
-    tc_vec_free(&pc);
-    for (size_t i = 0; i < nf && !rc; i++) {
+    for (size_t i = 0; i < nf; i++) {
         zval *v = &R->val.v[vals[i]];
-        if (have[i] < v->numel)
+        if (have[i] < v->numel) {
             rc = tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
                             "frozen parameter '%.200s' has %" PRIu64 " elements, but the model files' fragments of it "
                             "hold %" PRIu64 " (a rank's model-states file missing?)",
                             m->frozen.v[2 * i]->s, v->numel, have[i]);
+            goto done;
+        }
         if (v->dtype == TC_DT_INVALID)
             v->dtype = TC_DT_F32;
         v->frozen = true;
-        if (!rc)
-            rc = put(R, m->frozen.v[2 * i]->s, vals[i], d);
+        if ((rc = put(R, m->frozen.v[2 * i]->s, vals[i], d)))
+            goto done;
     }
+done:
+    free(first);
+    free(ord);
+    tc_vec_free(&pc);
     free(vals);
     free(have);
     return rc;
@@ -1198,6 +1217,85 @@ static int take_flat(zr *R, size_t v, size_t r, size_t g0, size_t g1, uint64_t s
     return rc;
 }
 
+/* Stage 1/2 group g: its value (its ranks' slices one after another), and each parameter of param_shapes[g]
+ * a view into it. */
+static int add_group12(zr *R, zmodel *m, const pk_obj *paddings, size_t g, tc_diag *d)
+{
+    const char *file = zfile_at(R->x, m->fi)->path;
+    objs shapes = {0};
+    uint64_t avail = 0, offset = 0;
+    size_t gv = NONE; /* the group's value */
+    for (size_t r = 0; r < R->world; r++)
+        avail += R->flat.v[r * R->ngroups + g].numel;
+    const pk_obj *pads = is_list(paddings) && g < paddings->n ? paddings->items[g] : NULL;
+    char what[64];
+    snprintf(what, sizeof what, "param_shapes[%zu]", g);
+    int rc;
+    if ((rc = str_pairs(m->shapes_groups.v[g], what, file, &shapes, d)) || (rc = check_partitions(R, g, d)))
+        goto done;
+    int64_t len = (int64_t)avail;
+    if ((rc = new_val(R, R->flat.v[g].dtype, 1, &len, avail, &gv, d)))
+        goto done;
+    R->val.v[gv].at = g;
+    R->val.v[gv].group = true;
+    for (size_t r = 0, pos = 0; r < R->world; r++) {
+        uint64_t n = R->flat.v[r * R->ngroups + g].numel;
+        if (n && (rc = take_flat(R, gv, r, g, g + 1, 0, 0, n, pos, d)))
+            goto done;
+        pos += n;
+    }
+    if (paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2)) {
+        rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
+                        "param_alignment_paddings[%zu] lists %zu paddings for the %zu parameters of the group", g,
+                        is_list(pads) ? pads->n : 0, shapes.n / 2);
+        goto done;
+    }
+    for (size_t k = 0; k + 1 < shapes.n; k += 2) {
+        const char *name = shapes.v[k]->s;
+        int64_t shape[TC_MAX_DIMS], pad = 0;
+        int nd;
+        uint64_t numel;
+        size_t v;
+        if (!size_of(shapes.v[k + 1], shape, &nd, &numel)) {
+            rc = tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "%s['%.200s'] is not a torch.Size", what, name);
+            goto done;
+        }
+        if (offset > avail || numel > avail - offset) {
+            rc = tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
+                            "parameter '%.200s' needs elements [%" PRIu64 ", %" PRIu64 ") of group %zu, but the "
+                            "ranks' flat groups hold %" PRIu64 " (flat groups shorter than param_shapes need)",
+                            name, offset, offset + numel, g, avail);
+            goto done;
+        }
+        if ((rc = new_val(R, R->flat.v[g].dtype, nd, shape, numel, &v, d)))
+            goto done;
+        /* a view at its offset into the group's storage, as the converter's
+           narrow(0, offset, numel).view(shape) of the concatenated slices is */
+        R->val.v[v].base = gv;
+        R->val.v[v].at = offset;
+        R->val.v[v].rg = R->val.v[gv].rg;
+        if ((rc = put(R, name, v, d)))
+            goto done;
+        if (pads && is_list(pads) && (!int_of(pads->items[k / 2], &pad) || pad < 0)) {
+            rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
+                            "param_alignment_paddings[%zu][%zu] is not a non-negative number", g, k / 2);
+            goto done;
+        }
+        offset += numel;
+        if (__builtin_add_overflow(offset, (uint64_t)pad, &offset))
+            offset = UINT64_MAX;
+    }
+    uint64_t align = 2 * (uint64_t)R->world;
+    if ((offset + align - 1) / align != (avail + align - 1) / align)
+        rc = tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
+                        "group %zu: the parameters take %" PRIu64 " elements, the ranks' flat groups hold %" PRIu64
+                        " (padding that does not add up: not the partitions of these parameter shapes)",
+                        g, offset, avail);
+done:
+    tc_vec_free(&shapes);
+    return rc;
+}
+
 /* Stages 1/2: each group's ranks' slices concatenated, walked in param_shapes order. */
 static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
 {
@@ -1207,74 +1305,8 @@ static int add_trainable12(zr *R, zmodel *m, const pk_obj *paddings, tc_diag *d)
                           "param_shapes lists %zu parameter groups, but the optimizer files hold %zu flat groups",
                           m->shapes_groups.n, R->ngroups);
     int rc = 0;
-    for (size_t g = 0; g < R->ngroups && !rc; g++) {
-        objs shapes = {0};
-        uint64_t avail = 0, offset = 0;
-        size_t gv = NONE; /* the group's value: its ranks' slices one after another */
-        for (size_t r = 0; r < R->world; r++)
-            avail += R->flat.v[r * R->ngroups + g].numel;
-        const pk_obj *pads = is_list(paddings) && g < paddings->n ? paddings->items[g] : NULL;
-        char what[64];
-        snprintf(what, sizeof what, "param_shapes[%zu]", g);
-        if ((rc = str_pairs(m->shapes_groups.v[g], what, file, &shapes, d)) || (rc = check_partitions(R, g, d))) {
-            tc_vec_free(&shapes);
-            break;
-        }
-        if (!rc) {
-            int64_t len = (int64_t)avail;
-            rc = new_val(R, R->flat.v[g].dtype, 1, &len, avail, &gv, d);
-            R->val.v[gv].at = g;
-            R->val.v[gv].group = true;
-            for (size_t r = 0, pos = 0; r < R->world && !rc; r++) {
-                uint64_t n = R->flat.v[r * R->ngroups + g].numel;
-                rc = n ? take_flat(R, gv, r, g, g + 1, 0, 0, n, pos, d) : 0;
-                pos += n;
-            }
-        }
-        if (!rc && paddings && paddings->kind != PK_NONE && (!is_list(pads) || pads->n != shapes.n / 2))
-            rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
-                            "param_alignment_paddings[%zu] lists %zu paddings for the %zu parameters of the group", g,
-                            is_list(pads) ? pads->n : 0, shapes.n / 2);
-        for (size_t k = 0; k + 1 < shapes.n && !rc; k += 2) {
-            const char *name = shapes.v[k]->s;
-            int64_t shape[TC_MAX_DIMS], pad = 0;
-            int nd;
-            uint64_t numel;
-            size_t v;
-            if (!size_of(shapes.v[k + 1], shape, &nd, &numel)) {
-                rc = tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "%s['%.200s'] is not a torch.Size", what, name);
-                break;
-            }
-            if (offset > avail || numel > avail - offset) {
-                rc = tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
-                                "parameter '%.200s' needs elements [%" PRIu64 ", %" PRIu64 ") of group %zu, but the "
-                                "ranks' flat groups hold %" PRIu64 " (flat groups shorter than param_shapes need)",
-                                name, offset, offset + numel, g, avail);
-                break;
-            }
-            if ((rc = new_val(R, R->flat.v[g].dtype, nd, shape, numel, &v, d)))
-                break;
-            /* a view at its offset into the group's storage, as the converter's
-               narrow(0, offset, numel).view(shape) of the concatenated slices is */
-            R->val.v[v].base = gv;
-            R->val.v[v].at = offset;
-            R->val.v[v].rg = R->val.v[gv].rg;
-            rc = put(R, name, v, d);
-            if (pads && is_list(pads) && (!int_of(pads->items[k / 2], &pad) || pad < 0))
-                rc = tc_fail_at(d, TC_ERR_FORMAT, zfile_at(R->x, 0)->path, TC_NO_OFFSET,
-                                "param_alignment_paddings[%zu][%zu] is not a non-negative number", g, k / 2);
-            offset += numel;
-            if (__builtin_add_overflow(offset, (uint64_t)pad, &offset))
-                offset = UINT64_MAX;
-        }
-        uint64_t align = 2 * (uint64_t)R->world;
-        if (!rc && (offset + align - 1) / align != (avail + align - 1) / align)
-            rc = tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
-                            "group %zu: the parameters take %" PRIu64 " elements, the ranks' flat groups hold %" PRIu64
-                            " (padding that does not add up: not the partitions of these parameter shapes)",
-                            g, offset, avail);
-        tc_vec_free(&shapes);
-    }
+    for (size_t g = 0; g < R->ngroups && !rc; g++)
+        rc = add_group12(R, m, paddings, g, d);
     return rc;
 }
 
@@ -1288,12 +1320,14 @@ static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
         objs one = {0};
         char what[64];
         snprintf(what, sizeof what, "param_shapes[%zu]", g);
-        if (!(rc = str_pairs(m->shapes_groups.v[g], what, file, &one, d)))
-            for (size_t i = 0; i < one.n && !rc; i++)
-                if (tc_vec_push(&all, one.v[i]))
-                    rc = oom(d);
+        rc = str_pairs(m->shapes_groups.v[g], what, file, &one, d);
+        for (size_t i = 0; i < one.n && !rc; i++)
+            if (tc_vec_push(&all, one.v[i]))
+                rc = oom(d);
         tc_vec_free(&one);
     }
+    if (rc)
+        goto done;
     tc_strmap at = {0};
     for (size_t i = 0; i + 1 < all.n && !rc; i += 2) {
         size_t old;
@@ -1306,11 +1340,13 @@ static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
             rc = oom(d);
     }
     tc_strmap_free(&at);
+    if (rc)
+        goto done;
     uint64_t total = 0, offset = 0, world = R->world, gstart = 0;
     size_t gk = 0; /* the group of every rank's flat buffer holding offset, gstart where it starts */
     for (size_t g = 0; g < R->ngroups; g++)
         total += R->flat.v[g].numel;
-    for (size_t k = 0; k + 1 < merged.n && !rc; k += 2) {
+    for (size_t k = 0; k + 1 < merged.n; k += 2) {
         const char *name = merged.v[k]->s;
         int64_t shape[TC_MAX_DIMS];
         int nd;
@@ -1318,7 +1354,7 @@ static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
         size_t v;
         if (!size_of(merged.v[k + 1], shape, &nd, &numel)) {
             rc = tc_fail_at(d, TC_ERR_FORMAT, file, TC_NO_OFFSET, "param_shapes['%.200s'] is not a torch.Size", name);
-            break;
+            goto done;
         }
         uint64_t p = numel / world + (numel % world != 0);
         if (offset > total || p > total - offset) {
@@ -1326,25 +1362,27 @@ static int add_trainable3(zr *R, zmodel *m, tc_diag *d)
                             "parameter '%.200s' needs elements [%" PRIu64 ", %" PRIu64 ") of every rank's flat groups, "
                             "which hold %" PRIu64 " (flat groups shorter than param_shapes need)",
                             name, offset, offset + p, total);
-            break;
+            goto done;
         }
         if ((rc = new_val(R, R->flat.v[0].dtype, nd, shape, numel, &v, d)))
-            break;
+            goto done;
         while (gk < R->ngroups && gstart + R->flat.v[gk].numel <= offset) /* the group holding offset */
             gstart += R->flat.v[gk++].numel;
-        for (size_t r = 0; r < R->world && !rc && (uint64_t)r * p < numel; r++) {
+        for (size_t r = 0; r < R->world && (uint64_t)r * p < numel; r++) {
             uint64_t n = numel - r * p < p ? numel - r * p : p;
-            rc = take_flat(R, v, r, gk, R->ngroups, gstart, offset, n, r * p, d);
+            if ((rc = take_flat(R, v, r, gk, R->ngroups, gstart, offset, n, r * p, d)))
+                goto done;
         }
-        if (!rc)
-            rc = put(R, name, v, d);
+        if ((rc = put(R, name, v, d)))
+            goto done;
         offset += p;
     }
-    if (!rc && offset != total)
+    if (offset != total)
         rc = tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
                         "the parameters take %" PRIu64 " elements of each rank's flat groups, which hold %" PRIu64
                         " (padding that does not add up: not the partitions of these parameter shapes)",
                         offset, total);
+done:
     tc_vec_free(&all);
     tc_vec_free(&merged);
     return rc;
@@ -1395,9 +1433,10 @@ static int make_storage(zr *R, zval *v, const char *first, chunks *tmp, tc_diag 
     }
     int64_t flat = (int64_t)v->numel;
     int rc = tc_ckpt_set_chunks(c, (size_t)s, v->cnd, v->cnd == 1 ? &flat : R->pool.v + v->shape, tmp->v, tmp->n, d);
-    if (!rc)
-        v->storage = s;
-    return rc;
+    if (rc)
+        return rc;
+    v->storage = s;
+    return 0;
 }
 
 /* The tensors of c, in the state_dict's order: each value's first name its
@@ -1408,7 +1447,7 @@ static int make_tensors(zr *R, tc_diag *d)
     tc_ckpt *c = R->c;
     int rc = 0;
     chunks tmp = {0};
-    for (size_t e = 0; e < R->ent.n && !rc; e++) {
+    for (size_t e = 0; e < R->ent.n; e++) {
         zval *v = &R->val.v[R->ent.v[e].val];
         const int64_t *shape = R->pool.v + v->shape;
         long k = tc_ckpt_add_tensor(c, R->ent.v[e].name, d);
@@ -1439,8 +1478,8 @@ static int make_tensors(zr *R, tc_diag *d)
             strides[j] = stride;
             stride *= shape[j] ? shape[j] : 1;
         }
-        if (!rc)
-            rc = tc_ckpt_set_dims(c, (size_t)k, v->ndim, shape, strides, d);
+        if ((rc = tc_ckpt_set_dims(c, (size_t)k, v->ndim, shape, strides, d)))
+            break;
         t->numel = v->numel;
         t->nbytes = v->numel * tc_dtype_size(v->dtype);
         t->requires_grad = v->rg;
@@ -1477,7 +1516,8 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
     tc_ckpt *c = R->c;
     char v[64], h[32];
     tc_buf t = TC_BUF_INIT(300);
-    int rc = 0;
+    objs top = {0};
+    int rc;
     /* facts */
     const pk_obj *dsv = get(root_of(m->b), "ds_version");
     tc_dtype train = TC_DT_INVALID;
@@ -1487,20 +1527,18 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
             train = tc_ckpt_tensor(m->b, (size_t)k)->dtype;
     }
     snprintf(v, sizeof v, "%d", R->stage);
-    rc = tc_ckpt_add_fact(c, "stage", v, d);
+    if ((rc = tc_ckpt_add_fact(c, "stage", v, d)))
+        goto done;
     snprintf(v, sizeof v, "%zu", R->world);
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "world_size", v, d);
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "dtype", train == TC_DT_INVALID ? "unknown" : tc_dtype_name(train), d);
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "tag", base_of(R->dir), d);
-    if (!rc && plain_str(dsv))
-        rc = tc_ckpt_add_fact(c, "ds_version", dsv->s, d);
+    if ((rc = tc_ckpt_add_fact(c, "world_size", v, d)) ||
+        (rc = tc_ckpt_add_fact(c, "dtype", train == TC_DT_INVALID ? "unknown" : tc_dtype_name(train), d)) ||
+        (rc = tc_ckpt_add_fact(c, "tag", base_of(R->dir), d)) ||
+        (plain_str(dsv) && (rc = tc_ckpt_add_fact(c, "ds_version", dsv->s, d))))
+        goto done;
     human(R->files_bytes, h, sizeof h);
     snprintf(v, sizeof v, "%zu (%s)", tc_filepool_n(&R->x->files), h);
-    if (!rc)
-        rc = tc_ckpt_add_fact(c, "files", v, d);
+    if ((rc = tc_ckpt_add_fact(c, "files", v, d)))
+        goto done;
     /* entries: the kinds of names, the master weights, the optimizer state, the rest of model file 0 */
     static const char *const kinds[] = {"buffers", "frozen_params", "shared_params"};
     for (int kind = 0; kind < 3 && !rc; kind++) {
@@ -1525,11 +1563,13 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
             tc_buf_puts(&t, kind == 1 && R->stage == 1 ? "none (stage 1 records none)" : "none");
         rc = entry(c, kinds[kind], tc_buf_str(&t), "list", d);
     }
+    if (rc)
+        goto done;
     tc_buf_reset(&t);
     human(R->master_bytes, h, sizeof h);
     tc_buf_printf(&t, "%s in %zu group(s) x %zu rank(s)", h, R->ngroups, R->world);
-    if (!rc)
-        rc = entry(c, "fp32_master_weights", tc_buf_str(&t), "tensors", d);
+    if ((rc = entry(c, "fp32_master_weights", tc_buf_str(&t), "tensors", d)))
+        goto done;
     tc_buf_reset(&t);
     for (size_t i = 0; i < R->onames.n; i++) {
         human(R->obytes.v[i], h, sizeof h);
@@ -1538,35 +1578,95 @@ static int describe(zr *R, zmodel *m, tc_diag *d)
     }
     if (tc_buf_len(&t))
         tc_buf_printf(&t, " (all %zu ranks; not consolidated)", R->world);
-    if (!rc && tc_buf_len(&t))
-        rc = entry(c, "optimizer_state", tc_buf_str(&t), "tensors", d);
-    if (!rc && R->scaler[0])
-        rc = entry(c, "loss_scaler", R->scaler, "object", d);
+    if ((tc_buf_len(&t) && (rc = entry(c, "optimizer_state", tc_buf_str(&t), "tensors", d))) ||
+        (R->scaler[0] && (rc = entry(c, "loss_scaler", R->scaler, "object", d))))
+        goto done;
     static const char *const used[] = {"module", "buffer_names", "param_shapes", "frozen_param_shapes",
                                        "shared_params", "frozen_param_fragments", "ds_version"};
-    objs top = {0};
-    if (!rc && !str_pairs(root_of(m->b), "the model states", tc_ckpt_path(c), &top, d)) {
-        tc_torch_graph *tg = tc_torch_graph_of(m->b);
-        for (size_t i = 0; i + 1 < top.n && !rc; i += 2) {
-            bool skip = false;
-            for (size_t u = 0; u < sizeof used / sizeof *used; u++)
-                skip |= !strcmp(top.v[i]->s, used[u]);
-            if (skip)
-                continue;
-            char text[160];
-            const char *kind;
-            tc_torch_describe(tg, top.v[i + 1], text, sizeof text, &kind);
-            rc = entry(c, top.v[i]->s, text, kind, d);
-        }
-    } else if (!rc) {
-        tc_diag_clear(d);
+    if (str_pairs(root_of(m->b), "the model states", tc_ckpt_path(c), &top, d)) {
+        tc_diag_clear(d); /* no dict of names: nothing more to list */
+        goto done;
     }
+    tc_torch_graph *tg = tc_torch_graph_of(m->b);
+    for (size_t i = 0; i + 1 < top.n && !rc; i += 2) {
+        bool skip = false;
+        for (size_t u = 0; u < sizeof used / sizeof *used; u++)
+            skip |= !strcmp(top.v[i]->s, used[u]);
+        if (skip)
+            continue;
+        char text[160];
+        const char *kind;
+        tc_torch_describe(tg, top.v[i + 1], text, sizeof text, &kind);
+        rc = entry(c, top.v[i]->s, text, kind, d);
+    }
+done:
     tc_vec_free(&top);
     tc_buf_free(&t);
     return rc;
 }
 
 /* ---- opening ------------------------------------------------------------------------------ */
+
+/* Stages 1/2: the buffers, the frozen and the trainable parameters, with rank 0's
+ * param_alignment_paddings, as the converter takes them. */
+static int add_params12(zr *R, zmodel *m, tc_diag *d)
+{
+    tc_ckpt *b = NULL;
+    int rc;
+    if ((rc = tc_ckpt_new(&b, zfile_at(R->x, 0)->path, tc_ckpt_limits(R->c), d)) ||
+        (rc = tc_format_torch_zip.open(b, d)))
+        goto done;
+    const pk_obj *paddings = get(get(root_of(b), "optimizer_state_dict"), "param_alignment_paddings");
+    if ((rc = add_buffers(R, m, d)) || (rc = add_frozen(R, m, d)))
+        goto done;
+    rc = add_trainable12(R, m, paddings, d);
+done:
+    tc_ckpt_close(b);
+    return rc;
+}
+
+/* Stage 3: the buffers, the frozen and the trainable parameters. */
+static int add_params3(zr *R, zmodel *m, tc_diag *d)
+{
+    int rc;
+    if ((rc = add_buffers(R, m, d)) || (rc = add_frozen(R, m, d)))
+        return rc;
+    return add_trainable3(R, m, d);
+}
+
+/* The save folder R->dir read into R->c, in the phases of DeepSpeed's converter. */
+static int read_zero(zr *R, zmodel *m, tc_diag *d)
+{
+    tc_ckpt *c = R->c;
+    int rc;
+    if ((rc = list_folder(R->dir, &R->model, &R->optim, NULL, tc_ckpt_limits(c)->max_entries, d)))
+        return rc;
+    if (!R->optim.n) /* a DeepSpeed checkpoint without ZeRO (or no DeepSpeed one): the torch zip driver's */
+        return TC_FORMAT_DECLINE;
+    if (!R->model.n)
+        return tc_fail_at(d, TC_ERR_FORMAT, R->dir, TC_NO_OFFSET,
+                          "holds optimizer states but no *_model_states.pt file (the buffers and parameter shapes): an "
+                          "incomplete copy?");
+    for (size_t r = 0; !rc && r < R->optim.n && (!r || r < R->world); r++)
+        rc = read_optim(R, r, d);
+    if (rc || (rc = read_model0(R, m, d)))
+        return rc;
+    /* the converter reads them all */
+    for (size_t k = 1; !rc && (R->stage <= 2 || !m->frozen.n) && k < R->model.n; k++) {
+        size_t fi;
+        tc_ckpt *b = NULL;
+        rc = open_model(R, k, &fi, &b, d);
+        tc_ckpt_close(b);
+    }
+    if (rc)
+        return rc;
+    if ((rc = R->stage <= 2 ? add_params12(R, m, d) : add_params3(R, m, d)) || (rc = add_shared(R, m, d)) ||
+        (rc = make_tensors(R, d)) || (rc = describe(R, m, d)))
+        return rc;
+    tc_ckpt_sort_globals(c);
+    tc_ckpt_set_distributed(c, "a DeepSpeed ZeRO checkpoint");
+    return 0;
+}
 
 static int open_zero(tc_ckpt *c, tc_diag *d)
 {
@@ -1578,49 +1678,7 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
     char *dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".");
     zr R = {.c = c, .x = x, .dir = dir, .d = d};
     zmodel m = {0};
-    int rc = dir ? list_folder(dir, &R.model, &R.optim, NULL, tc_ckpt_limits(c)->max_entries, d) : oom(d);
-    if (!rc && !R.optim.n) { /* a DeepSpeed checkpoint without ZeRO (or no DeepSpeed one): the torch zip driver's */
-        rc = TC_FORMAT_DECLINE;
-        goto done;
-    }
-    if (!rc && !R.model.n)
-        rc = tc_fail_at(d, TC_ERR_FORMAT, dir, TC_NO_OFFSET,
-                        "holds optimizer states but no *_model_states.pt file (the buffers and parameter shapes): an "
-                        "incomplete copy?");
-    for (size_t r = 0; !rc && r < R.optim.n && (!r || r < R.world); r++)
-        rc = read_optim(&R, r, d);
-    if (!rc)
-        rc = read_model0(&R, &m, d);
-    for (size_t k = 1; !rc && (R.stage <= 2 || !m.frozen.n) && k < R.model.n; k++) { /* the converter reads them all */
-        size_t fi;
-        tc_ckpt *b = NULL;
-        rc = open_model(&R, k, &fi, &b, d);
-        tc_ckpt_close(b);
-    }
-    const pk_obj *paddings = NULL;
-    if (!rc && R.stage <= 2) { /* rank 0's param_alignment_paddings, as the converter takes them */
-        tc_ckpt *b = NULL;
-        if (!(rc = tc_ckpt_new(&b, zfile_at(x, 0)->path, tc_ckpt_limits(c), d)) &&
-            !(rc = tc_format_torch_zip.open(b, d))) {
-            paddings = get(get(root_of(b), "optimizer_state_dict"), "param_alignment_paddings");
-            if (!(rc = add_buffers(&R, &m, d)) && !(rc = add_frozen(&R, &m, d)))
-                rc = add_trainable12(&R, &m, paddings, d);
-        }
-        tc_ckpt_close(b);
-    } else if (!rc) {
-        if (!(rc = add_buffers(&R, &m, d)) && !(rc = add_frozen(&R, &m, d)))
-            rc = add_trainable3(&R, &m, d);
-    }
-    if (!rc)
-        rc = add_shared(&R, &m, d);
-    if (!rc)
-        rc = make_tensors(&R, d);
-    if (!rc)
-        rc = describe(&R, &m, d);
-    if (!rc) {
-        tc_ckpt_sort_globals(c);
-        tc_ckpt_set_distributed(c, "a DeepSpeed ZeRO checkpoint");
-    }
+    int rc = dir ? read_zero(&R, &m, d) : oom(d);
     if (rc && rc != TC_ERR_NOMEM && rc != TC_ERR_UNSAFE && rc != TC_FORMAT_DECLINE && R.bad[0]) {
         /* DeepSpeed's loader would have imported and called it before getting this far */
         char was[sizeof d->msg], file[sizeof d->file];
@@ -1631,7 +1689,6 @@ static int open_zero(tc_ckpt *c, tc_diag *d)
                         "%s, which DeepSpeed's torch.load(weights_only=False) imports and calls; and then: %s", R.bad,
                         was);
     }
-done:
     tc_filepool_close_idle(&x->files);
     zmodel_free(&m);
     zr_free(&R);

@@ -399,8 +399,9 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
     if (rc || (rc = tc_src_read(src, eocd_off, eocd, 22, "zip end record", d)))
         return rc;
     bool z64 = false;
-    if (eocd_off >= 20 + 56 && !(rc = tc_src_read(src, eocd_off - 20, loc, 20, "zip64 locator", d)) &&
-        tc_le32(loc) == SIG_Z64_LOC) {
+    if (eocd_off >= 20 + 56 && (rc = tc_src_read(src, eocd_off - 20, loc, 20, "zip64 locator", d)))
+        return rc;
+    if (eocd_off >= 20 + 56 && tc_le32(loc) == SIG_Z64_LOC) {
         uint64_t at = tc_le64(loc + 8);
         if (at > size - 56)
             return tc_fail(d, TC_ERR_FORMAT, "zip: the zip64 locator points to offset %llu, past the end of the file",
@@ -409,8 +410,6 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
             return rc;
         z64 = tc_le32(r) == SIG_Z64_EOCD; /* miniz ignores a locator pointing elsewhere */
     }
-    if (rc)
-        return rc;
     uint64_t n = tc_le16(eocd + 10), on_disk = tc_le16(eocd + 8), this_disk = tc_le16(eocd + 4),
              cd_disk = tc_le16(eocd + 6);
     z->cd_size = tc_le32(eocd + 12);
@@ -448,23 +447,27 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
     uint8_t *cd = malloc(z->cd_size ? z->cd_size : 1);
     z->e = calloc(n ? n : 1, sizeof *z->e);
     z->sorted = malloc((n ? n : 1) * sizeof *z->sorted);
-    if (!cd || !z->e || !z->sorted)
+    if (!cd || !z->e || !z->sorted) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc && n)
-        rc = tc_src_read(src, z->cd_off, cd, z->cd_size, "central directory", d);
-    if (!rc)
-        rc = read_entries(z, cd, n, (unsigned)this_disk, d);
-    free(cd);
-    for (size_t i = 0; i < z->n && !rc; i++)
-        rc = locate_data(z, &z->e[i], d);
-    if (!rc) {
-        for (size_t i = 0; i < z->n; i++)
-            z->sorted[i] = (uint32_t)i;
-        heap_sort(z->e, z->sorted, (uint32_t)z->n);
-        rc = check_overlaps(z, d);
+        goto fail;
     }
-    if (rc)
-        tc_zip_free(z);
+    if ((n && (rc = tc_src_read(src, z->cd_off, cd, z->cd_size, "central directory", d))) ||
+        (rc = read_entries(z, cd, n, (unsigned)this_disk, d)))
+        goto fail;
+    free(cd);
+    cd = NULL;
+    for (size_t i = 0; i < z->n; i++)
+        if ((rc = locate_data(z, &z->e[i], d)))
+            goto fail;
+    for (size_t i = 0; i < z->n; i++)
+        z->sorted[i] = (uint32_t)i;
+    heap_sort(z->e, z->sorted, (uint32_t)z->n);
+    if ((rc = check_overlaps(z, d)))
+        goto fail;
+    return 0;
+fail:
+    free(cd);
+    tc_zip_free(z);
     return rc;
 }
 
@@ -612,18 +615,24 @@ static int read_start(const tc_zip *z, const tc_zip_entry *e, uint64_t want, boo
                       size_t *len, tc_diag *d)
 {
     tc_zip_rd r;
-    int rc = tc_zip_rd_open(&r, z, e, d);
-    uint8_t *buf = rc ? NULL : malloc(want ? (size_t)want : 1);
-    if (!rc && !buf)
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory reading %s", e->name);
+    uint8_t *buf = NULL;
     size_t got = 0, total = 0;
+    int rc;
+    if ((rc = tc_zip_rd_open(&r, z, e, d)))
+        goto done;
+    if (!(buf = malloc(want ? (size_t)want : 1))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory reading %s", e->name);
+        goto done;
+    }
     /* the whole record: read to its end, where the CRC-32 is checked; its start: no further */
-    while (!rc && (want == e->usize || total < want)) {
-        rc = tc_zip_rd_read(&r, buf + total, (size_t)(want - total), &got, check_crc, d);
-        if (!rc && got == 0)
+    while (want == e->usize || total < want) {
+        if ((rc = tc_zip_rd_read(&r, buf + total, (size_t)(want - total), &got, check_crc, d)))
+            goto done;
+        if (got == 0)
             break;
         total += got;
     }
+done:
     tc_zip_rd_close(&r);
     if (rc) {
         free(buf);

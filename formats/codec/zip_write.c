@@ -126,10 +126,10 @@ int tc_zipw_begin_at(tc_zipw *w, const char *name, uint64_t size, uint32_t mod, 
     memset(h + 10, 0, 16);
     tc_put16(h + 26, (uint16_t)(pl + nl));
     tc_put16(h + 28, (uint16_t)((z64len ? 4 + z64len : 0) + 4 + pad));
-    int rc = emit(w, h, 30, d);
-    if (!rc)
-        rc = emit(w, e->name, pl + nl, d);
-    if (!rc && z64len) {
+    int rc;
+    if ((rc = emit(w, h, 30, d)) || (rc = emit(w, e->name, pl + nl, d)))
+        goto done;
+    if (z64len) {
         uint8_t x[28];
         size_t k = 4;
         tc_put16(x, 1);
@@ -143,19 +143,21 @@ int tc_zipw_begin_at(tc_zipw *w, const char *name, uint64_t size, uint32_t mod, 
             tc_put64(x + k, cursor);
             k += 8;
         }
-        rc = emit(w, x, k, d);
+        if ((rc = emit(w, x, k, d)))
+            goto done;
     }
-    if (!rc) {
-        uint8_t zs[256], x[4] = {'F', 'B'};
-        memset(zs, 'Z', sizeof zs);
-        tc_put16(x + 2, pad);
-        rc = emit(w, x, 4, d);
-        for (size_t left = pad; left && !rc;) {
-            size_t k = left < sizeof zs ? left : sizeof zs;
-            rc = emit(w, zs, k, d);
-            left -= k;
-        }
+    uint8_t zs[256], fb[4] = {'F', 'B'};
+    memset(zs, 'Z', sizeof zs);
+    tc_put16(fb + 2, pad);
+    if ((rc = emit(w, fb, 4, d)))
+        goto done;
+    for (size_t left = pad; left;) {
+        size_t k = left < sizeof zs ? left : sizeof zs;
+        if ((rc = emit(w, zs, k, d)))
+            goto done;
+        left -= k;
     }
+done: /* the record is open, its header written or not */
     w->open = true;
     w->rec_size = size;
     w->rec_done = 0;
@@ -236,56 +238,59 @@ int tc_zipw_end(tc_zipw *w, tc_diag *d)
 
 int tc_zipw_add(tc_zipw *w, const char *name, const void *p, size_t n, tc_diag *d)
 {
-    int rc = tc_zipw_begin(w, name, n, d);
-    if (!rc)
-        rc = tc_zipw_write(w, p, n, d);
-    if (!rc)
-        rc = tc_zipw_end(w, d);
-    return rc;
+    int rc;
+    if ((rc = tc_zipw_begin(w, name, n, d)) || (rc = tc_zipw_write(w, p, n, d)))
+        return rc;
+    return tc_zipw_end(w, d);
+}
+
+/* Entry e's central directory header. */
+static int emit_cdh(tc_zipw *w, const tc_zipw_ent *e, tc_diag *d)
+{
+    bool zs = e->size >= BIG, zo = e->lfh_off >= BIG;
+    uint16_t xl = (uint16_t)((zs || zo) ? 4 + (zs ? 16 : 0) + (zo ? 8 : 0) : 0);
+    size_t nl = strlen(e->name);
+    uint8_t h[46 + 28];
+    tc_put32(h, 0x02014b50u);
+    tc_put16(h + 4, 0);
+    tc_put16(h + 6, 0);
+    tc_put16(h + 8, e->size ? 0x0808 : 0x0800);
+    tc_put16(h + 10, 0);
+    tc_put32(h + 12, 0);
+    tc_put32(h + 16, e->crc);
+    tc_put32(h + 20, zs ? 0xFFFFFFFFu : (uint32_t)e->size);
+    tc_put32(h + 24, zs ? 0xFFFFFFFFu : (uint32_t)e->size);
+    tc_put16(h + 28, (uint16_t)nl);
+    tc_put16(h + 30, xl);
+    memset(h + 32, 0, 10);
+    tc_put32(h + 42, zo ? 0xFFFFFFFFu : (uint32_t)e->lfh_off);
+    int rc;
+    if ((rc = emit(w, h, 46, d)) || (rc = emit(w, e->name, nl, d)))
+        return rc;
+    if (xl) {
+        size_t k = 4;
+        tc_put16(h, 1);
+        tc_put16(h + 2, (uint16_t)(xl - 4));
+        if (zs) {
+            tc_put64(h + k, e->size);
+            tc_put64(h + k + 8, e->size);
+            k += 16;
+        }
+        if (zo) {
+            tc_put64(h + k, e->lfh_off);
+            k += 8;
+        }
+        return emit(w, h, k, d);
+    }
+    return 0;
 }
 
 int tc_zipw_finish(tc_zipw *w, tc_diag *d)
 {
     uint64_t cd_off = w->off;
     int rc = 0;
-    for (size_t i = 0; i < w->n && !rc; i++) {
-        tc_zipw_ent *e = &w->e[i];
-        bool zs = e->size >= BIG, zo = e->lfh_off >= BIG;
-        uint16_t xl = (uint16_t)((zs || zo) ? 4 + (zs ? 16 : 0) + (zo ? 8 : 0) : 0);
-        size_t nl = strlen(e->name);
-        uint8_t h[46 + 28];
-        tc_put32(h, 0x02014b50u);
-        tc_put16(h + 4, 0);
-        tc_put16(h + 6, 0);
-        tc_put16(h + 8, e->size ? 0x0808 : 0x0800);
-        tc_put16(h + 10, 0);
-        tc_put32(h + 12, 0);
-        tc_put32(h + 16, e->crc);
-        tc_put32(h + 20, zs ? 0xFFFFFFFFu : (uint32_t)e->size);
-        tc_put32(h + 24, zs ? 0xFFFFFFFFu : (uint32_t)e->size);
-        tc_put16(h + 28, (uint16_t)nl);
-        tc_put16(h + 30, xl);
-        memset(h + 32, 0, 10);
-        tc_put32(h + 42, zo ? 0xFFFFFFFFu : (uint32_t)e->lfh_off);
-        rc = emit(w, h, 46, d);
-        if (!rc)
-            rc = emit(w, e->name, nl, d);
-        if (!rc && xl) {
-            size_t k = 4;
-            tc_put16(h, 1);
-            tc_put16(h + 2, (uint16_t)(xl - 4));
-            if (zs) {
-                tc_put64(h + k, e->size);
-                tc_put64(h + k + 8, e->size);
-                k += 16;
-            }
-            if (zo) {
-                tc_put64(h + k, e->lfh_off);
-                k += 8;
-            }
-            rc = emit(w, h, k, d);
-        }
-    }
+    for (size_t i = 0; i < w->n && !rc; i++)
+        rc = emit_cdh(w, &w->e[i], d);
     if (rc)
         return rc;
     uint64_t cd_size = w->off - cd_off, z64_off = w->off;
@@ -315,10 +320,9 @@ int tc_zipw_finish(tc_zipw *w, tc_diag *d)
     tc_put32(e + 12, cd_size >= BIG ? 0xFFFFFFFFu : (uint32_t)cd_size);
     tc_put32(e + 16, cd_off >= BIG ? 0xFFFFFFFFu : (uint32_t)cd_off);
     tc_put16(e + 20, 0);
-    rc = emit(w, r, sizeof r, d);
-    if (!rc)
-        rc = flush(w, d);
-    return rc;
+    if ((rc = emit(w, r, sizeof r, d)))
+        return rc;
+    return flush(w, d);
 }
 
 void tc_zip_archive_name(const char *path, char *out, size_t outlen)

@@ -541,9 +541,10 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d)
 int tc_dst_write(tc_dst *o, const void *p, size_t n, tc_diag *d)
 {
     int rc = tc_dst_pwrite(o, o->pos, p, n, d);
-    if (!rc)
-        o->pos += n;
-    return rc;
+    if (rc)
+        return rc;
+    o->pos += n;
+    return 0;
 }
 
 /* The most one pwrite asks for. On Linux 6.x (ext4), a buffered write of
@@ -640,14 +641,15 @@ static int name_hidden(tc_dst *o, tc_diag *d)
         randomize(o->tmp);
         sigset_t old;
         block(&old);
-        int rc = link_unnamed(o, o->tmp), e = errno;
-        if (!rc && pending_add(o->tmp) < 0) {
+        bool linked = !link_unnamed(o, o->tmp);
+        int e = errno;
+        if (linked && pending_add(o->tmp) < 0) {
             unlink(o->tmp);
-            rc = -1;
+            linked = false;
             e = ENOMEM;
         }
         unblock(&old);
-        if (!rc) {
+        if (linked) {
             o->unnamed = false;
             o->tmp_exists = true;
             return 0;
@@ -677,16 +679,16 @@ int tc_dst_finish(tc_dst *o, tc_diag *d)
     if (o->finished || o->fd < 0)
         return 0;
     int rc = 0;
-    if (o->sync && fsync(o->fd) < 0)
+    if (o->sync && fsync(o->fd) < 0) {
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "fsync failed: %s", strerror(errno));
-    if (!rc && nkept_open + 1 < open_budget()) {
+    } else if (nkept_open + 1 < open_budget()) {
         o->finished = true;
         nkept_open++;
         return 0; /* kept open, unnamed, until published */
-    }
-    if (!rc && o->unnamed)
+    } else if (o->unnamed) {
         rc = name_hidden(o, d);
-    int rc2 = close_fd(o, d);
+    }
+    int rc2 = close_fd(o, d); /* closed whether or not the file was synced and named */
     o->finished = true;
     rc = rc ? rc : rc2;
     if (rc)
@@ -741,21 +743,22 @@ static int repoint(const char *at, const char *text, const char *subject, tc_dia
     char *t = hidden_template(at);
     if (!t)
         return tc_fail_at(d, TC_ERR_NOMEM, subject, TC_NO_OFFSET, "out of memory");
-    int rc = -1, e = EEXIST;
-    for (int tries = 0; tries < 64 && rc && e == EEXIST; tries++) {
+    bool made = false;
+    int e = EEXIST;
+    for (int tries = 0; tries < 64 && !made && e == EEXIST; tries++) {
         randomize(t);
         sigset_t old;
         block(&old);
-        rc = symlink(text, t);
+        made = !symlink(text, t);
         e = errno;
-        if (!rc && pending_add(t) < 0) {
+        if (made && pending_add(t) < 0) {
             unlink(t);
-            rc = -1;
+            made = false;
             e = ENOMEM;
         }
         unblock(&old);
     }
-    if (rc) {
+    if (!made) {
         free(t);
         return tc_fail_at(d, TC_ERR_IO, subject, TC_NO_OFFSET, "cannot make the new link: %s", strerror(e));
     }
@@ -783,8 +786,14 @@ static int publish_blob(tc_dst *o, tc_diag *d)
     }
     tc_buf blob = TC_BUF_INIT(0), text = TC_BUF_INIT(0);
     tc_buf_printf(&blob, "%s/%s", o->blobs, o->blob_name);
-    int rc = tc_buf_oom(&blob) ? tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory") : 0;
-    if (!rc && strcmp(tc_buf_str(&blob), o->target) && !(rc = place_new(o, tc_buf_str(&blob), d))) {
+    int rc = 0;
+    if (tc_buf_oom(&blob)) {
+        rc = tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory");
+        goto done;
+    }
+    if (strcmp(tc_buf_str(&blob), o->target)) {
+        if ((rc = place_new(o, tc_buf_str(&blob), d)))
+            goto done;
         sync_dir_of(tc_buf_str(&blob));
         /* the link's own text with its last component renamed (relative stays relative), else the blob's path */
         char buf[PATH_MAX];
@@ -801,11 +810,16 @@ static int publish_blob(tc_dst *o, tc_diag *d)
         }
         if (!tc_buf_len(&text))
             tc_buf_puts(&text, tc_buf_str(&blob));
-        if (tc_buf_oom(&text))
+        if (tc_buf_oom(&text)) {
             rc = tc_fail_at(d, TC_ERR_NOMEM, o->path, TC_NO_OFFSET, "out of memory");
-        if (!rc && !(rc = repoint(o->path, tc_buf_str(&text), o->path, d)) && o->sync)
+            goto done;
+        }
+        if ((rc = repoint(o->path, tc_buf_str(&text), o->path, d)))
+            goto done;
+        if (o->sync)
             sync_dir_of(o->path);
     }
+done:
     tc_buf_free(&blob);
     tc_buf_free(&text);
     if (o->tmp_exists) { /* placed by a link of its own: the temporary name goes */
@@ -866,6 +880,34 @@ static int put_over(tc_dst *o)
     return rc;
 }
 
+/* The finished file under its name: linked there at once where nothing is (*linked), else renamed over what
+ * is (a hidden name first where the file has none yet). */
+static int put_in_place(tc_dst *o, bool *linked, tc_diag *d)
+{
+    int rc;
+    if (o->unnamed) {
+        /* nothing there: the finished file takes the name at once (and never replaces one made since) */
+        if (!link_unnamed(o, o->target)) {
+            *linked = true;
+            return 0;
+        }
+        int e = errno;
+        if (e != EEXIST)
+            return tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot put the finished file into place: %s",
+                              strerror(e));
+        if (!o->replace)
+            return tc_fail_at(d, TC_ERR_USAGE, o->path, TC_NO_OFFSET, "exists (use --force to replace it)");
+        if ((rc = name_hidden(o, d)))
+            return rc;
+    }
+    if ((rc = close_fd(o, d)))
+        return rc;
+    if (put_over(o) < 0)
+        return tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot rename the finished file into place: %s",
+                          strerror(errno));
+    return 0;
+}
+
 int tc_dst_publish(tc_dst *o, tc_diag *d)
 {
     if (o->blobs)
@@ -878,32 +920,16 @@ int tc_dst_publish(tc_dst *o, tc_diag *d)
         tc_dst_abort(o);
         return rc;
     }
-    int rc = 0;
-    if (o->unnamed) {
-        /* nothing there: the finished file takes the name at once (and never replaces one made since) */
-        if (!link_unnamed(o, o->target))
-            goto placed;
-        int e = errno;
-        if (e != EEXIST)
-            rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot put the finished file into place: %s",
-                            strerror(e));
-        else if (!o->replace)
-            rc = tc_fail_at(d, TC_ERR_USAGE, o->path, TC_NO_OFFSET, "exists (use --force to replace it)");
-        else
-            rc = name_hidden(o, d);
-    }
-    if (!rc)
-        rc = close_fd(o, d);
-    if (!rc && put_over(o) < 0)
-        rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot rename the finished file into place: %s",
-                        strerror(errno));
+    bool linked = false;
+    int rc = put_in_place(o, &linked, d);
     if (rc) {
         tc_dst_abort(o);
         return rc;
     }
-    pending_drop(o->tmp);
-    o->tmp_exists = false;
-placed:
+    if (!linked) { /* renamed: the temporary name is gone */
+        pending_drop(o->tmp);
+        o->tmp_exists = false;
+    }
     if (o->sync)
         sync_dir_of(o->target);
     release(o);

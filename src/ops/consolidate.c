@@ -132,12 +132,11 @@ static int write_pt(tc_ckpt *c, const tc_convert_opts *co, tc_dst *dst, tc_conso
     tc_write_job job = {.items = items, .nitems = ni, .blocks = blocks, .nblocks = nb, .data = tc_storage_data_fn,
                         .origin = tc_storage_origin_fn, .ctx = &pd, .max_depth = ro.max_depth, .obj_names = on, .obj_pickles = ov, .obj_lens = ol, .nobjs = nobj,
                         .plain_dict = true};
-    rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
-    if (!rc) {
-        tc_plan_totals(&p, &sum->overflow, &sum->underflow);
-        sum->shared_bytes += p.shared;
-        sum->copied_bytes += p.copied;
-    }
+    if ((rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d)))
+        goto done;
+    tc_plan_totals(&p, &sum->overflow, &sum->underflow);
+    sum->shared_bytes += p.shared;
+    sum->copied_bytes += p.copied;
 done:
     tc_plan_free(&p);
     tc_keymap_free(&km);
@@ -201,8 +200,9 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
                 rc = tc_convert_drop(&rep->set.sum, d, "%s (%s: a sharded set holds tensors only)",
                                      under(ob->name, so->co.key), ob->kind);
         }
-        if (!rc)
-            rc = tc_set_run_ckpt(c, out, so, &rep->set, d);
+        if (rc)
+            goto done;
+        rc = tc_set_run_ckpt(c, out, so, &rep->set, d);
         goto done;
     }
     if ((rc = tc_dst_open(&dst, out, so->dst_flags, d)))
@@ -212,8 +212,9 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
     else
         rc = write_pt(c, &so->co, &dst, rep, d);
     rep->set.file_bytes = dst.pos;
-    if (!rc)
-        rc = tc_dst_commit(&dst, d);
+    if (rc)
+        goto done;
+    rc = tc_dst_commit(&dst, d);
 done:
     tc_dst_abort(&dst);
     tc_ckpt_close(c);

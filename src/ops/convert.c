@@ -415,17 +415,15 @@ int tc_convert_to_safetensors(tc_ckpt *c, const tc_convert_opts *o, const tc_kv 
         }
     }
     rep->ntensors = n - rep->ncopies;
-    if (!rc)
-        rc = tc_aliases_meta(aliases, extra_meta, nextra, meta, &nmeta, d);
-    if (!rc) {
-        tensor_data td = {&p, c, item_t, items, rep};
-        tc_write_job job = {.items = items, .nitems = n, .blocks = blocks, .nblocks = n, .meta = meta,
-                            .nmeta = nmeta, .data = tensor_data_fn, .ctx = &td};
-        p.total = rep->data_bytes;
-        rc = tc_format_write(TC_CAP_WRITES_SAFETENSORS, &job, dst, d);
-        rep->shared_bytes += p.shared;
-        rep->copied_bytes += p.copied;
-    }
+    if (rc || (rc = tc_aliases_meta(aliases, extra_meta, nextra, meta, &nmeta, d)))
+        goto done;
+    tensor_data td = {&p, c, item_t, items, rep};
+    tc_write_job job = {.items = items, .nitems = n, .blocks = blocks, .nblocks = n, .meta = meta,
+                        .nmeta = nmeta, .data = tensor_data_fn, .ctx = &td};
+    p.total = rep->data_bytes;
+    rc = tc_format_write(TC_CAP_WRITES_SAFETENSORS, &job, dst, d);
+    rep->shared_bytes += p.shared;
+    rep->copied_bytes += p.copied;
 done:
     tc_plan_free(&p);
     tc_keymap_free(&km);
@@ -460,7 +458,9 @@ static int count_items(const tc_ckpt *c, const tc_witem *v, size_t n, size_t *fi
  * over the block of its storage. */
 static int st_items(const tc_ckpt *c, const tc_plan *p, tc_sd_items *out, tc_convert_report *rep, tc_diag *d)
 {
-    size_t nt = tc_ckpt_ntensors(c), firsts, views;
+    /* count_items sets firsts and views on success; that tc_fail's status is nonzero lies in
+     * another file, where the compiler cannot see it */
+    size_t nt = tc_ckpt_ntensors(c), firsts = 0, views = 0;
     tc_witem *it = calloc(nt + 1, sizeof *it);
     size_t *of = malloc((nt + 1) * sizeof *of);
     if (!it || !of) {
@@ -557,7 +557,7 @@ static const char *under_key(const char *name, const char *key)
 static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const tc_keyops *keys,
                       tc_convert_report *rep, tc_diag *d)
 {
-    size_t t0, a0, t1, a1;
+    size_t t0 = 0, a0 = 0, t1 = 0, a1 = 0; /* set by count_items on success, as in st_items */
     long *map = malloc((it->n + 1) * sizeof *map);
     int rc = map ? count_items(c, it->v, it->n, &t0, &a0, d) : tc_fail(d, TC_ERR_NOMEM, "out of memory");
     size_t n = 0;
@@ -575,11 +575,12 @@ static int items_keep(const tc_ckpt *c, tc_sd_items *it, const char *key, const 
         it->v[n].same_as = it->v[i].same_as >= 0 ? map[it->v[i].same_as] : -1;
         n++;
     }
-    if (!rc && !(rc = count_items(c, it->v, n, &t1, &a1, d))) {
-        it->n = n;
-        rep->ntensors -= t0 - t1 < rep->ntensors ? t0 - t1 : rep->ntensors;
-        rep->naliases -= a0 - a1 < rep->naliases ? a0 - a1 : rep->naliases;
-    }
+    if (rc || (rc = count_items(c, it->v, n, &t1, &a1, d)))
+        goto done;
+    it->n = n;
+    rep->ntensors -= t0 - t1 < rep->ntensors ? t0 - t1 : rep->ntensors;
+    rep->naliases -= a0 - a1 < rep->naliases ? a0 - a1 : rep->naliases;
+done:
     free(map);
     return rc;
 }
@@ -591,9 +592,9 @@ int tc_sd_items_make(const tc_ckpt *c, const tc_convert_opts *o, const tc_plan *
     if (tc_ckpt_has_objects(c))
         return graph_items(c, o, p, out, rep, d);
     int rc = st_items(c, p, out, rep, d);
-    if (!rc)
-        rc = items_keep(c, out, o->key, &o->keys, rep, d);
-    return rc;
+    if (rc)
+        return rc;
+    return items_keep(c, out, o->key, &o->keys, rep, d);
 }
 
 void tc_sd_items_free(tc_sd_items *s)
@@ -605,6 +606,38 @@ void tc_sd_items_free(tc_sd_items *s)
         cJSON_Delete(s->json);
         memset(s, 0, sizeof *s);
     }
+}
+
+/* A checkpoint without an object graph (safetensors) as a torch state_dict of its kept tensors, over p. */
+static int items_to_torch(const tc_ckpt *c, const tc_convert_opts *o, tc_plan *p, uint32_t max_depth, tc_dst *dst,
+                          tc_convert_report *rep, tc_diag *d)
+{
+    tc_sd_items items = {0}, *one = &items;
+    tc_keymap km = {0};
+    size_t ns = tc_ckpt_nstorages(c);
+    tc_wblock *blocks = calloc(ns + 1, sizeof *blocks);
+    const tc_ckpt *cs = c;
+    int rc;
+    if (!blocks) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < ns; k++)
+        blocks[k] = (tc_wblock){p->out[k].nbytes, p->out[k].dtype, p->out[k].location, p->out[k].cast};
+    if ((rc = st_items(c, p, &items, rep, d)) || (rc = items_keep(c, &items, NULL, &o->keys, rep, d)) ||
+        (rc = tc_items_rename(&o->keys, &one, 1, &km, d)) || (rc = tc_out_names_check(o, &cs, NULL, NULL, &one, 1, d)))
+        goto done;
+    tc_storage_data sd = {p, c, NULL};
+    tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,
+                        .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
+                        .max_depth = max_depth};
+    p->total = p->in_bytes;
+    rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
+done:
+    tc_sd_items_free(&items);
+    tc_keymap_free(&km);
+    free(blocks);
+    return rc;
 }
 
 int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_convert_report *rep, tc_diag *d)
@@ -639,37 +672,15 @@ int tc_convert_to_torch(tc_ckpt *c, const tc_convert_opts *o, tc_dst *dst, tc_co
         rep->nleft_out += rk.ndropped;
         rc = tc_rewrite_keyed(c, &p, &rk, dst, d);
     } else {
-        tc_sd_items items = {0};
-        size_t ns = tc_ckpt_nstorages(c);
-        tc_wblock *blocks = calloc(ns + 1, sizeof *blocks);
-        if (!blocks)
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t k = 0; k < ns && !rc; k++)
-            blocks[k] = (tc_wblock){p.out[k].nbytes, p.out[k].dtype, p.out[k].location, p.out[k].cast};
-        tc_sd_items *one = &items;
-        tc_keymap km = {0};
-        const tc_ckpt *cs = c;
-        if (!rc && !(rc = st_items(c, &p, &items, rep, d)) && !(rc = items_keep(c, &items, NULL, &o->keys, rep, d)) &&
-            !(rc = tc_items_rename(&o->keys, &one, 1, &km, d)))
-            rc = tc_out_names_check(o, &cs, NULL, NULL, &one, 1, d);
-        if (!rc) {
-            tc_storage_data sd = {&p, c, NULL};
-            tc_write_job job = {.items = items.v, .nitems = items.n, .blocks = blocks, .nblocks = ns,
-                                .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
-                                .max_depth = ro.max_depth};
-            p.total = p.in_bytes;
-            rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
-        }
-        tc_sd_items_free(&items);
-        tc_keymap_free(&km);
-        free(blocks);
+        rc = items_to_torch(c, o, &p, ro.max_depth, dst, rep, d);
     }
-    if (!rc) {
-        rep->data_bytes = p.out_bytes;
-        rep->shared_bytes += p.shared;
-        rep->copied_bytes += p.copied;
-        tc_plan_totals(&p, &rep->overflow, &rep->underflow);
-    }
+    if (rc)
+        goto done;
+    rep->data_bytes = p.out_bytes;
+    rep->shared_bytes += p.shared;
+    rep->copied_bytes += p.copied;
+    tc_plan_totals(&p, &rep->overflow, &rep->underflow);
+done:
     tc_plan_free(&p);
     tc_rekey_free(&rk);
     return rc;

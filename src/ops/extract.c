@@ -43,24 +43,31 @@ int tc_extract_left(const tc_ckpt *c, const tc_wcand *w, tc_extract_report *rep,
     const char **names = malloc((n + 1) * sizeof *names);
     size_t *nt = malloc((n + 1) * sizeof *nt);
     uint64_t *by = malloc((n + 1) * sizeof *by);
-    int rc = names && nt && by ? 0 : tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++)
-        names[i] = pick[i]->name;
-    if (!rc)
-        rc = tc_weights_measure(c, names, n, nt, by, d);
-    if (!rc && n && !(rep->left = calloc(n, sizeof *rep->left)))
+    int rc;
+    if (!names || !nt || !by) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < n; i++) {
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        names[i] = pick[i]->name;
+    if ((rc = tc_weights_measure(c, names, n, nt, by, d)))
+        goto done;
+    if (n && !(rep->left = calloc(n, sizeof *rep->left))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
         tc_left *l = &rep->left[rep->nleft];
         if (!(l->name = strdup(names[i])) || !(l->kind = strdup(pick[i]->is_tensor ? "tensor" : pick[i]->kind))) {
             free(l->name);
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            break;
+            goto done;
         }
         l->ntensors = nt[i];
         l->bytes = by[i];
         rep->nleft++;
     }
+done:
     free(pick);
     free(names);
     free(nt);
@@ -78,12 +85,16 @@ static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char
     long *block = malloc((ns + 1) * sizeof *block);
     size_t *storage = malloc((ns + 1) * sizeof *storage);
     tc_wblock *blocks = calloc(ns + 1, sizeof *blocks);
-    int rc = block && storage && blocks ? 0 : tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t s = 0; !rc && s < ns; s++)
-        block[s] = -1;
+    int rc;
     *bytes = 0;
     p->total = 0;
-    for (size_t i = 0; !rc && i < it->n; i++) {
+    if (!block || !storage || !blocks) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t s = 0; s < ns; s++)
+        block[s] = -1;
+    for (size_t i = 0; i < it->n; i++) {
         size_t s = it->v[i].block;
         if (block[s] < 0) {
             block[s] = (long)nb;
@@ -95,13 +106,12 @@ static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char
         }
         it->v[i].block = (size_t)block[s];
     }
-    if (!rc) {
-        tc_storage_data x = {p, c, storage};
-        tc_write_job job = {.items = it->v, .nitems = it->n, .blocks = blocks, .nblocks = nb,
-                            .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &x,
-                            .max_depth = max_depth};
-        rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
-    }
+    tc_storage_data x = {p, c, storage};
+    tc_write_job job = {.items = it->v, .nitems = it->n, .blocks = blocks, .nblocks = nb,
+                        .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &x,
+                        .max_depth = max_depth};
+    rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
+done:
     free(block);
     free(storage);
     free(blocks);
@@ -159,17 +169,19 @@ int tc_extract(tc_ckpt *c, const tc_wcand *w, const tc_extract_opts *o, tc_dst *
     rep->conv.ncast = p.ncast;
     rep->conv.nkept = p.nkept;
     const tc_ckpt *cs = c;
-    if (!(rc = tc_sd_items_make(c, &co, &p, &items, &rep->conv, d)) &&
-        !(rc = tc_items_rename(&co.keys, &one, 1, &km, d)) &&
-        !(rc = tc_out_names_check(&co, &cs, NULL, NULL, &one, 1, d))) {
-        if (!items.n)
-            rc = tc_fail(d, TC_ERR_USAGE, "no tensor is left to write (--drop and --only-keys left out all %zu)",
-                         w->ntensors);
-        else
-            rc = write_torch(c, &p, &items, ro.all_to, ro.max_depth, dst, &rep->conv.data_bytes, d);
+    if ((rc = tc_sd_items_make(c, &co, &p, &items, &rep->conv, d)) ||
+        (rc = tc_items_rename(&co.keys, &one, 1, &km, d)) ||
+        (rc = tc_out_names_check(&co, &cs, NULL, NULL, &one, 1, d)))
+        goto done;
+    if (!items.n) {
+        rc = tc_fail(d, TC_ERR_USAGE, "no tensor is left to write (--drop and --only-keys left out all %zu)",
+                     w->ntensors);
+        goto done;
     }
-    if (!rc)
-        tc_plan_totals(&p, &rep->conv.overflow, &rep->conv.underflow);
+    if ((rc = write_torch(c, &p, &items, ro.all_to, ro.max_depth, dst, &rep->conv.data_bytes, d)))
+        goto done;
+    tc_plan_totals(&p, &rep->conv.overflow, &rep->conv.underflow);
+done:
     tc_sd_items_free(&items);
     tc_keymap_free(&km);
     tc_plan_free(&p);

@@ -171,10 +171,13 @@ static int build_kvs(const tc_ckpt *c, const tc_gguf_opts *o, bool quantised, kv
         if (!seen && tc_vec_push(v, o->kv[i]))
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
-    if (!rc && o->to != TC_Q_NONE && !given(o, "general.file_type"))
-        rc = set_u32(v, "general.file_type", file_type(o->to), true, d);
-    if (!rc && quantised)
-        rc = set_u32(v, "general.quantization_version", 2, false, d);
+    if (rc)
+        return rc;
+    if (o->to != TC_Q_NONE && !given(o, "general.file_type") &&
+        (rc = set_u32(v, "general.file_type", file_type(o->to), true, d)))
+        return rc;
+    if (quantised && (rc = set_u32(v, "general.quantization_version", 2, false, d)))
+        return rc;
     bool arch = false;
     for (size_t i = 0; i < v->n; i++) {
         arch |= !strcmp(v->v[i].key, "general.architecture");
@@ -182,7 +185,7 @@ static int build_kvs(const tc_ckpt *c, const tc_gguf_opts *o, bool quantised, kv
             rep->low_align = true;
     }
     rep->no_arch = !arch;
-    return rc;
+    return 0;
 }
 
 /* ---- data ---------------------------------------------------------------------------------- */
@@ -261,10 +264,16 @@ static int encode(ctx *x, const item *it, tc_dst *dst, uint64_t off, tc_diag *d)
     uint64_t out_bytes = 0;
     tc_qtype_bytes(it->out, QCHUNK, &out_bytes);
     qsink s = {it->out, dst, off, malloc(QCHUNK * 4), 0, malloc((size_t)out_bytes), x->p, tc_dtype_size(t->dtype)};
-    int rc = !s.buf || !s.out ? tc_fail(d, TC_ERR_NOMEM, "out of memory")
-                              : tc_tensor_elements(x->c, t, TC_DT_F32, qsink_put, &s, NULL, d);
-    if (!rc && s.have)
+    int rc;
+    if (!s.buf || !s.out) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tc_tensor_elements(x->c, t, TC_DT_F32, qsink_put, &s, NULL, d)))
+        goto done;
+    if (s.have)
         rc = qflush(&s, d);
+done:
     free(s.buf);
     free(s.out);
     return rc;
@@ -343,44 +352,53 @@ int tc_gguf_convert(tc_ckpt *c, const tc_gguf_opts *o, const char *out, tc_gguf_
     char **names = NULL;
     size_t nsh = 0, opened = 0;
     tc_rewrite_opts ro = {.dtype = TC_DT_INVALID, .progress = o->progress, .progress_ctx = o->progress_ctx};
-    int rc = tc_plan_make(&p, c, &ro, d);
-    if (!rc)
-        rc = select_items(c, o, &items, &km, rep, d);
+    int rc;
+    if ((rc = tc_plan_make(&p, c, &ro, d)) || (rc = select_items(c, o, &items, &km, rep, d)))
+        goto done;
     bool quantised = false;
     uint64_t total = 0, cur = 0;
-    for (size_t i = 0; !rc && i < items.n; i++) {
+    for (size_t i = 0; i < items.n; i++) {
         quantised |= tc_qtype_is_block(items.v[i].out);
         total += items.v[i].bytes;
         if (!i || (o->max_shard && cur && cur + items.v[i].bytes > o->max_shard)) {
-            if (tc_vec_push(&cut, i))
+            if (tc_vec_push(&cut, i)) {
                 rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                goto done;
+            }
             cur = 0;
         }
         cur += items.v[i].bytes;
     }
-    if (!rc && (!cut.n && tc_vec_push(&cut, (size_t)0)))
+    if ((!cut.n && tc_vec_push(&cut, (size_t)0)) || tc_vec_push(&cut, items.n)) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc && tc_vec_push(&cut, items.n))
+        goto done;
+    }
+    if ((rc = build_kvs(c, o, quantised, &kv, rep, d)))
+        goto done;
+    nsh = cut.n - 1;
+    if (!(dsts = calloc(nsh, sizeof *dsts)) || !(names = calloc(nsh, sizeof *names)) ||
+        !(wi = calloc(items.n + 1, sizeof *wi)) || !(wb = calloc(items.n + 1, sizeof *wb)) ||
+        !(types = calloc(items.n + 1, sizeof *types))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc)
-        rc = build_kvs(c, o, quantised, &kv, rep, d);
-    nsh = rc ? 0 : cut.n - 1;
-    if (!rc && (!(dsts = calloc(nsh, sizeof *dsts)) || !(names = calloc(nsh, sizeof *names)) ||
-                !(wi = calloc(items.n + 1, sizeof *wi)) || !(wb = calloc(items.n + 1, sizeof *wb)) ||
-                !(types = calloc(items.n + 1, sizeof *types))))
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t s = 0; s < nsh && !rc; s++) {
+        goto done;
+    }
+    for (size_t s = 0; s < nsh; s++) {
         dsts[s] = (tc_dst)TC_DST_INIT;
-        if (!(names[s] = nsh > 1 ? shard_name(out, s + 1, nsh) : strdup(out)))
+        if (!(names[s] = nsh > 1 ? shard_name(out, s + 1, nsh) : strdup(out))) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        for (size_t k = 0; !rc && k < (tc_gguf_nfiles(c) ? tc_gguf_nfiles(c) : 1); k++) {
+            goto done;
+        }
+        for (size_t k = 0; k < (tc_gguf_nfiles(c) ? tc_gguf_nfiles(c) : 1); k++) {
             tc_gguf_file f = {.path = tc_ckpt_path(c)};
             tc_gguf_file_info(c, k, &f);
-            if (tc_same_file(names[s], f.path))
+            if (tc_same_file(names[s], f.path)) {
                 rc = tc_fail_at(d, TC_ERR_USAGE, names[s], TC_NO_OFFSET, "is an input file; write elsewhere");
+                goto done;
+            }
         }
-        if (!rc && !(rc = tc_dst_open(&dsts[s], names[s], o->dst_flags, d)))
-            opened++;
+        if ((rc = tc_dst_open(&dsts[s], names[s], o->dst_flags, d)))
+            goto done;
+        opened++;
     }
     for (size_t i = 0; i < items.n; i++) {
         const tc_tensor *t = tc_ckpt_tensor(c, items.v[i].t);
@@ -392,20 +410,28 @@ int tc_gguf_convert(tc_ckpt *c, const tc_gguf_opts *o, const char *out, tc_gguf_
     }
     (void)total;
     ctx x = {&p, c, items.v, 0};
-    for (size_t s = 0; s < nsh && !rc; s++) {
+    for (size_t s = 0; s < nsh; s++) {
         size_t a = cut.v[s], b = cut.v[s + 1];
         skv.n = 0;
-        for (size_t k = 0; s == 0 && k < kv.n && !rc; k++)
-            rc = tc_vec_push(&skv, kv.v[k]) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : 0;
-        if (!rc && nsh > 1) {
+        for (size_t k = 0; s == 0 && k < kv.n; k++)
+            if (tc_vec_push(&skv, kv.v[k])) {
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+        if (nsh > 1) {
             tc_gguf_wkv sp[3] = {{.key = "split.no", .type = TC_GGUF_UINT16, .bits = s},
                                  {.key = "split.count", .type = TC_GGUF_UINT16, .bits = nsh},
                                  {.key = "split.tensors.count", .type = TC_GGUF_INT32, .bits = items.n}};
-            if (nsh > 65535)
+            if (nsh > 65535) {
                 rc = tc_fail(d, TC_ERR_USAGE, "%zu split files: GGUF counts them in 16 bits (a larger --max-shard-size)",
                              nsh);
-            for (int k = 0; k < 3 && !rc; k++)
-                rc = tc_vec_push(&skv, sp[k]) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : 0;
+                goto done;
+            }
+            for (int k = 0; k < 3; k++)
+                if (tc_vec_push(&skv, sp[k])) {
+                    rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                    goto done;
+                }
         }
         for (size_t i = a; i < b; i++)
             wi[i].block = i - a;
@@ -413,26 +439,27 @@ int tc_gguf_convert(tc_ckpt *c, const tc_gguf_opts *o, const char *out, tc_gguf_
         tc_gguf_job gj = {types + a, skv.v, skv.n};
         tc_write_job job = {.items = wi + a, .nitems = b - a, .blocks = wb + a, .nblocks = b - a, .data = data_fn,
                             .ctx = &x, .gguf = &gj};
-        if (!rc)
-            rc = tc_format_write(TC_CAP_WRITES_GGUF, &job, &dsts[s], d);
+        rc = tc_format_write(TC_CAP_WRITES_GGUF, &job, &dsts[s], d);
         rep->file_bytes += dsts[s].pos;
-        rep->r.ntensors += rc ? 0 : b - a;
+        if (rc)
+            goto done;
+        rep->r.ntensors += b - a;
     }
-    for (size_t s = 0; s < nsh && !rc; s++)
-        rc = tc_dst_finish(&dsts[s], d);
-    size_t done = 0;
-    for (; done < nsh && !rc; done++)
-        rc = tc_dst_publish(&dsts[done], d);
-    if (rc) /* all or none: take back what was published */
-        for (size_t s = 0; s + 1 < done; s++)
-            remove(names[s]);
-    if (!rc) {
-        rep->nfiles = nsh;
-        rep->first = names[0];
-        names[0] = NULL;
-        rep->r.shared_bytes += p.shared;
-        rep->r.copied_bytes += p.copied;
-    }
+    for (size_t s = 0; s < nsh; s++)
+        if ((rc = tc_dst_finish(&dsts[s], d)))
+            goto done;
+    for (size_t s = 0; s < nsh; s++)
+        if ((rc = tc_dst_publish(&dsts[s], d))) {
+            for (size_t k = 0; k < s; k++) /* all or none: take back what was published */
+                remove(names[k]);
+            goto done;
+        }
+    rep->nfiles = nsh;
+    rep->first = names[0];
+    names[0] = NULL;
+    rep->r.shared_bytes += p.shared;
+    rep->r.copied_bytes += p.copied;
+done:
     for (size_t s = 0; s < opened; s++)
         tc_dst_abort(&dsts[s]);
     for (size_t s = 0; names && s < nsh; s++)

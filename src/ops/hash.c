@@ -32,17 +32,23 @@ int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d)
 {
     EVP_MD_CTX *m = EVP_MD_CTX_new();
     uint8_t *buf = malloc(HASH_CHUNK);
-    int rc = 0;
-    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL))
+    int rc;
+    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
         rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
-    for (size_t got; !rc;) {
-        if ((rc = tc_elems_read(e, buf, HASH_CHUNK, &got, d)) || !got)
-            break;
-        if (!EVP_DigestUpdate(m, buf, got))
-            rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+        goto done;
     }
-    if (!rc)
-        rc = hex_of(m, hex, d);
+    for (size_t got;;) {
+        if ((rc = tc_elems_read(e, buf, HASH_CHUNK, &got, d)))
+            goto done;
+        if (!got)
+            break;
+        if (!EVP_DigestUpdate(m, buf, got)) {
+            rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+            goto done;
+        }
+    }
+    rc = hex_of(m, hex, d);
+done:
     EVP_MD_CTX_free(m);
     free(buf);
     return rc;
@@ -52,10 +58,15 @@ int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d)
 static int assembled_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag *d)
 {
     EVP_MD_CTX *m = EVP_MD_CTX_new();
-    int rc = !m || !EVP_DigestInit_ex(m, EVP_sha256(), NULL) ? tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable")
-                                                              : tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d);
-    if (!rc)
-        rc = hex_of(m, hex, d);
+    int rc;
+    if (!m || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
+        goto done;
+    }
+    if ((rc = tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d)))
+        goto done;
+    rc = hex_of(m, hex, d);
+done:
     EVP_MD_CTX_free(m);
     return rc;
 }
@@ -65,11 +76,13 @@ int tc_tensor_sha256(const tc_ckpt *c, const tc_tensor *t, uint64_t max_expand, 
     tc_elems *e = NULL;
     if (t->storage >= 0 && tc_assembled(c, (size_t)t->storage))
         return assembled_sha256(c, t, hex, d);
-    int rc = tc_expand_check(c, t, t->dtype, max_expand, d);
-    if (!rc)
-        rc = tc_elems_open(&e, c, t, d);
-    if (!rc)
-        rc = tc_elems_sha256(e, hex, d);
+    int rc;
+    if ((rc = tc_expand_check(c, t, t->dtype, max_expand, d)))
+        return rc;
+    if ((rc = tc_elems_open(&e, c, t, d)))
+        goto done;
+    rc = tc_elems_sha256(e, hex, d);
+done:
     tc_elems_close(e);
     return rc;
 }
@@ -84,22 +97,30 @@ int tc_dst_commit_hashed(tc_dst *o, char blob[65], tc_diag *d)
     int fd = tc_dst_read_fd(o);
     EVP_MD_CTX *m = EVP_MD_CTX_new();
     uint8_t *buf = malloc(HASH_CHUNK);
-    if (fd < 0 || !m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL))
+    if (fd < 0 || !m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot take the SHA-256 of the new blob");
-    for (uint64_t off = 0; !rc;) {
+        goto done;
+    }
+    for (uint64_t off = 0;;) {
         ssize_t r = pread(fd, buf, HASH_CHUNK, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0)
+        if (r < 0) {
             rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot read the new blob back: %s", strerror(errno));
-        else if (r == 0)
+            goto done;
+        }
+        if (r == 0)
             break;
-        else if (!EVP_DigestUpdate(m, buf, (size_t)r))
+        if (!EVP_DigestUpdate(m, buf, (size_t)r)) {
             rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
-        off += r > 0 ? (uint64_t)r : 0;
+            goto done;
+        }
+        off += (uint64_t)r;
     }
-    if (!rc && !(rc = hex_of(m, blob, d)))
-        rc = tc_dst_set_blob_name(o, blob, d);
+    if ((rc = hex_of(m, blob, d)))
+        goto done;
+    rc = tc_dst_set_blob_name(o, blob, d);
+done:
     if (fd >= 0)
         close(fd);
     EVP_MD_CTX_free(m);
@@ -120,15 +141,20 @@ int tc_storage_sha256(const tc_ckpt *c, size_t i, char hex[65], tc_diag *d)
         return rc;
     EVP_MD_CTX *m = EVP_MD_CTX_new();
     uint8_t *buf = malloc(HASH_CHUNK);
-    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL))
+    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
         rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
-    for (size_t got; !rc;) {
-        if ((rc = tc_rd_read(&r, buf, HASH_CHUNK, &got, d)) || !got)
-            break;
-        rc = sha_sink(m, buf, got, d);
+        goto done;
     }
-    if (!rc)
-        rc = hex_of(m, hex, d);
+    for (size_t got;;) {
+        if ((rc = tc_rd_read(&r, buf, HASH_CHUNK, &got, d)))
+            goto done;
+        if (!got)
+            break;
+        if ((rc = sha_sink(m, buf, got, d)))
+            goto done;
+    }
+    rc = hex_of(m, hex, d);
+done:
     tc_rd_close(&r);
     EVP_MD_CTX_free(m);
     free(buf);

@@ -204,8 +204,9 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
         }
     }
     closedir(dir);
-    if (!rc)
-        qsort(names.v, names.n, sizeof *names.v, cmp_name);
+    if (rc)
+        goto done;
+    qsort(names.v, names.n, sizeof *names.v, cmp_name);
     size_t l = strlen(path);
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
@@ -214,6 +215,7 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
         rc = tc_buf_oom(&child) ? TC_ERR_NOMEM : walk(s, tc_buf_str(&child));
         tc_buf_free(&child);
     }
+done:
     for (size_t i = 0; i < names.n; i++)
         free(names.v[i]);
     tc_vec_free(&names);
@@ -359,8 +361,10 @@ int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, 
     for (; started < nth; started++)
         if (pthread_create(&th[started], NULL, worker, &s))
             break;
-    if (!started)
+    if (!started) {
         rc = tc_fail(d, TC_ERR_NOMEM, "cannot start a thread to judge files on");
+        goto done;
+    }
     /* the first walk notes what links point to */
     s.collect = true;
     for (size_t i = 0; !rc && i < nroots; i++)
@@ -369,8 +373,10 @@ int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, 
     s.collect = false;
     for (size_t i = 0; !rc && i < nroots && !s.fatal; i++)
         rc = walk(&s, roots[i]);
-    if (!rc)
-        rc = walk_deferred(&s);
+    if (rc)
+        goto done;
+    rc = walk_deferred(&s);
+done:
     /* let the workers finish what is queued, then hand on the rest */
     while (s.emitted < s.produced)
         drain(&s, true);
@@ -380,8 +386,7 @@ int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, 
     pthread_mutex_unlock(&s.mu);
     for (unsigned i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    if (!rc && s.fatal)
-        rc = s.fatal;
+    rc = rc ? rc : s.fatal; /* the walk's failure first, then the workers' */
     if (rc == TC_ERR_NOMEM && !d->code)
         tc_fail(d, rc, "out of memory");
     for (size_t i = 0; i < s.nring; i++)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "buf.h"
 #include "zip.h"
 #include "xfer.h"
 #include "unit_util.h"
@@ -228,8 +229,10 @@ static void check_reads_back(const uint8_t *f, size_t n, const char *archive, co
     cr_assert_eq(z.n, nrec);
     cr_assert(z.zip64);
     for (size_t i = 0; i < nrec; i++) {
-        char full[300];
-        snprintf(full, sizeof full, "%s/%s", archive, recs[i].name);
+        tc_buf fb = TC_BUF_INIT(0); /* the archive's name is the caller's, of any length */
+        tc_buf_printf(&fb, "%s/%s", archive, recs[i].name);
+        cr_assert(!tc_buf_oom(&fb));
+        const char *full = tc_buf_str(&fb);
         const tc_zip_entry *e = tc_zip_find(&z, full);
         cr_assert_not_null(e, "%s not found", full);
         cr_assert_eq(e->data_off % 64, 0);
@@ -242,6 +245,7 @@ static void check_reads_back(const uint8_t *f, size_t n, const char *archive, co
         cr_assert(!memcmp(buf, c, len), "%s reads back different", full);
         free(c);
         free(buf);
+        tc_buf_free(&fb);
     }
     cr_assert_null(tc_zip_find(&z, "nope"));
     tc_zip_free(&z);
