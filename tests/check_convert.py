@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check tensorctl's device moves and casts against real PyTorch.
 
-    check_convert.py [-v] [--keep] TENSORCTL OUTDIR FILE...
+    check_convert.py [-v] [--keep] [--only FEATURE[,FEATURE...]] TENSORCTL OUTDIR FILE...
+    check_convert.py --features     the features (FEATURES below), one a line
 
 TENSORCTL is the binary (or a command line, split like a shell would). For every FILE:
   * to-cpu, to-cuda --device cuda:1, to-cpu/to-cuda --map (a map chosen from the file's devices),
@@ -18,9 +19,14 @@ TENSORCTL is the binary (or a command line, split like a shell would). For every
 Files this torch cannot load (float8 / _rebuild_tensor_v3 files under torch 1.x, safetensors) have
 their torch checks reported as skipped.
 
+The features (--only; meson registers one test for each, torch-convert/FEATURE): moves (to-cpu,
+to-cuda --device cuda:1), maps (the --map runs), casts (the --dtype runs), refusals (the dangerous
+files and those whose globals must be admitted). Each runs its checks on every FILE it concerns,
+and checks that FILE is byte-identical afterwards.
+
 One line per check (PASS/FAIL/SKIP), then `N passed, M failed, K skipped`.
-An input for which no check ran (everything skipped) is a failure: a run that checked nothing
-never passes.
+An input for which no check of a feature concerning it ran (everything skipped) is a failure, and
+so is a run that checked nothing: it never passes.
 Exit 0, 1 on any failure, 2 on bad usage, 77 when torch cannot be imported.
 To test this checker itself, pass the torch-based stand-in as TENSORCTL:
     "python3 tests/torch_verify.py reference-tool"
@@ -36,6 +42,14 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from judge import features  # noqa: E402
+
+# One meson test per feature. --features is answered before torch is imported: meson asks at
+# configure time, with a Python that may lack it.
+FEATURES = ["moves", "maps", "casts", "refusals"]
+if __name__ == "__main__" and sys.argv[1:2] == ["--features"]:
+    features(sys.argv[1:], FEATURES)
+
 import torch_verify  # noqa: E402
 from torch_verify import torch  # noqa: E402
 
@@ -173,19 +187,27 @@ def variants_for(devices):
     return v
 
 
+def feature_of(label):
+    """The feature a run of variants_for belongs to."""
+    return "casts" if "--dtype" in label else "maps" if "--map" in label else "moves"
+
+
 def slug(label):
     return "".join(c if c.isalnum() else "_" for c in label).strip("_")
 
 
-def check_file(tool, outdir, path, rep, keep=False):
+def check_file(tool, outdir, path, rep, keep=False, only=None):
+    """The checks of the features only (all when None) on path. False when none of them concerns it
+    (a safe file's refusals, a dangerous file's rewrites), else True."""
+    only = FEATURES if only is None else only
     base = os.path.basename(path)
     tv = "torch " + torch.__version__
     if not os.path.isfile(path):
         rep.fail(base, "no such file")
-        return
+        return True
     if torch_verify.is_safetensors(path):
         rep.skip(base, "safetensors file: no torch location tags to move (%s)" % tv)
-        return
+        return True
     before = sha256_file(path)
     stem, ext = os.path.splitext(base)
     ext = ext or ".pt"
@@ -193,7 +215,7 @@ def check_file(tool, outdir, path, rep, keep=False):
     info, rc, err = inspect_json(tool, path)
     if info is None:
         rep.fail("%s inspect --json" % base, "exit %s, %s" % (rc, err))
-        return
+        return True
     try:
         scan = torch_verify.scan_pickle(path)
         judge_bad = torch_verify.refused_globals(scan["globals"])
@@ -203,6 +225,8 @@ def check_file(tool, outdir, path, rep, keep=False):
     flagged = dangerous_of(info)
 
     if flagged or judge_bad:
+        if "refusals" not in only:
+            return False
         missed = [g for g in judge_bad if g not in flagged]
         rep.check("%s inspect flags dangerous globals" % base,
                   ["inspect does not flag %s" % ", ".join(missed)] if missed else [],
@@ -221,13 +245,17 @@ def check_file(tool, outdir, path, rep, keep=False):
                     os.remove(out)
             rep.check("%s %s refused" % (base, label), problems, ["exit %d" % rc])
         rep.check("%s input unchanged" % base, [] if sha256_file(path) == before else ["input bytes changed"])
-        return
+        return True
 
     # a file that is not safe to load only because of globals outside the allowlist: refused as it is,
     # rewritten once the user admits exactly those globals (--safe-globals)
     unsafe = list(info.get("unsafe_globals") or [])
+    variants = [v for v in variants_for(set(s["location"] for s in scan["storages"]) if scan else set())
+                if feature_of(v[0]) in only]
+    if not variants and not (unsafe and "refusals" in only):
+        return False
     extra = []
-    if unsafe:
+    if unsafe and "refusals" in only:
         out = os.path.join(outdir, "%s.refused%s" % (stem, ext))
         if os.path.exists(out):
             os.remove(out)
@@ -241,6 +269,7 @@ def check_file(tool, outdir, path, rep, keep=False):
         if "--safe-globals" not in err or not all(g in err for g in unsafe[:2]):
             problems.append("the refusal does not name --safe-globals and the globals: %s" % err.strip())
         rep.check("%s unsafe globals refused until admitted" % base, problems, ["unsafe: %s" % ", ".join(unsafe)])
+    if unsafe:
         extra = ["--safe-globals", ",".join(unsafe)]
     try:
         inp = torch_verify.load_checkpoint(path)
@@ -248,8 +277,7 @@ def check_file(tool, outdir, path, rep, keep=False):
     except Exception as e:  # noqa: BLE001
         inp, load_err = None, "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
     del inp
-    devices = set(s["location"] for s in scan["storages"]) if scan else set()
-    for label, args, kw in variants_for(devices):
+    for label, args, kw in variants:
         what = "%s %s" % (base, label)
         out = os.path.join(outdir, "%s.%s%s" % (stem, slug(label), ext))
         if os.path.exists(out):
@@ -277,10 +305,11 @@ def check_file(tool, outdir, path, rep, keep=False):
         if not keep:
             os.remove(out)
     rep.check("%s input unchanged" % base, [] if sha256_file(path) == before else ["input bytes changed"])
+    return True
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
+    only, argv = features(sys.argv[1:] if argv is None else argv, FEATURES)
     verbose = keep = False
     while argv and argv[0].startswith("-"):
         opt = argv.pop(0)
@@ -304,13 +333,15 @@ def main(argv=None):
     outdir = argv[1]
     os.makedirs(outdir, exist_ok=True)
     rep = Report(verbose)
-    print("# check_convert with torch %s (%s)" % (torch.__version__, sys.executable))
+    print("# check_convert with torch %s (%s): %s" % (torch.__version__, sys.executable, ", ".join(only)))
     for path in argv[2:]:
         ran = rep.passed + rep.failed
-        check_file(tool, outdir, path, rep, keep)
-        if rep.passed + rep.failed == ran:
+        if check_file(tool, outdir, path, rep, keep, only) and rep.passed + rep.failed == ran:
             rep.fail(os.path.basename(path), "no check ran for this input (every check skipped)")
     print("%d passed, %d failed, %d skipped" % (rep.passed, rep.failed, rep.skipped))
+    if rep.passed + rep.failed == 0:
+        print("FAIL: no check ran")
+        return 1
     return 1 if rep.failed else 0
 
 

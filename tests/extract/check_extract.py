@@ -2,9 +2,11 @@
 """extract against real torch: every output must load with torch.load(weights_only=True) and equal,
 tensor for tensor and bit for bit, what model.state_dict() (or the entry taken) gave at save time.
 
-    check_extract.py TENSORCTL OUTDIR SAMPLES_DIR
+    check_extract.py [--only FEATURE[,FEATURE...]] TENSORCTL OUTDIR SAMPLES_DIR
+    check_extract.py --features     the features (FEATURES below), one a line
 
-Inputs are made here, with the torch running this script, in OUTDIR/<torch version>/:
+Inputs are made here, with the torch running this script, in OUTDIR/<feature>/<torch version>/
+(each feature makes the ones it judges):
   - the state_dict of a model wrapped in nn.DataParallel ('module.'), and one of torch.compile
     ('_orig_mod.'; written by hand where torch has no compile);
   - a Lightning-style checkpoint (optimizer, scheduler, callbacks, hyper-parameters) and a
@@ -34,7 +36,12 @@ from collections import OrderedDict
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "sample_models"))
-from judge import Report, out_dir, run, torch_or_skip  # noqa: E402
+from judge import Report, features, out_dir, run, torch_or_skip  # noqa: E402
+
+# One meson test per feature (torch-extract/FEATURE). --features is answered before torch is
+# imported: meson asks at configure time, with a Python that may lack it.
+FEATURES = ["prefixes", "lightning", "ema", "pickled-modules", "torchscript", "samples", "inspect"]
+ONLY, ARGV = features(sys.argv[1:], FEATURES)
 
 torch = torch_or_skip()
 import torch.nn as nn  # noqa: E402
@@ -101,18 +108,27 @@ class Scripted(nn.Module):
         return y * self.scale + self.p + self.tmp
 
 
-def main(argv):
-    if len(argv) != 4:
-        print(__doc__, file=sys.stderr)
-        return 2
-    tool, base, samples = shlex.split(argv[1]), argv[2], argv[3]
-    out = out_dir(base, torch)
-    p = lambda n: os.path.join(out, n)  # noqa: E731
-    rep = Report()
+class Case:
+    """One feature's run: its folder (OUTDIR/FEATURE/torch-VERSION), the tool, the report, and the
+    inputs it makes when a check first needs them (each from its own seed, so that a feature run
+    alone makes them as the whole run does)."""
 
-    def extract(what, inp, outname, opts, want, plain=True, expect_rc=0, needles=(), after=None):
-        dst = p(outname)
-        rc, _, err = run(tool, "extract", inp, "-o", dst, *opts)
+    def __init__(self, tool, base, samples, feature, rep):
+        self.tool, self.samples, self.rep = tool, samples, rep
+        self.out = out_dir(os.path.join(base, feature), torch)
+        self.made = {}
+
+    def p(self, name):
+        return os.path.join(self.out, name)
+
+    def once(self, name, make):
+        if name not in self.made:
+            self.made[name] = make()
+        return self.made[name]
+
+    def extract(self, what, inp, outname, opts, want, plain=True, expect_rc=0, needles=(), after=None):
+        dst = self.p(outname)
+        rc, _, err = run(self.tool, "extract", inp, "-o", dst, *opts)
         probs = []
         if rc != expect_rc:
             probs.append("exit %d, want %d: %s" % (rc, expect_rc, err.strip()))
@@ -131,19 +147,75 @@ def main(argv):
                     probs += after(got)
         elif expect_rc and os.path.exists(dst):
             probs.append("wrote %s" % dst)
-        rep.check(what, probs)
+        self.rep.check(what, probs)
         return got
 
-    torch.manual_seed(1)
-    net = Net()
-    with torch.no_grad():
-        net.bn(torch.randn(4, 8))
-    sd = net.state_dict()
-    tied = lambda g: shares(g, "head.weight", "embed.weight")  # noqa: E731
+    # ---- the inputs -------------------------------------------------------------------------
 
-    # DataParallel and compile prefixes
-    dp = nn.DataParallel(net).state_dict()
-    torch.save(dp, p("dp.pt"))
+    def net(self):
+        """Net's state_dict (seed 1, its batch norm run once)."""
+        def make():
+            torch.manual_seed(1)
+            net = Net()
+            with torch.no_grad():
+                net.bn(torch.randn(4, 8))
+            return net
+        return self.once("net", make)
+
+    def dp(self):
+        """dp.pt: the state_dict of Net wrapped in nn.DataParallel ('module.')."""
+        def make():
+            dp = nn.DataParallel(self.net()).state_dict()
+            torch.save(dp, self.p("dp.pt"))
+            return dp
+        return self.once("dp", make)
+
+    def lightning(self):
+        """lightning.ckpt (seed 2): (the model, its optimizer, the state_dict under 'state_dict')."""
+        def make():
+            torch.manual_seed(2)
+            small = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+            opt = torch.optim.Adam(small.parameters(), lr=1e-3)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+            small(torch.randn(5, 6)).sum().backward()
+            opt.step()
+            sched.step()
+            lsd = OrderedDict(("model." + k, v) for k, v in small.state_dict().items())
+            ck = OrderedDict([("epoch", 4), ("global_step", 80), ("pytorch-lightning_version", "2.4.0"),
+                              ("state_dict", lsd), ("optimizer_states", [opt.state_dict()]),
+                              ("lr_schedulers", [sched.state_dict()]),
+                              ("callbacks", {"ModelCheckpoint": {"best_model_score": torch.tensor(0.5)}}),
+                              ("hyper_parameters", {"lr": 1e-3, "hidden": 4})])
+            torch.save(ck, self.p("lightning.ckpt"))
+            return small, opt, lsd
+        return self.once("lightning", make)
+
+    def pickled(self):
+        """model.pt, model-in-dict.pt, model-in-list.pt (seed 3): torch.save of the model of
+        pickled_module_cuda0.pt, from a throwaway module gone before tensorctl runs; its state_dict."""
+        def make():
+            with throwaway_module(MODELS_SRC, "tensorctl_gone_3") as mod:
+                torch.manual_seed(3)
+                model = mod.Net()
+                with torch.no_grad():
+                    model.bn(torch.randn(4, 8))
+                want = model.state_dict()
+                torch.save(model, self.p("model.pt"))
+                torch.save({"epoch": 2, "model": model,
+                            "optimizer": torch.optim.SGD(model.parameters(), lr=0.1).state_dict()},
+                           self.p("model-in-dict.pt"))
+                torch.save([model], self.p("model-in-list.pt"))
+            return want
+        return self.once("pickled", make)
+
+
+def tied(g):
+    return shares(g, "head.weight", "embed.weight")
+
+
+def feature_prefixes(c):
+    """DataParallel's and torch.compile's prefixes, and every key surgery option of extract."""
+    p, extract, sd, dp = c.p, c.extract, c.net().state_dict(), c.dp()
     extract("DataParallel state_dict as it is", p("dp.pt"), "dp.out.pt", [], dp)
     extract("DataParallel state_dict, --strip-prefix", p("dp.pt"), "dp.strip.pt", ["--strip-prefix"], sd,
             after=tied)
@@ -159,30 +231,22 @@ def main(argv):
             ["--rename", r"\.(weight|bias)$=.p"], None, expect_rc=2,
             needles=("'module.blocks.0.weight'", "'module.blocks.0.bias'", "'module.blocks.0.p'"))
     if hasattr(torch, "compile"):
-        comp = torch.compile(net).state_dict()
+        comp = torch.compile(c.net()).state_dict()
     else:
         comp = OrderedDict(("_orig_mod." + k, v) for k, v in sd.items())
     torch.save(comp, p("compiled.pt"))
     extract("torch.compile state_dict, --strip-prefix", p("compiled.pt"), "compiled.out.pt", ["--strip-prefix"], sd)
     # round trip through safetensors with the prefix put back
-    rc, _, err = run(tool, "convert", p("dp.strip.safetensors"), p("dp.back.pt"), "--add-prefix", "module.")
-    rep.check("safetensors back to .pt with --add-prefix module.", ["exit %d: %s" % (rc, err.strip())] if rc
-          else torch_verify.same_tensors(load(p("dp.back.pt")), dp, plain=True))
+    rc, _, err = run(c.tool, "convert", p("dp.strip.safetensors"), p("dp.back.pt"), "--add-prefix", "module.")
+    c.rep.check("safetensors back to .pt with --add-prefix module.", ["exit %d: %s" % (rc, err.strip())] if rc
+                else torch_verify.same_tensors(load(p("dp.back.pt")), dp, plain=True))
 
-    # a Lightning-style checkpoint
-    torch.manual_seed(2)
-    small = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
-    opt = torch.optim.Adam(small.parameters(), lr=1e-3)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
-    small(torch.randn(5, 6)).sum().backward()
-    opt.step()
-    sched.step()
-    lsd = OrderedDict(("model." + k, v) for k, v in small.state_dict().items())
-    ck = OrderedDict([("epoch", 4), ("global_step", 80), ("pytorch-lightning_version", "2.4.0"), ("state_dict", lsd),
-                      ("optimizer_states", [opt.state_dict()]), ("lr_schedulers", [sched.state_dict()]),
-                      ("callbacks", {"ModelCheckpoint": {"best_model_score": torch.tensor(0.5)}}),
-                      ("hyper_parameters", {"lr": 1e-3, "hidden": 4})])
-    torch.save(ck, p("lightning.ckpt"))
+
+def feature_lightning(c):
+    """A Lightning-style checkpoint: the state_dict taken, as it is, to safetensors, as sets, cast;
+    --from anything else."""
+    p, extract = c.p, c.extract
+    small, opt, lsd = c.lightning()
     extract("Lightning checkpoint: state_dict taken, the rest left behind and listed", p("lightning.ckpt"),
             "lightning.pt", [], lsd, needles=("from 'state_dict'", "left behind", "optimizer_states (list, ",
                                               "hyper_parameters (dict)", "lr_schedulers (list)", "epoch (int)"))
@@ -199,7 +263,12 @@ def main(argv):
             ["--from", "optimizer_states.0.state"],
             OrderedDict(("%s.%s" % (i, k), v) for i, st in opt.state_dict()["state"].items() for k, v in st.items()))
 
-    # EMA: two candidates, never a guess
+
+def feature_ema(c):
+    """EMA: two candidates, never a guess."""
+    p, extract, sd = c.p, c.extract, c.net().state_dict()
+    _, opt, _ = c.lightning()
+    c.dp()
     ema = Net()
     ema.load_state_dict(sd)
     with torch.no_grad():
@@ -214,24 +283,18 @@ def main(argv):
     extract("--ema where there is none: exit 2", p("dp.pt"), "noema.pt", ["--ema"], None, expect_rc=2,
             needles=("no EMA copy",))
 
-    # torch.save(model) whose classes are gone: the model of pickled_module_cuda0.pt, from a throwaway module
-    with throwaway_module(MODELS_SRC, "tensorctl_gone_3") as mod:
-        torch.manual_seed(3)
-        model = mod.Net()
-        with torch.no_grad():
-            model.bn(torch.randn(4, 8))
-        want = model.state_dict()
-        torch.save(model, p("model.pt"))
-        torch.save({"epoch": 2, "model": model,
-                    "optimizer": torch.optim.SGD(model.parameters(), lr=0.1).state_dict()}, p("model-in-dict.pt"))
-        torch.save([model], p("model-in-list.pt"))
+
+def feature_pickled_modules(c):
+    """torch.save(model) whose classes are gone, alone, in a dict, in a list; a float16 model."""
+    p, extract = c.p, c.extract
+    want = c.pickled()
     mtied = lambda g: shares(g, "heads.lm.weight", "embed.weight")  # noqa: E731
     try:
         torch.load(p("model.pt"), map_location="cpu", weights_only=False) if torch_verify._torch_load_has(
             "weights_only") else torch.load(p("model.pt"), map_location="cpu")
-        rep.check("the model's classes are gone before tensorctl runs", ["torch.load still finds them"])
+        c.rep.check("the model's classes are gone before tensorctl runs", ["torch.load still finds them"])
     except Exception as e:  # noqa: BLE001
-        rep.check("the model's classes are gone before tensorctl runs (%s)" % type(e).__name__, [])
+        c.rep.check("the model's classes are gone before tensorctl runs (%s)" % type(e).__name__, [])
     extract("torch.save(model): state_dict(), classes gone", p("model.pt"), "model.out.pt", [], want, after=mtied)
     extract("torch.save(model) to safetensors", p("model.pt"), "whole-model.out.safetensors", [], want)
     extract("a pickled model under 'model' of a training dict", p("model-in-dict.pt"), "model-in-dict.out.pt", [],
@@ -241,7 +304,11 @@ def main(argv):
     torch.save(half.state_dict(), p("half.pt"))
     extract("a float16 model", p("half.pt"), "half.out.pt", [], half.state_dict(), after=tied)
 
-    # TorchScript
+
+def feature_torchscript(c):
+    """TorchScript archives, scripted and traced: extract as torch.jit.load gives; inspect and a whole
+    rewrite refuse them."""
+    p, extract = c.p, c.extract
     torch.manual_seed(4)
     sm = Scripted().eval()
     for kind, s in (("scripted", torch.jit.script(sm)), ("traced", torch.jit.trace(sm, torch.randn(4, 3)))):
@@ -250,23 +317,26 @@ def main(argv):
         extract("TorchScript %s: torch.jit.load(f).state_dict()" % kind, p(kind + ".pt"), kind + ".out.pt", [],
                 jwant)
         extract("TorchScript %s to safetensors" % kind, p(kind + ".pt"), kind + ".out.safetensors", [], jwant)
-        rc, _, err = run(tool, "inspect", p(kind + ".pt"))
-        rep.check("TorchScript %s: inspect says unsafe, and why" % kind,
-              [] if rc == 4 and "TorchScript archive" in err and "torch.jit.load" in err
-              else ["exit %d: %s" % (rc, err.strip())])
-        rc, _, err = run(tool, "to-cpu", "--allow-unsafe", p(kind + ".pt"), "-o", p(kind + ".cpu.pt"))
-        rep.check("TorchScript %s: a whole rewrite is refused, pointing to extract" % kind,
-              [] if rc == 2 and "extract" in err and not os.path.exists(p(kind + ".cpu.pt"))
-              else ["exit %d: %s" % (rc, err.strip())])
+        rc, _, err = run(c.tool, "inspect", p(kind + ".pt"))
+        c.rep.check("TorchScript %s: inspect says unsafe, and why" % kind,
+                    [] if rc == 4 and "TorchScript archive" in err and "torch.jit.load" in err
+                    else ["exit %d: %s" % (rc, err.strip())])
+        rc, _, err = run(c.tool, "to-cpu", "--allow-unsafe", p(kind + ".pt"), "-o", p(kind + ".cpu.pt"))
+        c.rep.check("TorchScript %s: a whole rewrite is refused, pointing to extract" % kind,
+                    [] if rc == 2 and "extract" in err and not os.path.exists(p(kind + ".cpu.pt"))
+                    else ["exit %d: %s" % (rc, err.strip())])
 
-    # the samples of make_extract_samples.py, made by another torch maybe
+
+def feature_samples(c):
+    """The samples of make_extract_samples.py, made by another torch maybe."""
+    p, extract = c.p, c.extract
     for name, opts in (("pickled_module_cuda0.pt", []), ("lightning_dp_cpu.ckpt", []), ("train_ema_cpu.pt", ["--ema"])):
-        path = os.path.join(samples, name)
+        path = os.path.join(c.samples, name)
         with open(path + ".expect.json") as f:
             exp = json.load(f)["tensors"]
         prefix = {"lightning_dp_cpu.ckpt": "state_dict.", "train_ema_cpu.pt": "model_ema."}.get(name, "")
         wants = {".".join(e["path"])[len(prefix):]: e for e in exp if ".".join(e["path"]).startswith(prefix)}
-        rc, _, err = run(tool, "extract", path, "-o", p(name + ".out.pt"), *opts)
+        rc, _, err = run(c.tool, "extract", path, "-o", p(name + ".out.pt"), *opts)
         probs = ["exit %d: %s" % (rc, err.strip())] if rc else []
         if not probs:
             got = load(p(name + ".out.pt"))
@@ -277,29 +347,50 @@ def main(argv):
                                  or torch_verify.dtype_name(got[k].dtype) != e["dtype"]
                                  or list(got[k].shape) != e["shape"]):
                     probs.append("%s differs from what was saved" % k)
-        rep.check("sample %s against its expect file" % name, probs)
+        c.rep.check("sample %s against its expect file" % name, probs)
     for name in ("torchscript_scripted.pt", "torchscript_traced.pt"):
-        path = os.path.join(samples, name)
+        path = os.path.join(c.samples, name)
         extract("sample %s against torch.jit.load" % name, path, name + ".out.pt", [],
                 torch.jit.load(path).state_dict())
 
-    # inspect --json says the same facts
-    rc, so, _ = run(tool, "inspect", "--json", p("lightning.ckpt"))
+
+def feature_inspect(c):
+    """inspect says the facts extract goes by: a training checkpoint's weights, a pickled module's class."""
+    _, _, lsd = c.lightning()
+    want = c.pickled()
+    rc, so, _ = run(c.tool, "inspect", "--json", c.p("lightning.ckpt"))
     try:
         wj = json.loads(so)["weights"]
-        c = wj["candidates"][0]
-        probs = [] if (wj["kind"] == "training checkpoint" and c["from"] == "state_dict" and c["tensors"] == len(lsd)
-                       and c["shared_prefix"] == "model." and wj["optimizer_bytes"] > 0) else ["weights: %r" % wj]
+        cand = wj["candidates"][0]
+        probs = [] if (wj["kind"] == "training checkpoint" and cand["from"] == "state_dict"
+                       and cand["tensors"] == len(lsd) and cand["shared_prefix"] == "model."
+                       and wj["optimizer_bytes"] > 0) else ["weights: %r" % wj]
     except Exception as e:  # noqa: BLE001
         probs = ["inspect --json: %s" % e]
-    rep.check("inspect --json: training checkpoint, weights under 'state_dict', optimizer bytes, shared prefix", probs)
-    rc, so, _ = run(tool, "inspect", p("model.pt"))
-    rep.check("inspect: the pickled module's class and what extract gives",
-          [] if re.search(r"weights: pickled module tensorctl_gone_3\.Net; extract gives %d tensors" % len(want), so)
-          else ["%r" % [ln for ln in so.splitlines() if ln.startswith("weights")]])
+    c.rep.check("inspect --json: training checkpoint, weights under 'state_dict', optimizer bytes, shared prefix", probs)
+    rc, so, _ = run(c.tool, "inspect", c.p("model.pt"))
+    c.rep.check("inspect: the pickled module's class and what extract gives",
+                [] if re.search(r"weights: pickled module tensorctl_gone_3\.Net; extract gives %d tensors" % len(want), so)
+                else ["%r" % [ln for ln in so.splitlines() if ln.startswith("weights")]])
 
+
+FEATURE_RUNS = {"prefixes": feature_prefixes, "lightning": feature_lightning, "ema": feature_ema,
+                "pickled-modules": feature_pickled_modules, "torchscript": feature_torchscript,
+                "samples": feature_samples, "inspect": feature_inspect}
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    tool, base, samples = shlex.split(argv[0]), argv[1], argv[2]
+    rep = Report()
+    for feature in ONLY:
+        print("# %s" % feature)
+        c = Case(tool, base, samples, feature, rep)
+        FEATURE_RUNS[feature](c)
     return rep.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(ARGV))

@@ -2,7 +2,8 @@
 """Outputs share their unchanged tensor data with the input where the file system clones blocks.
 
     check_reflink.py run --tensorctl T [--unit TEST_XFER] [--shim SHIM] [--run-with-torch SH] [--keep]
-                     [--fs xfs,btrfs] [--only CHECK,...] FILE...
+                     [--fs xfs,btrfs] [--only CHECK[,CHECK...]] FILE...
+    check_reflink.py --features            the checks (CHECKS below), one a line
     check_reflink.py torch PAIRS.json        (the torch half, run by tests/run_with_torch.sh)
 
 run (as root) makes a sparse 2 GiB XFS image (mkfs.xfs -m reflink=1) in a temporary folder,
@@ -32,9 +33,11 @@ loop-mounts it, and there (then again on btrfs, where mkfs.btrfs is installed):
     weights_only=True wherever the input loads that way);
 then unmounts the image and removes everything, also on a failure or SIGTERM.
 
---fs: the file systems (meson runs one test for each: reflink/xfs, reflink/btrfs; an image is
-made and filled once per file system, so no finer split); --only: the checks of CHECKS to run (by
-hand). A run of btrfs alone skips (77) without mkfs.btrfs.
+--fs: the file systems; --only: the checks of CHECKS to run (files, refused, in-place, set, dcp,
+unit), torch then loading the outputs they made. meson runs one test for each file system and
+check (reflink-xfs/CHECK, reflink-btrfs/CHECK): each makes and mounts an image of its own and puts
+there only the inputs its check judges (FILE... and big.pt for files; big.pt for refused and
+in-place; set, dcp and unit make theirs). A run of btrfs alone skips (77) without mkfs.btrfs.
 
 One line per check (PASS/FAIL/SKIP), then `N passed, M failed, K skipped`. Exit 0; 1 on a failure;
 77 (skipped) when not root, without mkfs.xfs, or where no loop device can be mounted.
@@ -59,6 +62,8 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "hostile"))
 sys.path.insert(0, os.path.join(HERE, ".."))
+
+from judge import features  # noqa: E402
 
 BLOCK = 4096
 SKIP = 77
@@ -505,6 +510,8 @@ def check_unit(a, rep, mnt):
 
 
 def check_torch(a, rep, work, pairs):
+    if not pairs:
+        return  # the check made no output (unit, or every rewrite refused: failures of their own)
     if not a.run_with_torch:
         rep.skip("torch loads the outputs", "no run_with_torch.sh given")
         return
@@ -567,27 +574,37 @@ class Mounted:
 
 
 def run_on(a, rep, fs):
-    """Every check on an image of file system fs."""
+    """The checks of a.only on an image of file system fs; the inputs they judge copied and made
+    there as the first check needs them."""
     rep.prefix = fs + ": "
     with Mounted(2 << 30, fs) as m:
         work = os.path.join(m.mnt, "work")
         os.makedirs(work)
+        os.makedirs(os.path.join(m.mnt, "in"))  # the inputs, copied and made
         print("# %s image mounted at %s" % (" ".join(MKFS[fs][0:1] + MKFS[fs][3:]), m.mnt), flush=True)
-        inputs = []
-        for f in a.files:
-            dst = os.path.join(m.mnt, "in", os.path.basename(os.path.dirname(f)) + "-" + os.path.basename(f))
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copyfile(f, dst)
-            inputs.append(dst)
-        big = os.path.join(m.mnt, "in", "big.pt")
-        os.makedirs(os.path.dirname(big), exist_ok=True)
-        make_checkpoint(big, BIG, 1)
-        inputs.append(big)
+        made = {}
+
+        def big():
+            """in/big.pt, the ~200 MB checkpoint made byte by byte."""
+            if "big" not in made:
+                made["big"] = os.path.join(m.mnt, "in", "big.pt")
+                make_checkpoint(made["big"], BIG, 1)
+            return made["big"]
+
+        def inputs():
+            """FILE... copied in, then big.pt."""
+            out = []
+            for f in a.files:
+                dst = os.path.join(m.mnt, "in", os.path.basename(os.path.dirname(f)) + "-" + os.path.basename(f))
+                shutil.copyfile(f, dst)
+                out.append(dst)
+            return out + [big()]
+
         pairs = []
         checks = {
-            "files": lambda: [check_file(a, rep, path, work, pairs) for path in inputs],
-            "refused": lambda: check_refused(a, rep, big, work, pairs),
-            "in-place": lambda: check_in_place(a, rep, big, work, pairs),
+            "files": lambda: [check_file(a, rep, path, work, pairs) for path in inputs()],
+            "refused": lambda: check_refused(a, rep, big(), work, pairs),
+            "in-place": lambda: check_in_place(a, rep, big(), work, pairs),
             "set": lambda: check_set(a, rep, work, pairs),
             "dcp": lambda: check_dcp(a, rep, m.mnt, work, pairs),
             "unit": lambda: check_unit(a, rep, m.mnt),
@@ -688,7 +705,7 @@ def compare_sets(tv, ins, outs):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    only, argv = features(sys.argv[1:] if argv is None else argv, CHECKS)
     if argv[:1] == ["torch"] and len(argv) == 2:
         return main_torch(argv[1])
     if argv[:1] != ["run"]:
@@ -701,14 +718,12 @@ def main(argv=None):
     ap.add_argument("--shim", help="the fault injection shim (tests/faultinject), to refuse a clone")
     ap.add_argument("--keep", action="store_true", help="wait before unmounting (to look around)")
     ap.add_argument("--fs", default="xfs,btrfs", help="the file systems, comma-separated (xfs,btrfs)")
-    ap.add_argument("--only", default=",".join(CHECKS),
-                    help="the checks, comma-separated (%s); torch judges their outputs" % ",".join(CHECKS))
     ap.add_argument("files", nargs="*")
     a = ap.parse_args(argv[1:])
-    a.fs, a.only = a.fs.split(","), a.only.split(",")
-    bad = [x for x in a.fs if x not in MKFS] + [x for x in a.only if x not in CHECKS]
+    a.fs, a.only = a.fs.split(","), only
+    bad = [x for x in a.fs if x not in MKFS]
     if bad:
-        ap.error("unknown file system or check: %s" % ", ".join(bad))
+        ap.error("unknown file system: %s" % ", ".join(bad))
     return main_run(a)
 
 
