@@ -422,6 +422,10 @@ static int take_value(const tc_opt *o, const char *v, tc_args *a)
         size_t len = eq ? (size_t)(eq - v) : 0;
         tc_diag d = TC_DIAG_INIT;
         tc_device dv;
+        if (a->nmap == TC_MAX_REPEAT) { /* map[] holds every --map of a command, whichever row gave it */
+            tc_err(NULL, "--%s given more than %d times", o->lng, TC_MAX_REPEAT);
+            return -1;
+        }
         if (!eq || len >= sizeof a->map[0].from) {
             tc_err(NULL, "--%s '%s': expected FROM=TO, e.g. cuda:1=cuda:0", o->lng, v);
             return -1;
