@@ -98,7 +98,7 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
     const tc_limits *lim = tc_ckpt_limits(c);
     const tc_src *src = tc_ckpt_src(c);
     /* the pickles come first and say nothing of their length: read a growing prefix */
-    uint64_t cap = lim->max_pickle_bytes < (1u << 20) ? lim->max_pickle_bytes : 1u << 20;
+    uint64_t cap = lim->max_pickle_bytes < (64u << 10) ? lim->max_pickle_bytes : 64u << 10;
     uint8_t *buf = NULL;
     pk_obj *keys = NULL;
     size_t end = 0;

@@ -35,11 +35,16 @@ static int find_eocd(const tc_src *s, uint64_t *eocd, tc_diag *d)
         int rc = tc_src_read(s, cur, buf, n, "zip end record", d);
         if (rc)
             return rc;
-        for (size_t i = n - 3; i-- > 0;)
-            if (tc_le32(buf + i) == SIG_EOCD && size - (cur + i) >= 22) {
-                *eocd = cur + i;
+        for (size_t lim = n - 3; lim;) { /* the last signature in buf[0, n - 3), by its first byte */
+            const uint8_t *p = memrchr(buf, SIG_EOCD & 0xff, lim);
+            if (!p)
+                break;
+            lim = (size_t)(p - buf);
+            if (tc_le32(p) == SIG_EOCD && size - (cur + lim) >= 22) {
+                *eocd = cur + lim;
                 return 0;
             }
+        }
         if (!cur || size - cur >= 65535 + 22 || cur < sizeof buf - 3)
             break;
         cur -= sizeof buf - 3;

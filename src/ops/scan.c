@@ -46,6 +46,8 @@ typedef struct scan {
     size_t nring;
     uint64_t produced, emitted, qhead, qtail;
     bool closing;
+    unsigned idle;         /* workers waiting for work */
+    bool waiting;          /* the caller's thread waits for a slot to be done */
     int fatal;
     bool collect;          /* the first walk: only links are noted */
     tc_map dirs;           /* (dev, ino) of folders walked in this walk */
@@ -60,8 +62,11 @@ static void *worker(void *arg)
     scan *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (s->qhead == s->qtail && !s->closing)
+        while (s->qhead == s->qtail && !s->closing) {
+            s->idle++;
             pthread_cond_wait(&s->work, &s->mu);
+            s->idle--;
+        }
         if (s->qhead == s->qtail)
             break;
         slot *sl = &s->ring[s->queue[s->qhead++ % s->nring] % s->nring];
@@ -71,7 +76,8 @@ static void *worker(void *arg)
         if (rc && !s->fatal)
             s->fatal = rc;
         sl->done = true;
-        pthread_cond_broadcast(&s->done);
+        if (s->waiting) /* else the caller's thread finds it done when it next looks */
+            pthread_cond_signal(&s->done);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -115,7 +121,9 @@ static void drain(scan *s, bool wait)
         if (!sl->done) {
             if (!wait)
                 break;
+            s->waiting = true;
             pthread_cond_wait(&s->done, &s->mu);
+            s->waiting = false;
             continue;
         }
         pthread_mutex_unlock(&s->mu);
@@ -145,7 +153,8 @@ static int submit(scan *s, char *path, char *target, uint64_t size)
     sl->size = size;
     pthread_mutex_lock(&s->mu);
     s->queue[s->qtail++ % s->nring] = s->produced++;
-    pthread_cond_signal(&s->work);
+    if (s->idle)
+        pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->mu);
     drain(s, false);
     return 0;
@@ -174,7 +183,13 @@ static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdic
 
 static int walk(scan *s, const char *path);
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* A folder's entry and its type as the folder lists it (DT_UNKNOWN where the file system does not say). */
+typedef struct entry {
+    char *name;
+    unsigned char type;
+} entry;
+
+static int cmp_name(const void *a, const void *b) { return strcmp(((const entry *)a)->name, ((const entry *)b)->name); }
 
 static int walk_dir(scan *s, const char *path, const struct stat *st)
 {
@@ -191,15 +206,18 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
         tc_buf_free(&r);
         return rc;
     }
-    TC_VEC(char *) names = {0};
+    TC_VEC(entry) names = {0};
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(dir))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
-        char *n = strdup(e->d_name);
-        if (!n || tc_vec_push(&names, n)) {
-            free(n);
+        /* the first walk notes only where links lead: a regular file it need not even stat */
+        if (s->collect && e->d_type == DT_REG)
+            continue;
+        entry n = {strdup(e->d_name), e->d_type};
+        if (!n.name || tc_vec_push(&names, n)) {
+            free(n.name);
             rc = TC_ERR_NOMEM;
         }
     }
@@ -211,13 +229,13 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
         tc_buf child = TC_BUF_INIT(0);
-        tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i]);
+        tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i].name);
         rc = tc_buf_oom(&child) ? TC_ERR_NOMEM : walk(s, tc_buf_str(&child));
         tc_buf_free(&child);
     }
 done:
     for (size_t i = 0; i < names.n; i++)
-        free(names.v[i]);
+        free(names.v[i].name);
     tc_vec_free(&names);
     return rc;
 }

@@ -85,4 +85,24 @@ int scan_stream_open(scan_stream **out, const scan_seq *seq, const char *what, u
 const tc_src *scan_stream_src(const scan_stream *s);
 void scan_stream_close(scan_stream *s);
 
+/* ---- files ------------------------------------------------------------------ */
+
+/* A file on disk as scan reads it: every driver's probe reads its first bytes,
+ * a zip's end is searched for backwards, a header lies at the start, so its
+ * first and last SCAN_KEEP bytes are read once each, when first asked for, and
+ * kept; other reads go to the file. A file no longer than SCAN_KEEP is read
+ * whole, in one read. The source is one thread's, as scan_file's are. */
+#define SCAN_KEEP ((size_t)64 << 10)
+
+typedef struct scan_file_src {
+    tc_src src;           /* what the drivers read */
+    const tc_src *file;
+    uint8_t *head, *tail; /* NULL until first read */
+    size_t nhead, ntail;
+} scan_file_src;
+
+/* file must outlive *s; scan_file_src_close frees what it kept. */
+void scan_file_src_open(scan_file_src *s, const tc_src *file);
+void scan_file_src_close(scan_file_src *s);
+
 #endif

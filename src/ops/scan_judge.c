@@ -255,15 +255,18 @@ int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items
         budget = 64ull << 20;
     scan_job j = {o, path, out, {0}, budget, 0, 0, {0}};
     tc_src f, w;
+    scan_file_src fs;
     tc_diag d = TC_DIAG_INIT;
     int rc;
     *archives = *skipped = 0;
     if (tc_src_open_file(&f, path, &d))
         return emit(&j, "unreadable", NULL, TC_SCAN_UNREADABLE, size, d.msg);
-    if (tc_src_window(&w, &f, 0, f.size, &d))
+    scan_file_src_open(&fs, &f);
+    if (tc_src_window(&w, &fs.src, 0, f.size, &d))
         rc = emit(&j, "unreadable", NULL, TC_SCAN_UNREADABLE, size, d.msg);
     else
         rc = scan_judge(&j, &w, path, NULL, 0);
+    scan_file_src_close(&fs);
     tc_src_close(&f);
     tc_vec_free(&j.chain);
     *archives = j.archives;

@@ -208,3 +208,58 @@ void scan_stream_close(scan_stream *s)
     free(s->what);
     free(s);
 }
+
+/* ---- files ------------------------------------------------------------------ */
+
+/* *keep, n bytes at off of the file, read when first needed. */
+static int kept(scan_file_src *s, uint8_t **keep, uint64_t off, size_t n, tc_diag *d)
+{
+    if (*keep)
+        return 0;
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_src_read(s->file, off, b, n, "kept bytes", d);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    *keep = b;
+    return 0;
+}
+
+static int file_read(void *ctx, uint64_t off, void *buf, size_t n, tc_diag *d)
+{
+    scan_file_src *s = ctx;
+    uint64_t size = s->file->size, tail_off = size - s->ntail;
+    int rc;
+    if (off + n <= s->nhead) {
+        if ((rc = kept(s, &s->head, 0, s->nhead, d)))
+            return rc;
+        memcpy(buf, s->head + off, n);
+        return 0;
+    }
+    if (s->ntail && off >= tail_off) {
+        if ((rc = kept(s, &s->tail, tail_off, s->ntail, d)))
+            return rc;
+        memcpy(buf, s->tail + (off - tail_off), n);
+        return 0;
+    }
+    return tc_src_read(s->file, off, buf, n, "data", d);
+}
+
+void scan_file_src_open(scan_file_src *s, const tc_src *file)
+{
+    memset(s, 0, sizeof *s);
+    s->file = file;
+    s->nhead = file->size < SCAN_KEEP ? (size_t)file->size : SCAN_KEEP;
+    s->ntail = file->size - s->nhead < SCAN_KEEP ? (size_t)(file->size - s->nhead) : SCAN_KEEP;
+    tc_src_init_fn(&s->src, file->size, file_read, s, file->what);
+}
+
+void scan_file_src_close(scan_file_src *s)
+{
+    free(s->head);
+    free(s->tail);
+    s->head = s->tail = NULL;
+}
