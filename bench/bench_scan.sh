@@ -26,6 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 bench_n=3
 bench_py_needs='import torch, numpy'
+bench_clock=precise  # a scan of the tree takes tens of milliseconds
 bench_init tensorctl-bench-scan "${1:-}"
 tree=${BENCH_TREE:-}
 made_tree=

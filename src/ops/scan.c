@@ -48,6 +48,7 @@ typedef struct scan {
     bool closing;
     unsigned idle;         /* workers waiting for work */
     bool waiting;          /* the caller's thread waits for a slot to be done */
+    size_t done_since;     /* files judged since it began to wait */
     int fatal;
     bool collect;          /* the first walk: only links are noted */
     tc_map dirs;           /* (dev, ino) of folders walked in this walk */
@@ -76,7 +77,10 @@ static void *worker(void *arg)
         if (rc && !s->fatal)
             s->fatal = rc;
         sl->done = true;
-        if (s->waiting) /* else the caller's thread finds it done when it next looks */
+        /* the caller's thread, waiting for room in a full ring, is woken once a quarter of it
+         * is judged (or nothing is left to hand out), not for each file: else each file would
+         * cost two turns between threads */
+        if (s->waiting && (++s->done_since >= s->nring / 4 || s->qhead == s->qtail))
             pthread_cond_signal(&s->done);
     }
     pthread_mutex_unlock(&s->mu);
@@ -122,6 +126,7 @@ static void drain(scan *s, bool wait)
             if (!wait)
                 break;
             s->waiting = true;
+            s->done_since = 0;
             pthread_cond_wait(&s->done, &s->mu);
             s->waiting = false;
             continue;
