@@ -43,6 +43,10 @@ int tc_quant_decode(tc_qtype q, float *dst, const void *src, size_t n);
 int tc_quant_encode_ref(tc_qtype q, void *dst, const float *src, size_t n);
 int tc_quant_encode(tc_qtype q, void *dst, const float *src, size_t n);
 
+/* The same from bfloat16 values (n blocks of them, or n values for the element types), each
+ * widened to float32 exactly; Q8_0 and Q4_0 read them without a float32 copy. */
+int tc_quant_encode_bf16(tc_qtype q, void *dst, const void *src, size_t n);
+
 /* Force the reference path in tc_quant_decode/encode (tests). */
 void tc_quant_force_scalar(bool scalar);
 

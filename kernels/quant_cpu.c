@@ -155,76 +155,169 @@ AVX2 static inline __m256i low_bytes(const __m256 *v)
     return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-AVX2 static inline uint16_t half_of(float d)
+/* Eight blocks' largest |x| at once: lane k of the result is the largest lane of m[k]. */
+AVX2 static inline __m256 hmax8(const __m256 *m)
 {
-    return (uint16_t)_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT));
+    __m256 s[4];
+    for (int k = 0; k < 4; k++) /* within each 128-bit half: pairs of lanes of m[2k], m[2k + 1] */
+        s[k] = _mm256_max_ps(_mm256_shuffle_ps(m[2 * k], m[2 * k + 1], 0x88), _mm256_shuffle_ps(m[2 * k], m[2 * k + 1], 0xdd));
+    __m256 q0 = _mm256_max_ps(_mm256_shuffle_ps(s[0], s[1], 0x88), _mm256_shuffle_ps(s[0], s[1], 0xdd));
+    __m256 q1 = _mm256_max_ps(_mm256_shuffle_ps(s[2], s[3], 0x88), _mm256_shuffle_ps(s[2], s[3], 0xdd));
+    /* q0: blocks 0-3 of the lanes 0-3 in its low half, of the lanes 4-7 in its high half; q1: blocks 4-7 */
+    __m256 lo = _mm256_permute2f128_ps(q0, q1, 0x20), hi = _mm256_permute2f128_ps(q0, q1, 0x31);
+    return _mm256_max_ps(lo, hi);
 }
 
-/* Loads a block of 32, its |x| largest (no NaN among them: *nan says whether there is one). */
-AVX2 static inline float block_absmax(const float *x, __m256 *v, bool *nan)
+/* Eight values from value i of x: float32, or bfloat16 widened (exactly: its bits are float32's high half). */
+#define ALWAYS __attribute__((always_inline))
+AVX2 ALWAYS static inline __m256 load8(const void *x, size_t i, bool bf16)
+{
+    if (!bf16)
+        return _mm256_loadu_ps((const float *)x + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)x + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Block k of x through the reference, widened to float32 first where it is bfloat16. */
+static void block_ref(tc_qtype q, uint8_t *out, const void *x, size_t k, bool bf16)
+{
+    float f[32];
+    const float *v = (const float *)x + 32 * k;
+    if (bf16) {
+        const uint16_t *h = (const uint16_t *)x + 32 * k;
+        for (int j = 0; j < 32; j++) {
+            uint32_t u = (uint32_t)h[j] << 16;
+            memcpy(&f[j], &u, 4);
+        }
+        v = f;
+    }
+    tc_quant_encode_ref(q, out, v, 1);
+}
+
+/* Block k of x loaded into v[0..4), its lanes' |x| largest in *m; whether it holds a NaN. */
+AVX2 ALWAYS static inline bool block_load(const void *x, size_t k, __m256 *v, __m256 *m, bool bf16)
 {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 m = _mm256_setzero_ps(), u = _mm256_setzero_ps();
-    for (int k = 0; k < 4; k++) {
-        v[k] = _mm256_loadu_ps(x + 8 * k);
-        m = _mm256_max_ps(m, _mm256_and_ps(v[k], absm));
-        u = _mm256_or_ps(u, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
+    __m256 a = _mm256_setzero_ps(), u = _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++) {
+        v[j] = load8(x, 32 * k + 8 * (size_t)j, bf16);
+        a = _mm256_max_ps(a, _mm256_and_ps(v[j], absm));
+        u = _mm256_or_ps(u, _mm256_cmp_ps(v[j], v[j], _CMP_UNORD_Q));
     }
-    *nan = _mm256_movemask_ps(u) != 0;
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+    *m = a;
+    return _mm256_movemask_ps(u) != 0;
 }
 
-AVX2 static void enc_q8_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n)
+/* 1 / d, and 0 where d is 0, in eight lanes (numpy: d == 0 gives 0). */
+AVX2 static inline __m256 inverse(__m256 d)
+{
+    __m256 id = _mm256_div_ps(_mm256_set1_ps(1.0f), d);
+    return _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_EQ_OQ), id);
+}
+
+AVX2 static inline __m256 lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
+
+/* Blocks of Q8_0, eight at a time: their scales computed together, each block's values then as
+ * in the reference; a block holding a NaN through the reference itself. x: float32 or bfloat16. */
+AVX2 ALWAYS static inline void q8_0_avx2(uint8_t *restrict b, const void *restrict x, size_t n, bool bf16)
 {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), sgn = _mm256_set1_ps(-0.0f);
-    for (size_t i = 0; i < n; i++, b += 34, x += 32) {
-        __m256 v[4], r[4];
-        bool nan;
-        float amax = block_absmax(x, v, &nan);
-        if (nan) {
-            tc_quant_encode_ref(TC_Q_Q8_0, b, x, 1);
-            continue;
+    const __m256 two = _mm256_set1_ps(2.0f);
+    for (size_t i = 0; i < n; i += 8) {
+        size_t nb = n - i < 8 ? n - i : 8;
+        __m256 v[8][4], m[8];
+        unsigned nan = 0;
+        for (size_t k = 0; k < 8; k++) {
+            if (k < nb)
+                nan |= (unsigned)block_load(x, i + k, v[k], &m[k], bf16) << k;
+            else
+                m[k] = _mm256_setzero_ps();
         }
-        float d = amax / 127.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
-        tcq_put16(b, half_of(d));
-        __m256 vid = _mm256_set1_ps(id), two = _mm256_set1_ps(2.0f);
-        for (int k = 0; k < 4; k++) { /* sign(p) * (floor(a) + floor(2 (a - floor(a)))), a = |p| */
-            __m256 p = _mm256_mul_ps(v[k], vid), a = _mm256_and_ps(p, absm), fl = _mm256_floor_ps(a);
-            __m256 q = _mm256_add_ps(fl, _mm256_floor_ps(_mm256_mul_ps(two, _mm256_sub_ps(a, fl))));
-            r[k] = _mm256_or_ps(q, _mm256_and_ps(p, sgn));
+        __m256 d = _mm256_div_ps(hmax8(m), _mm256_set1_ps(127.0f)), id = inverse(d);
+        uint16_t h[8];
+        _mm_storeu_si128((__m128i *)(void *)h, _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT));
+        for (size_t k = 0; k < nb; k++) {
+            uint8_t *o = b + 34 * (i + k);
+            if (nan >> k & 1) {
+                block_ref(TC_Q_Q8_0, o, x, i + k, bf16);
+                continue;
+            }
+            tcq_put16(o, h[k]);
+            __m256 vid = lane(id, (int)k), r[4];
+            for (int j = 0; j < 4; j++) { /* sign(p) * (floor(a) + floor(2 (a - floor(a)))), a = |p| */
+                __m256 p = _mm256_mul_ps(v[k][j], vid), a = _mm256_and_ps(p, absm), fl = _mm256_floor_ps(a);
+                __m256 q = _mm256_add_ps(fl, _mm256_floor_ps(_mm256_mul_ps(two, _mm256_sub_ps(a, fl))));
+                r[j] = _mm256_or_ps(q, _mm256_and_ps(p, sgn));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)(o + 2), low_bytes(r));
         }
-        _mm256_storeu_si256((__m256i *)(void *)(b + 2), low_bytes(r));
     }
 }
 
-AVX2 static void enc_q4_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n)
+/* Blocks of Q4_0, eight at a time as Q8_0's. The scale is the value of largest |x| (numpy's argmax:
+ * the first such) over -8: the block's largest value when it is larger than minus the smallest, the
+ * smallest when that is larger; when they are equal, whichever comes first. */
+AVX2 ALWAYS static inline void q4_0_avx2(uint8_t *restrict b, const void *restrict x, size_t n, bool bf16)
 {
-    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    for (size_t i = 0; i < n; i++, b += 18, x += 32) {
-        __m256 v[4], r[4];
-        bool nan;
-        float amax = block_absmax(x, v, &nan);
-        if (nan) {
-            tc_quant_encode_ref(TC_Q_Q4_0, b, x, 1);
-            continue;
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), sgn = _mm256_set1_ps(-0.0f);
+    const __m256 half8 = _mm256_set1_ps(8.5f);
+    for (size_t i = 0; i < n; i += 8) {
+        size_t nb = n - i < 8 ? n - i : 8;
+        __m256 v[8][4], hi[8], lo[8];
+        unsigned nan = 0;
+        for (size_t k = 0; k < 8; k++) {
+            __m256 h = _mm256_setzero_ps(), l = h, u = h;
+            for (int j = 0; k < nb && j < 4; j++) {
+                v[k][j] = load8(x, 32 * (i + k) + 8 * (size_t)j, bf16);
+                h = _mm256_max_ps(h, v[k][j]);
+                l = _mm256_min_ps(l, v[k][j]);
+                u = _mm256_or_ps(u, _mm256_cmp_ps(v[k][j], v[k][j], _CMP_UNORD_Q));
+            }
+            hi[k] = h, lo[k] = _mm256_xor_ps(l, sgn); /* minus the smallest (at least 0, as the largest) */
+            nan |= (unsigned)(_mm256_movemask_ps(u) != 0) << k;
         }
-        /* numpy's argmax of |x|: the first element equal to the largest */
-        __m256 big = _mm256_set1_ps(amax);
-        uint32_t eq = 0;
-        for (int k = 0; k < 4; k++)
-            eq |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v[k], absm), big, _CMP_EQ_OQ)) << (8 * k);
-        float d = x[__builtin_ctz(eq)] / -8.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
-        tcq_put16(b, half_of(d));
-        __m256 vid = _mm256_set1_ps(id), h = _mm256_set1_ps(8.5f);
-        for (int k = 0; k < 4; k++)
-            r[k] = _mm256_round_ps(_mm256_add_ps(_mm256_mul_ps(v[k], vid), h), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        __m256i q = _mm256_min_epu8(low_bytes(r), _mm256_set1_epi8(15));
-        __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-        _mm_storeu_si128((__m128i *)(void *)(b + 2), _mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
+        /* (max takes its second operand between zeros: |x| is cleared of a sign it may carry so) */
+        __m256 top = hmax8(hi), bot = hmax8(lo), amax = _mm256_and_ps(_mm256_max_ps(top, bot), absm);
+        /* negative where minus the smallest is the larger; a tie (both there) decided block by block */
+        unsigned neg = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(bot, top, _CMP_GT_OQ));
+        unsigned tie = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(bot, top, _CMP_EQ_OQ)) & ~nan & ((1u << nb) - 1);
+        for (; tie; tie &= tie - 1) {
+            int k = __builtin_ctz(tie);
+            __m256 big = lane(amax, k);
+            uint32_t eq = 0, sign = 0;
+            for (int j = 0; j < 4; j++) {
+                eq |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v[k][j], absm), big, _CMP_EQ_OQ)) << (8 * j);
+                sign |= (uint32_t)_mm256_movemask_ps(v[k][j]) << (8 * j);
+            }
+            neg |= (sign >> __builtin_ctz(eq) & 1u) << k; /* eq has a bit: amax is some |x| */
+        }
+        /* the signed value: amax with the sign bit of lanes in neg */
+        const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        __m256i negl = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)neg), bit), bit);
+        __m256 xm = _mm256_or_ps(amax, _mm256_and_ps(_mm256_castsi256_ps(negl), sgn));
+        __m256 d = _mm256_div_ps(xm, _mm256_set1_ps(-8.0f)), id = inverse(d);
+        uint16_t h[8];
+        _mm_storeu_si128((__m128i *)(void *)h, _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT));
+        for (size_t k = 0; k < nb; k++) {
+            uint8_t *o = b + 18 * (i + k);
+            if (nan >> k & 1) {
+                block_ref(TC_Q_Q4_0, o, x, i + k, bf16);
+                continue;
+            }
+            tcq_put16(o, h[k]);
+            __m256 vid = lane(id, (int)k), r[4];
+            for (int j = 0; j < 4; j++) /* low_bytes truncates, as the reference's truncf then cast */
+                r[j] = _mm256_add_ps(_mm256_mul_ps(v[k][j], vid), half8);
+            __m256i q = _mm256_min_epu8(low_bytes(r), _mm256_set1_epi8(15));
+            __m128i l = _mm256_castsi256_si128(q), u = _mm256_extracti128_si256(q, 1);
+            _mm_storeu_si128((__m128i *)(void *)(o + 2), _mm_or_si128(l, _mm_slli_epi16(u, 4)));
+        }
     }
 }
+AVX2 static void enc_q8_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n) { q8_0_avx2(b, x, n, false); }
+AVX2 static void enc_q4_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n) { q4_0_avx2(b, x, n, false); }
+AVX2 static void enc_q8_0_avx2_bf16(uint8_t *restrict b, const void *restrict x, size_t n) { q8_0_avx2(b, x, n, true); }
+AVX2 static void enc_q4_0_avx2_bf16(uint8_t *restrict b, const void *restrict x, size_t n) { q4_0_avx2(b, x, n, true); }
 #endif
 
 HOT static void enc_f16(uint8_t *restrict b, const float *restrict x, size_t n)
@@ -320,4 +413,34 @@ int tc_quant_encode(tc_qtype q, void *dst, const float *src, size_t n)
     if (q == TC_Q_F32)
         return tc_quant_encode_ref(q, dst, src, n);
     return split(true, q, dst, src, n);
+}
+
+/* Values per step where bfloat16 is widened into a buffer for the other encoders. */
+#define WIDEN 2048
+
+int tc_quant_encode_bf16(tc_qtype q, void *dst, const void *src, size_t n)
+{
+    if (!tc_quant_can_encode(q))
+        return -1;
+#ifdef TC_X86
+    if (!force_scalar && avx2_ok() && (q == TC_Q_Q8_0 || q == TC_Q_Q4_0)) {
+        (q == TC_Q_Q8_0 ? enc_q8_0_avx2_bf16 : enc_q4_0_avx2_bf16)(dst, src, n);
+        return 0;
+    }
+#endif
+    const tc_qtype_info *t = tc_qtype_get(q);
+    size_t step = WIDEN / t->block; /* blocks (values, for the element types) per step */
+    float f[WIDEN];
+    for (size_t k = 0; k < n; k += step) {
+        size_t m = n - k < step ? n - k : step, nv = m * t->block;
+        const uint16_t *h = (const uint16_t *)src + k * t->block;
+        for (size_t j = 0; j < nv; j++) {
+            uint32_t u = (uint32_t)h[j] << 16;
+            memcpy(&f[j], &u, 4);
+        }
+        int rc = tc_quant_encode(q, (uint8_t *)dst + k * t->bytes, f, m);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }

@@ -160,9 +160,64 @@ Test(quant, fast_equals_reference)
         cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
         cr_assert_eq(tc_quant_encode(enc[k], b, x, nb), 0);
         same("fast vs reference encode", t->name, a, b, nb * t->bytes, 1, t->bytes);
+        uint16_t *h = malloc(nv * 2); /* the same from bfloat16: the high halves */
+        for (size_t i = 0; i < nv; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            h[i] = (uint16_t)(u >> 16);
+            u &= 0xffff0000u;
+            memcpy(&x[i], &u, 4);
+        }
+        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
+        cr_assert_eq(tc_quant_encode_bf16(enc[k], b, h, nb), 0);
+        same("bfloat16 vs reference encode", t->name, a, b, nb * t->bytes, 1, t->bytes);
+        free(h);
         free(x);
         free(a);
         free(b);
+    }
+}
+
+/* The fast encoders against the reference on blocks drawn from a few values, so that what the
+ * random blocks above almost never hold is common: a largest |x| held by both signs (numpy takes
+ * the first), zeros of both signs (the scale's sign), infinities, NaNs, subnormals, halves, and a
+ * number of blocks that is not a multiple of the eight the fast path takes at once. */
+Test(quant, fast_equals_reference_on_edges)
+{
+    static const float pick[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, 0.49999997f, -1.5f,
+                                 1e-45f, -1e-45f, 1e-40f, 3.4e38f, -3.4e38f, __builtin_inff(), -__builtin_inff(),
+                                 __builtin_nanf("")};
+    static const tc_qtype enc[] = {TC_Q_F16, TC_Q_BF16, TC_Q_Q8_0, TC_Q_Q4_0, TC_Q_Q4_1, TC_Q_Q5_0, TC_Q_Q5_1};
+    for (size_t k = 0; k < sizeof enc / sizeof enc[0]; k++) {
+        const tc_qtype_info *t = tc_qtype_get(enc[k]);
+        size_t nb = 8 * 4096 + 5, nv = nb * t->block;
+        float *x = malloc(nv * 4);
+        for (size_t b = 0; b < nb; b++) {
+            /* each block draws from 2 to 18 of the values: fewer values, more ties */
+            size_t span = 2 + (size_t)(next() % (sizeof pick / sizeof pick[0] - 1));
+            for (size_t i = 0; i < t->block; i++)
+                x[b * t->block + i] = pick[next() % span];
+        }
+        uint8_t *a = malloc(nb * t->bytes), *c = malloc(nb * t->bytes);
+        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
+        cr_assert_eq(tc_quant_encode(enc[k], c, x, nb), 0);
+        same("fast vs reference encode on edge values", t->name, a, c, nb * t->bytes, 1, t->bytes);
+        /* from bfloat16: the values cut to their high halves, against the reference on those */
+        uint16_t *h = malloc(nv * 2);
+        for (size_t i = 0; i < nv; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            h[i] = (uint16_t)(u >> 16);
+            u &= 0xffff0000u;
+            memcpy(&x[i], &u, 4);
+        }
+        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
+        cr_assert_eq(tc_quant_encode_bf16(enc[k], c, h, nb), 0);
+        same("bfloat16 vs reference encode on edge values", t->name, a, c, nb * t->bytes, 1, t->bytes);
+        free(h);
+        free(x);
+        free(a);
+        free(c);
     }
 }
 
