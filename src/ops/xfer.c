@@ -238,6 +238,28 @@ static int encode(const tc_xfer *x, tc_cast_stats *stats, uint8_t *out, const ui
     return 0;
 }
 
+/* n blocks from in to out, as `to`: decoded to float32, then cast where `to` is another type, a
+ * few blocks at a time as encode does. */
+static int decode(const tc_xfer *x, tc_cast_stats *stats, uint8_t *out, const uint8_t *in, size_t n, tc_diag *d)
+{
+    const tc_qtype_info *q = tc_qtype_get(x->dec);
+    if (x->to == TC_DT_F32) {
+        if (tc_quant_decode(x->dec, (float *)(void *)out, in, n))
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", q->name);
+        return 0;
+    }
+    float sub[SUB_VALUES];
+    size_t step = SUB_VALUES / q->block, out_size = tc_dtype_size(x->to);
+    for (size_t k = 0; k < n; k += step) {
+        size_t m = n - k < step ? n - k : step, nv = m * q->block;
+        if (tc_quant_decode(x->dec, sub, in + k * q->bytes, m))
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", q->name);
+        if (tc_cast_cpu_counted(stats, x->to, out + k * q->block * out_size, TC_DT_F32, sub, nv))
+            return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast float32 to %s", tc_dtype_name(x->to));
+    }
+    return 0;
+}
+
 /* Elements [e0, e0 + n) through the worker's buffers (its thread's scratch,
  * made when first needed: copies in the kernel need none), in pieces that
  * fit them; *crc is continued over the output. */
@@ -258,17 +280,10 @@ static int read_cast_write(job *j, worker *w, uint64_t e0, size_t n, uint32_t *c
         if (tc_src_read(x->src, x->in_off + el * j->ein, w->in, ne * j->ein, x->what, &w->d))
             return -1;
         const uint8_t *o = w->in;
-        if (x->dec != TC_Q_NONE) { /* blocks -> float32 in out -> `to` in in */
-            float *f = (float *)(void *)w->out;
-            size_t nv = ne * tc_qtype_get(x->dec)->block;
-            if (tc_quant_decode(x->dec, f, w->in, ne))
-                return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", tc_qtype_name(x->dec));
+        if (x->dec != TC_Q_NONE) { /* blocks -> float32 -> `to` */
+            if (decode(x, &w->stats, w->out, w->in, ne, &w->d))
+                return -1;
             o = w->out;
-            if (x->to != TC_DT_F32) {
-                if (tc_cast_cpu_counted(&w->stats, x->to, w->in, TC_DT_F32, f, nv))
-                    return tc_fail(&w->d, TC_ERR_UNSUPPORTED, "cannot cast float32 to %s", tc_dtype_name(x->to));
-                o = w->in;
-            }
         } else if (x->enc != TC_Q_NONE) { /* `from` -> float32 -> blocks */
             if (encode(x, &w->stats, w->out, w->in, ne, &w->d))
                 return -1;
