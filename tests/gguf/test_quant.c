@@ -127,6 +127,18 @@ static uint64_t next(void)
 
 /* The fast path against the reference: random bytes (every bit pattern of the quant fields, any f16 scale),
  * enough blocks that the work is split over two threads. */
+/* x's values as bfloat16 in h (their high halves), and x cut to those values. */
+static void to_bf16(uint16_t *h, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        h[i] = (uint16_t)(u >> 16);
+        u &= 0xffff0000u;
+        memcpy(&x[i], &u, 4);
+    }
+}
+
 Test(quant, fast_equals_reference)
 {
     for (int q = 1; q < TC_Q_COUNT; q++) {
@@ -160,14 +172,8 @@ Test(quant, fast_equals_reference)
         cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
         cr_assert_eq(tc_quant_encode(enc[k], b, x, nb), 0);
         same("fast vs reference encode", t->name, a, b, nb * t->bytes, 1, t->bytes);
-        uint16_t *h = malloc(nv * 2); /* the same from bfloat16: the high halves */
-        for (size_t i = 0; i < nv; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], 4);
-            h[i] = (uint16_t)(u >> 16);
-            u &= 0xffff0000u;
-            memcpy(&x[i], &u, 4);
-        }
+        uint16_t *h = malloc(nv * 2); /* the same from bfloat16 */
+        to_bf16(h, x, nv);
         cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
         cr_assert_eq(tc_quant_encode_bf16(enc[k], b, h, nb), 0);
         same("bfloat16 vs reference encode", t->name, a, b, nb * t->bytes, 1, t->bytes);
@@ -204,13 +210,7 @@ Test(quant, fast_equals_reference_on_edges)
         same("fast vs reference encode on edge values", t->name, a, c, nb * t->bytes, 1, t->bytes);
         /* from bfloat16: the values cut to their high halves, against the reference on those */
         uint16_t *h = malloc(nv * 2);
-        for (size_t i = 0; i < nv; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], 4);
-            h[i] = (uint16_t)(u >> 16);
-            u &= 0xffff0000u;
-            memcpy(&x[i], &u, 4);
-        }
+        to_bf16(h, x, nv);
         cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
         cr_assert_eq(tc_quant_encode_bf16(enc[k], c, h, nb), 0);
         same("bfloat16 vs reference encode on edge values", t->name, a, c, nb * t->bytes, 1, t->bytes);
