@@ -150,7 +150,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     so->mode = o.format == TC_OUT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH;
     so->dst_flags = tc_dst_flags_from_args(&a);
     so->allow_unsafe = r.allow_unsafe;
-    so->safe_globals = (const char *const *)r.safe_globals;
+    so->safe_globals = r.safe_globals;
     so->nsafe = r.nsafe;
     so->lim = r.lim;
     tc_dst_cleanup_on_signals();
@@ -175,7 +175,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     tc_consolidate_report_free(&rep);
 done:
-    tc_move_req_free(&r);
     free(out_path);
     free(a.pos);
     return tc_wrote_end(ex);

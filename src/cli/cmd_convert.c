@@ -149,7 +149,7 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }
-    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    tc_ckpt_admit(c, r->safe_globals, r->nsafe);
     /* a .pt output of a .pt input keeps its object graph; anything else keeps only tensors */
     tc_keeps keeps = fmt == TC_OUTNAME_PT && tc_ckpt_has_objects(c) ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS;
     if (tc_safety_gate(c, keeps, "convert", r->allow_unsafe, &d)) {
@@ -277,7 +277,7 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
         tc_err(in, "a distributed checkpoint: 'tensorctl consolidate' writes it as one file first");
         goto done;
     }
-    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    tc_ckpt_admit(c, r->safe_globals, r->nsafe);
     if (tc_safety_gate(c, TC_KEEPS_TENSORS, "convert", r->allow_unsafe, &d)) {
         ex = tc_err_diag(&d);
         goto done;
@@ -438,7 +438,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, &a);
 done:
-    tc_move_req_free(&r);
     free(in_path);
     free(out_path);
     free(a.pos);
@@ -454,7 +453,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 {
     tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .max_shard = max_shard,
                       .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
-                      .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
+                      .safe_globals = r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     tc_part_from_args(a, &so.part, &so.nparts, &so.index_only);
     /* OUT named as a file (not an index, not a folder): the set joined into it */
     so.one_file = !one_input && tc_names_one_file(out);
@@ -471,7 +470,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
     if (one_input) { /* opened here, to choose its weights as a file out would */
         if ((rc = tc_open(&c, in, &r->lim, &d)))
             return tc_err_diag(&d);
-        tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+        tc_ckpt_admit(c, r->safe_globals, r->nsafe);
         if (tc_ckpt_distributed(c)) {
             tc_err(in, "%s: 'tensorctl consolidate' writes it as one file or a set", tc_ckpt_distributed(c));
             ex = TC_EXIT_USAGE;
