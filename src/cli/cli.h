@@ -23,6 +23,7 @@
 #define TC_ESC(s) tc_esc((s), (char[1024]){0}, 1024)
 #include "ckpt.h"
 #include "diag.h"
+#include "gguf.h" /* tc_gguf_wkv: --kv's typed slot */
 #include "opt_text.h" /* generated from src/cli/options/ */
 #include "qtype.h"
 
@@ -72,6 +73,8 @@ typedef enum tc_kind {
     TC_KIND_DTYPE_GGUF, /* that, or a GGUF type tensorctl encodes; which one the output takes is the
                            command's to say, so no value is refused here: dtype[] (TC_DT_INVALID when
                            none) and qtype[] (TC_Q_NONE when none) */
+    TC_KIND_KV,       /* KEY=VALUE or KEY=TYPE:VALUE (repeatable), a GGUF metadata entry (tc_gguf_kv_parse):
+                         kv[] (a command has one such row) */
     TC_KIND_GLOBALS,  /* NAME[,NAME...] (repeatable), globals as module.name that may be admitted as safe
                          (tc_verdict_admissible): globals (a command has one such row) */
 } tc_kind;
@@ -182,10 +185,12 @@ typedef struct tc_args {
         unsigned i, n;             /* I/N */
         bool index;                /* "index" */
     } part;                        /* TC_KIND_PART */
+    tc_gguf_wkv kv[TC_MAX_REPEAT]; /* TC_KIND_KV: each value, in order (its key a copy, its value in argv) */
+    size_t nkv;
     const char **globals;          /* TC_KIND_GLOBALS: every name of every value, in order, NULL-terminated */
     size_t nglobals;
     /* The positional arguments. pos is also the one heap block of a: after them, the room of what the
-     * slots above hold beyond argv (globals' array and its names' text), sized from
+     * slots above hold beyond argv (globals' array, its names' text and --kv's keys: text), sized from
      * argv and the rows' defaults so that it cannot run out; free(a->pos) frees them all. */
     char **pos;
     int npos;

@@ -17,7 +17,7 @@
 static const tc_opt o_format = {.id = OPT_FORMAT, .lng = "format", .arg = "pt|safetensors|gguf",
                                 .text = &tc_text_convert_format, .kind = TC_KIND_WORDS};
 static const tc_opt o_kv = {.id = OPT_KV, .lng = "kv", .arg = "KEY=[TYPE:]VALUE", .flags = TC_OPT_REPEAT,
-                            .text = &tc_text_convert_kv};
+                            .text = &tc_text_convert_kv, .kind = TC_KIND_KV};
 static const tc_opt o_device = {.id = OPT_DEVICE, .shrt = 'd', .lng = "device", .arg = "DEV", .def = "cpu",
                                 .text = &tc_text_convert_device, .kind = TC_KIND_DEVICE};
 static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_convert_verbose};
@@ -247,25 +247,11 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
     tc_diag d = TC_DIAG_INIT;
     tc_gguf_report rep = {0};
     tc_progress prog;
-    size_t nkv = a->nrep[OPT_KV];
-    tc_gguf_wkv kv[TC_MAX_REPEAT];
-    char *keys[TC_MAX_REPEAT] = {0};
     int ex = TC_EXIT_USAGE;
+    /* --kv: parsed by tc_parse (TC_KIND_KV) */
     tc_gguf_opts o = {.to = q, .keep = a->rep[OPT_KEEP], .nkeep = a->nrep[OPT_KEEP], .only = a->rep[OPT_ONLY],
-                      .nonly = a->nrep[OPT_ONLY], .kv = kv, .nkv = nkv, .max_shard = max_shard, .dst_flags = dst_flags};
-    for (size_t i = 0; i < nkv; i++) {
-        char why[200];
-        const char *text = a->rep[OPT_KV][i];
-        if (tc_gguf_kv_parse(text, &kv[i], why, sizeof why)) {
-            tc_err(NULL, "--kv '%s': %s", text, why);
-            goto done;
-        }
-        if (!(keys[i] = strndup(text, (size_t)(strchr(text, '=') - text)))) {
-            tc_err(NULL, "out of memory");
-            goto done;
-        }
-        kv[i].key = keys[i];
-    }
+                      .nonly = a->nrep[OPT_ONLY], .kv = a->kv, .nkv = a->nkv, .max_shard = max_shard,
+                      .dst_flags = dst_flags};
     tc_max_expand_from_args(a, &o.max_expand);
     if (tc_keyops_from_args(a, &o.keys))
         goto done;
@@ -320,8 +306,6 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
     }
     ex = TC_EXIT_OK;
 done:
-    for (size_t i = 0; i < nkv; i++)
-        free(keys[i]);
     tc_gguf_report_free(&rep);
     tc_ckpt_close(c);
     return ex;
@@ -381,7 +365,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (tc_move_parse_common(&m, &r))
         goto done;
-    if (a.nrep[OPT_KV] && !gguf) {
+    if (a.nkv && !gguf) {
         tc_err(NULL, "--kv sets GGUF metadata; it applies to a .gguf output");
         goto done;
     }

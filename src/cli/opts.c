@@ -544,6 +544,24 @@ static int take_value(const tc_opt *o, const char *v, tc_args *a)
     }
     case TC_KIND_GLOBALS:
         return take_globals(o, v, a);
+    case TC_KIND_KV: {
+        char why[200];
+        tc_gguf_wkv w;
+        if (a->nkv == TC_MAX_REPEAT) { /* kv[] holds every --kv of a command */
+            tc_err(NULL, "--%s given more than %d times", o->lng, TC_MAX_REPEAT);
+            return -1;
+        }
+        if (tc_gguf_kv_parse(v, &w, why, sizeof why)) {
+            tc_err(NULL, "--%s '%s': %s", o->lng, v, why);
+            return -1;
+        }
+        if (!(w.key = hold_text(a, v, strcspn(v, "=")))) { /* the parser's KEY: v up to its '=' */
+            tc_err(NULL, "--%s '%s': out of memory", o->lng, v);
+            return -1;
+        }
+        a->kv[a->nkv++] = w;
+        return 0;
+    }
     case TC_KIND_DTYPE:
     case TC_KIND_DTYPE_GGUF: {
         tc_dtype t = tc_dtype_from_arg(v);
