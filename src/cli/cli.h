@@ -75,6 +75,8 @@ typedef enum tc_kind {
                            none) and qtype[] (TC_Q_NONE when none) */
     TC_KIND_KV,       /* KEY=VALUE or KEY=TYPE:VALUE (repeatable), a GGUF metadata entry (tc_gguf_kv_parse):
                          kv[] (a command has one such row) */
+    TC_KIND_TAG,      /* the name of a folder inside the input: not empty, no '/', not . or ..: name[] */
+    TC_KIND_KEY,      /* the first component of dotted names: not empty, no '.': name[] */
     TC_KIND_GLOBALS,  /* NAME[,NAME...] (repeatable), globals as module.name that may be admitted as safe
                          (tc_verdict_admissible): globals (a command has one such row) */
 } tc_kind;
@@ -185,6 +187,7 @@ typedef struct tc_args {
         unsigned i, n;             /* I/N */
         bool index;                /* "index" */
     } part;                        /* TC_KIND_PART */
+    const char *name[OPT_COUNT_];  /* TC_KIND_TAG, TC_KIND_KEY: the value (NULL when not given) */
     tc_gguf_wkv kv[TC_MAX_REPEAT]; /* TC_KIND_KV: each value, in order (its key a copy, its value in argv) */
     size_t nkv;
     const char **globals;          /* TC_KIND_GLOBALS: every name of every value, in order, NULL-terminated */

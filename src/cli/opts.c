@@ -542,6 +542,20 @@ static int take_value(const tc_opt *o, const char *v, tc_args *a)
         a->part.index = false;
         return 0;
     }
+    case TC_KIND_TAG:
+        if (!*v || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, "..")) {
+            tc_err(NULL, "--%s '%s': give the name of a step folder of DIR (global_step1000)", o->lng, v);
+            return -1;
+        }
+        a->name[id] = v;
+        return 0;
+    case TC_KIND_KEY:
+        if (!*v || strchr(v, '.')) {
+            tc_err(NULL, "--%s '%s': give the first component of the names (model, state_dict)", o->lng, v);
+            return -1;
+        }
+        a->name[id] = v;
+        return 0;
     case TC_KIND_GLOBALS:
         return take_globals(o, v, a);
     case TC_KIND_KV: {
