@@ -23,6 +23,7 @@
 #define TC_ESC(s) tc_esc((s), (char[1024]){0}, 1024)
 #include "ckpt.h"
 #include "diag.h"
+#include "gguf.h" /* tc_gguf_wkv: --kv's typed slot */
 #include "opt_text.h" /* generated from src/cli/options/ */
 #include "qtype.h"
 
@@ -72,6 +73,12 @@ typedef enum tc_kind {
     TC_KIND_DTYPE_GGUF, /* that, or a GGUF type tensorctl encodes; which one the output takes is the
                            command's to say, so no value is refused here: dtype[] (TC_DT_INVALID when
                            none) and qtype[] (TC_Q_NONE when none) */
+    TC_KIND_KV,       /* KEY=VALUE or KEY=TYPE:VALUE (repeatable), a GGUF metadata entry (tc_gguf_kv_parse):
+                         kv[] (a command has one such row) */
+    TC_KIND_TAG,      /* the name of a folder inside the input: not empty, no '/', not . or ..: name[] */
+    TC_KIND_KEY,      /* the first component of dotted names: not empty, no '.': name[] */
+    TC_KIND_GLOBALS,  /* NAME[,NAME...] (repeatable), globals as module.name that may be admitted as safe
+                         (tc_verdict_admissible): globals (a command has one such row) */
 } tc_kind;
 
 /* A row holds no prose: its --help line and man paragraph are its file's in src/cli/options/
@@ -180,8 +187,19 @@ typedef struct tc_args {
         unsigned i, n;             /* I/N */
         bool index;                /* "index" */
     } part;                        /* TC_KIND_PART */
+    const char *name[OPT_COUNT_];  /* TC_KIND_TAG, TC_KIND_KEY: the value (NULL when not given) */
+    tc_gguf_wkv kv[TC_MAX_REPEAT]; /* TC_KIND_KV: each value, in order (its key a copy, its value in argv) */
+    size_t nkv;
+    const char **globals;          /* TC_KIND_GLOBALS: every name of every value, in order, NULL-terminated */
+    size_t nglobals;
+    /* The positional arguments. pos is also the one heap block of a: after them, the room of what the
+     * slots above hold beyond argv (globals' array, its names' text and --kv's keys: text), sized from
+     * argv and the rows' defaults so that it cannot run out; free(a->pos) frees them all. */
     char **pos;
     int npos;
+    size_t captglobals;            /* globals[] has room for this many (its NULL too) */
+    char *text;
+    size_t ntext, captext;         /* text's bytes used, of captext */
     /* An option whose value may be left out given bare, and the argument after it,
      * taken as a FILE (for the hint after a wrong count of them); NULL when none. */
     const char *bare_opt, *bare_next;
@@ -217,10 +235,6 @@ int tc_exit_for(int status);
 void tc_limits_from_args(const tc_args *a, tc_limits *lim);
 /* --max-expand N into *out (left alone when not given). */
 void tc_max_expand_from_args(const tc_args *a, uint64_t *out);
-/* The names --safe-globals gives (comma-separated, repeatable), split into
- * a NULL-terminated array (free() the array and *buf). Returns -1 after
- * printing when a name cannot be admitted. */
-int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char **buf);
 /* Key surgery from --strip-prefix, --add-prefix, --rename, --drop, --only-keys
  * (pointing into a). Returns -1 after printing when an option is malformed. */
 struct tc_keyops;

@@ -15,12 +15,14 @@ static const tc_opt o_output = {.id = OPT_OUTPUT, .shrt = 'o', .lng = "output", 
                                 .text = &tc_text_consolidate_output, .kind = TC_KIND_PATH};
 static const tc_opt o_format = {.id = OPT_FORMAT, .lng = "format", .arg = "pt|safetensors",
                                 .text = &tc_text_consolidate_format, .kind = TC_KIND_WORDS};
-static const tc_opt o_from = {.id = OPT_FROM, .lng = "from", .arg = "KEY", .text = &tc_text_consolidate_from};
+static const tc_opt o_from = {.id = OPT_FROM, .lng = "from", .arg = "KEY", .text = &tc_text_consolidate_from,
+                              .kind = TC_KIND_KEY};
 static const tc_opt o_device = {.id = OPT_DEVICE, .shrt = 'd', .lng = "device", .arg = "DEV", .def = "cpu",
                                 .text = &tc_text_consolidate_device, .kind = TC_KIND_DEVICE};
 static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose",
                                  .text = &tc_text_consolidate_verbose};
-static const tc_opt o_tag = {.id = OPT_TAG, .lng = "tag", .arg = "TAG", .text = &tc_text_consolidate_tag};
+static const tc_opt o_tag = {.id = OPT_TAG, .lng = "tag", .arg = "TAG", .text = &tc_text_consolidate_tag,
+                             .kind = TC_KIND_TAG};
 static const tc_opt o_exclude_frozen = {.id = OPT_EXCLUDE_FROZEN, .lng = "exclude-frozen",
                                         .text = &tc_text_consolidate_exclude_frozen};
 static const tc_opt *const opts[] = {&tc_opt_help, &o_output, &o_format, &o_from, &o_tag, &o_exclude_frozen,
@@ -109,22 +111,13 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (tc_move_parse_common(&a, &r))
         goto done;
     const char *in = a.pos[0], *out = a.val[OPT_OUTPUT];
-    tc_consolidate_opts o = {.format = TC_OUT_PT, .tag = a.set[OPT_TAG] ? a.val[OPT_TAG] : NULL,
-                             .exclude_frozen = a.set[OPT_EXCLUDE_FROZEN]};
-    if (o.tag && (!*o.tag || strchr(o.tag, '/') || !strcmp(o.tag, ".") || !strcmp(o.tag, ".."))) {
-        tc_err(NULL, "--tag '%s': give the name of a step folder of DIR (global_step1000)", o.tag);
-        goto done;
-    }
+    /* --tag and --from: checked by tc_parse (TC_KIND_TAG, TC_KIND_KEY) */
+    tc_consolidate_opts o = {.format = TC_OUT_PT, .tag = a.name[OPT_TAG], .exclude_frozen = a.set[OPT_EXCLUDE_FROZEN]};
     tc_set_opts *so = &o.set;
-    so->co = (tc_convert_opts){.ro = r.o, .key = a.set[OPT_FROM] ? a.val[OPT_FROM] : NULL, .key_opt = "--from",
-                               .device = "cpu"};
+    so->co = (tc_convert_opts){.ro = r.o, .key = a.name[OPT_FROM], .key_opt = "--from", .device = "cpu"};
     tc_part_from_args(&a, &so->part, &so->nparts, &so->index_only);
     if (tc_keyops_from_args(&a, &so->co.keys))
         goto done;
-    if (so->co.key && (!*so->co.key || strchr(so->co.key, '.'))) {
-        tc_err(NULL, "--from '%s': give the first component of the names (model, state_dict)", so->co.key);
-        goto done;
-    }
     /* a set with --max-shard-size, --part or an index name; else one file: OUT, or DIR/NAME.EXT in a folder OUT */
     if (tc_sharded_output(&a, out, &o.sharded, &so->max_shard))
         goto done;
@@ -150,7 +143,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     so->mode = o.format == TC_OUT_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH;
     so->dst_flags = tc_dst_flags_from_args(&a);
     so->allow_unsafe = r.allow_unsafe;
-    so->safe_globals = (const char *const *)r.safe_globals;
+    so->safe_globals = r.safe_globals;
     so->nsafe = r.nsafe;
     so->lim = r.lim;
     tc_dst_cleanup_on_signals();
@@ -175,7 +168,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     tc_consolidate_report_free(&rep);
 done:
-    tc_move_req_free(&r);
     free(out_path);
     free(a.pos);
     return tc_wrote_end(ex);

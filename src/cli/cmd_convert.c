@@ -17,7 +17,7 @@
 static const tc_opt o_format = {.id = OPT_FORMAT, .lng = "format", .arg = "pt|safetensors|gguf",
                                 .text = &tc_text_convert_format, .kind = TC_KIND_WORDS};
 static const tc_opt o_kv = {.id = OPT_KV, .lng = "kv", .arg = "KEY=[TYPE:]VALUE", .flags = TC_OPT_REPEAT,
-                            .text = &tc_text_convert_kv};
+                            .text = &tc_text_convert_kv, .kind = TC_KIND_KV};
 static const tc_opt o_device = {.id = OPT_DEVICE, .shrt = 'd', .lng = "device", .arg = "DEV", .def = "cpu",
                                 .text = &tc_text_convert_device, .kind = TC_KIND_DEVICE};
 static const tc_opt o_verbose = {.id = OPT_VERBOSE, .shrt = 'v', .lng = "verbose", .text = &tc_text_convert_verbose};
@@ -149,7 +149,7 @@ static int convert_file(const char *in, const char *out, int fmt, unsigned dst_f
         tc_ckpt_close(c);
         return TC_EXIT_USAGE;
     }
-    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    tc_ckpt_admit(c, r->safe_globals, r->nsafe);
     /* a .pt output of a .pt input keeps its object graph; anything else keeps only tensors */
     tc_keeps keeps = fmt == TC_OUTNAME_PT && tc_ckpt_has_objects(c) ? TC_KEEPS_GRAPH : TC_KEEPS_TENSORS;
     if (tc_safety_gate(c, keeps, "convert", r->allow_unsafe, &d)) {
@@ -247,25 +247,11 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
     tc_diag d = TC_DIAG_INIT;
     tc_gguf_report rep = {0};
     tc_progress prog;
-    size_t nkv = a->nrep[OPT_KV];
-    tc_gguf_wkv kv[TC_MAX_REPEAT];
-    char *keys[TC_MAX_REPEAT] = {0};
     int ex = TC_EXIT_USAGE;
+    /* --kv: parsed by tc_parse (TC_KIND_KV) */
     tc_gguf_opts o = {.to = q, .keep = a->rep[OPT_KEEP], .nkeep = a->nrep[OPT_KEEP], .only = a->rep[OPT_ONLY],
-                      .nonly = a->nrep[OPT_ONLY], .kv = kv, .nkv = nkv, .max_shard = max_shard, .dst_flags = dst_flags};
-    for (size_t i = 0; i < nkv; i++) {
-        char why[200];
-        const char *text = a->rep[OPT_KV][i];
-        if (tc_gguf_kv_parse(text, &kv[i], why, sizeof why)) {
-            tc_err(NULL, "--kv '%s': %s", text, why);
-            goto done;
-        }
-        if (!(keys[i] = strndup(text, (size_t)(strchr(text, '=') - text)))) {
-            tc_err(NULL, "out of memory");
-            goto done;
-        }
-        kv[i].key = keys[i];
-    }
+                      .nonly = a->nrep[OPT_ONLY], .kv = a->kv, .nkv = a->nkv, .max_shard = max_shard,
+                      .dst_flags = dst_flags};
     tc_max_expand_from_args(a, &o.max_expand);
     if (tc_keyops_from_args(a, &o.keys))
         goto done;
@@ -277,7 +263,7 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
         tc_err(in, "a distributed checkpoint: 'tensorctl consolidate' writes it as one file first");
         goto done;
     }
-    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    tc_ckpt_admit(c, r->safe_globals, r->nsafe);
     if (tc_safety_gate(c, TC_KEEPS_TENSORS, "convert", r->allow_unsafe, &d)) {
         ex = tc_err_diag(&d);
         goto done;
@@ -320,8 +306,6 @@ static int convert_gguf(const char *in, const char *out, const tc_move_req *r, c
     }
     ex = TC_EXIT_OK;
 done:
-    for (size_t i = 0; i < nkv; i++)
-        free(keys[i]);
     tc_gguf_report_free(&rep);
     tc_ckpt_close(c);
     return ex;
@@ -381,7 +365,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     if (tc_move_parse_common(&m, &r))
         goto done;
-    if (a.nrep[OPT_KV] && !gguf) {
+    if (a.nkv && !gguf) {
         tc_err(NULL, "--kv sets GGUF metadata; it applies to a .gguf output");
         goto done;
     }
@@ -438,7 +422,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     }
     ex = convert_file(in, out, fmt, tc_dst_flags_from_args(&a), &r, &o, &a);
 done:
-    tc_move_req_free(&r);
     free(in_path);
     free(out_path);
     free(a.pos);
@@ -454,7 +437,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
 {
     tc_set_opts so = {.mode = fmt == TC_OUTNAME_ST ? TC_SET_SAFETENSORS : TC_SET_TORCH, .max_shard = max_shard,
                       .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
-                      .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
+                      .safe_globals = r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     tc_part_from_args(a, &so.part, &so.nparts, &so.index_only);
     /* OUT named as a file (not an index, not a folder): the set joined into it */
     so.one_file = !one_input && tc_names_one_file(out);
@@ -471,7 +454,7 @@ static int convert_index(const char *in, const char *out, int fmt, unsigned dst_
     if (one_input) { /* opened here, to choose its weights as a file out would */
         if ((rc = tc_open(&c, in, &r->lim, &d)))
             return tc_err_diag(&d);
-        tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+        tc_ckpt_admit(c, r->safe_globals, r->nsafe);
         if (tc_ckpt_distributed(c)) {
             tc_err(in, "%s: 'tensorctl consolidate' writes it as one file or a set", tc_ckpt_distributed(c));
             ex = TC_EXIT_USAGE;

@@ -541,7 +541,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         return tc_parse_exit(pr);
     tc_last_error_clear();
     int ex = TC_EXIT_USAGE;
-    char **safe = NULL, *safe_buf = NULL, *in[2] = {NULL, NULL};
+    char *in[2] = {NULL, NULL};
     tc_diff_report rep = {0};
     tc_diff_opts o = {.rule = {.equal_nan = a.set[OPT_EQUAL_NAN], .sums = a.set[OPT_STATS]},
                       .strict = a.set[OPT_STRICT], .strip = a.set[OPT_STRIP_PREFIX],
@@ -565,9 +565,8 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_max_expand_from_args(&a, &o.max_expand);
     o.threads = a.set[OPT_THREADS] ? (unsigned)a.num[OPT_THREADS] : 0;
     tc_limits_from_args(&a, &o.lim);
-    if (tc_safe_globals_from_args(&a, &safe, &o.nsafe, &safe_buf))
-        goto done;
-    o.safe_globals = (const char *const *)safe;
+    o.safe_globals = a.globals; /* checked by tc_parse (TC_KIND_GLOBALS) */
+    o.nsafe = a.nglobals;
     tc_progress prog;
     tc_progress_init(&prog, "comparing", true);
     o.progress = tc_progress_cb;
@@ -610,8 +609,6 @@ done:
     if (ex > TC_EXIT_FAIL && a.set[OPT_JSON] && !a.set[OPT_QUIET])
         print_json_failure(&a, ex);
     tc_diff_report_free(&rep);
-    free(safe);
-    free(safe_buf);
     free(in[0]);
     free(in[1]);
     free(a.pos);

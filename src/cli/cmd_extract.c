@@ -175,7 +175,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = tc_err_diag(&d);
         goto done;
     }
-    tc_ckpt_admit(c, (const char *const *)r.safe_globals, r.nsafe);
+    tc_ckpt_admit(c, r.safe_globals, r.nsafe);
     /* only tensors go out: a file that tries to run code is refused, one that merely names classes is read inertly */
     if ((rc = tc_safety_gate(c, TC_KEEPS_TENSORS, "extract", r.allow_unsafe, &d))) {
         ex = tc_err_diag(&d);
@@ -200,7 +200,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     uint64_t file_bytes = 0;
     if (set) {
         tc_set_opts so = {.max_shard = max_shard, .dst_flags = tc_dst_flags_from_args(&a), .allow_unsafe = r.allow_unsafe,
-                          .safe_globals = (const char *const *)r.safe_globals, .nsafe = r.nsafe, .lim = r.lim};
+                          .safe_globals = r.safe_globals, .nsafe = r.nsafe, .lim = r.lim};
         rc = tc_extract_set(c, &w, &o, &so, out, &srep, &d);
     } else if (!(rc = tc_dst_open(&dst, out, tc_dst_flags_from_args(&a), &d)) &&
                !(rc = tc_extract(c, &w, &o, &dst, &rep, &d))) {
@@ -236,7 +236,6 @@ done:
     tc_wcand_clear(&w);
     tc_weights_free(&ws);
     tc_ckpt_close(c);
-    tc_move_req_free(&r);
     free(in_path);
     free(out_path);
     free(a.pos);

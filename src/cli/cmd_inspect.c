@@ -734,12 +734,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_limits_from_args(&a, &lim);
     max_expand = 0; /* the default, whatever an earlier run in this process gave */
     tc_max_expand_from_args(&a, &max_expand);
-    char **safe = NULL, *safe_buf = NULL;
-    size_t nsafe = 0;
-    if (tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
     want_hash = a.set[OPT_HASH];
     bool json = a.set[OPT_JSON], text = !json && tc_verbosity > 0;
     size_t nsafe_files = 0, nunsafe_files = 0, nfailed = 0;
@@ -768,7 +762,7 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
                 ex = e;
             continue;
         }
-        tc_ckpt_admit(c, (const char *const *)safe, nsafe);
+        tc_ckpt_admit(c, a.globals, a.nglobals); /* checked by tc_parse (TC_KIND_GLOBALS) */
         if (json)
             print_json(c);
         else if (text)
@@ -800,8 +794,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         printf("\n%d files: %zu safe, %zu UNSAFE, %zu not read (exit status %d, the highest of the files')\n", a.npos,
                nsafe_files, nunsafe_files, nfailed, ex);
     }
-    free(safe);
-    free(safe_buf);
 out:
     free(a.pos);
     return ex;

@@ -124,7 +124,7 @@ int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req
     int rc = tc_open(&c, in, &r->lim, &d);
     if (rc)
         return tc_err_diag(&d);
-    tc_ckpt_admit(c, (const char *const *)r->safe_globals, r->nsafe);
+    tc_ckpt_admit(c, r->safe_globals, r->nsafe);
     if (tc_safety_gate(c, TC_KEEPS_GRAPH, "rewrite", r->allow_unsafe, &d)) {
         tc_ckpt_close(c);
         return tc_err_diag(&d);
@@ -222,7 +222,7 @@ static void check_cuda(tc_move_req *r, const tc_ckpt *c, const tc_plan *p)
 static int move_index(const char *in, const char *out, unsigned dst_flags, tc_move_req *r, const tc_args *a)
 {
     tc_set_opts so = {.mode = TC_SET_REWRITE, .co = {.ro = r->o, .keys = r->keys}, .dst_flags = dst_flags, .allow_unsafe = r->allow_unsafe,
-                      .safe_globals = (const char *const *)r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
+                      .safe_globals = r->safe_globals, .nsafe = r->nsafe, .lim = r->lim};
     tc_part_from_args(a, &so.part, &so.nparts, &so.index_only);
     tc_set_report rep = {0};
     tc_diag d = TC_DIAG_INIT;
@@ -346,7 +346,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     tc_dst_cleanup_on_signals();
     ex = tc_move_run(in, out, a.set[OPT_IN_PLACE] ? TC_DST_IN_PLACE : tc_dst_flags_from_args(&a), &r);
 done:
-    tc_move_req_free(&r);
     free(out);
     free(in_path);
     free(a.pos);

@@ -306,8 +306,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
     if (pr)
         return tc_parse_exit(pr);
     int ex = TC_EXIT_OK;
-    char **safe = NULL, *safe_buf = NULL;
-    size_t nsafe = 0;
     tc_scan_opts o = {0};
     if (a.npos < 1) {
         tc_err(NULL, "scan: no PATH given (see 'tensorctl scan --help')");
@@ -320,15 +318,11 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         goto out;
     }
     tc_limits_from_args(&a, &o.lim);
-    if (tc_safe_globals_from_args(&a, &safe, &nsafe, &safe_buf)) {
-        ex = TC_EXIT_USAGE;
-        goto out;
-    }
     o.jobs = a.set[OPT_JOBS] ? (unsigned)a.num[OPT_JOBS] : 0;
     o.max_archive_depth = a.set[OPT_ARCHIVE_DEPTH] ? (unsigned)a.num[OPT_ARCHIVE_DEPTH] : TC_SCAN_DEFAULT_ARCHIVE_DEPTH;
     out w = {a.set[OPT_JSON] ? 1 : a.set[OPT_SARIF] ? 2 : 0, tc_verbosity < 1, 0};
-    o.safe_globals = (const char *const *)safe;
-    o.nsafe = nsafe;
+    o.safe_globals = a.globals; /* checked by tc_parse (TC_KIND_GLOBALS) */
+    o.nsafe = a.nglobals;
     o.report_skipped = a.set[OPT_ALL];
     o.on_item = on_item;
     o.ctx = &w;
@@ -362,8 +356,6 @@ static int run(const tc_cmd *cmd, int argc, char **argv)
         ex = TC_EXIT_FAIL;
     }
 out:
-    free(safe);
-    free(safe_buf);
     free(a.pos);
     return ex;
 }

@@ -16,17 +16,15 @@ struct tc_move_req {
     char from[TC_MAX_REPEAT][32], to[TC_MAX_REPEAT][32];
     size_t nmaps;
     bool allow_unsafe;
-    char **safe_globals;  /* --safe-globals, split */
+    const char *const *safe_globals; /* --safe-globals' names (the tc_args' globals) */
     size_t nsafe;
-    char *safe_buf;
     tc_keyops keys;       /* key surgery (to-cpu, to-cuda: on the dicts holding tensors) */
     void (*check_cuda)(tc_move_req *r, const tc_ckpt *c, const tc_plan *p);
 };
 
 /* --map, --dtype, --keep, --only, --engine, --allow-unsafe, --safe-globals, limits. Prints and returns -1 on
- * misuse. tc_move_req_free releases what it made. */
+ * misuse. r points into a (which must outlive it) and owns nothing. */
 int tc_move_parse_common(const tc_args *a, tc_move_req *r);
-void tc_move_req_free(tc_move_req *r);
 /* Rewrite `in` to the torch zip `out` (tc_dst_open flags); returns an exit status, having printed. */
 int tc_move_run(const char *in, const char *out, unsigned dst_flags, tc_move_req *r);
 

@@ -46,13 +46,7 @@ int tc_move_parse_common(const tc_args *a, tc_move_req *r)
     r->o.engine = a->set[OPT_ENGINE] ? engines[a->word[OPT_ENGINE]] : TC_ENGINE_AUTO;
     r->o.verify_crc = a->set[OPT_VERIFY_CRC];
     r->allow_unsafe = a->set[OPT_ALLOW_UNSAFE];
-    return tc_safe_globals_from_args(a, &r->safe_globals, &r->nsafe, &r->safe_buf);
-}
-
-void tc_move_req_free(tc_move_req *r)
-{
-    free(r->safe_globals);
-    free(r->safe_buf);
-    r->safe_globals = NULL;
-    r->safe_buf = NULL;
+    r->safe_globals = a->globals; /* checked by tc_parse (TC_KIND_GLOBALS) */
+    r->nsafe = a->nglobals;
+    return 0;
 }

@@ -105,7 +105,7 @@ const tc_opt tc_opt_only = {.id = OPT_ONLY, .lng = "only", .arg = "GLOB", .flags
 const tc_opt tc_opt_allow_unsafe = {.id = OPT_ALLOW_UNSAFE, .lng = "allow-unsafe", .text = &tc_text_allow_unsafe};
 
 const tc_opt tc_opt_safe_globals = {.id = OPT_SAFE_GLOBALS, .lng = "safe-globals", .arg = "NAME[,NAME...]",
-                                    .flags = TC_OPT_REPEAT, .text = &tc_text_safe_globals};
+                                    .flags = TC_OPT_REPEAT, .text = &tc_text_safe_globals, .kind = TC_KIND_GLOBALS};
 
 const tc_opt tc_opt_strip_prefix = {.id = OPT_STRIP_PREFIX, .lng = "strip-prefix", .arg = "P",
                                     .flags = TC_OPT_VALUE_OPTIONAL, .text = &tc_text_strip_prefix};
@@ -242,14 +242,43 @@ static bool takes_next_as_value(const tc_opt *o, const char *next)
            stat(next, &st) != 0;
 }
 
-static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+/* The room a value s may take in tc_args' block: its text (a copy, NUL-terminated) and its names (NAME[,NAME...]:
+ * at most one in two bytes). */
+static void room_for(const char *s, size_t *text, size_t *names)
 {
-    memset(a, 0, sizeof *a);
-    a->pos = calloc((size_t)argc + 1, sizeof *a->pos);
+    size_t n = strlen(s);
+    *text += n + 1;
+    *names += n / 2 + 1;
+}
+
+/* a's one heap block (cli.h): pos, then the room of the typed slots. Every value taken is a row's default or
+ * an argument of argv (or its end, after '=' or a short option's letter), each taken once, so what they can
+ * hold bounds it. */
+static int alloc_block(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+{
+    size_t npos = (size_t)argc + 1, text = 0, names = 1; /* the names' NULL */
+    for (int i = 0; i < argc; i++)
+        room_for(argv[i], &text, &names);
+    for (const tc_opt *const *o = cmd->opts; *o; o++)
+        if ((*o)->def)
+            room_for((*o)->def, &text, &names);
+    a->pos = calloc(1, (npos + names) * sizeof(char *) + text);
     if (!a->pos) {
         tc_err(NULL, "out of memory");
         return -1;
     }
+    a->globals = (const char **)(a->pos + npos);
+    a->captglobals = names;
+    a->text = (char *)(a->globals + names);
+    a->captext = text;
+    return 0;
+}
+
+static int parse_args(const tc_cmd *cmd, int argc, char **argv, tc_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (alloc_block(cmd, argc, argv, a))
+        return -1;
     bool only_pos = false;
     for (int i = 0; i < argc; i++) {
         char *s = argv[i];
@@ -339,6 +368,52 @@ static tc_qtype gguf_type_of(const char *v)
     if (t == TC_Q_NONE)
         t = tc_qtype_of_dtype(tc_dtype_from_name(v));
     return t != TC_Q_NONE && tc_qtype_get(t)->encodes ? t : TC_Q_NONE;
+}
+
+/* A copy of len bytes of s, NUL-terminated, in a's block; NULL (never: the block is sized for every value) when
+ * it has no room. */
+static char *hold_text(tc_args *a, const char *s, size_t len)
+{
+    if (len >= a->captext - a->ntext)
+        return NULL;
+    char *p = a->text + a->ntext;
+    memcpy(p, s, len);
+    p[len] = 0;
+    a->ntext += len + 1;
+    return p;
+}
+
+/* --safe-globals' value v: each name of it (empty ones skipped) into a->globals; -1 after printing why one
+ * cannot be admitted. */
+static int take_globals(const tc_opt *o, const char *v, tc_args *a)
+{
+    size_t len = strlen(v);
+    char *t = hold_text(a, v, len);
+    if (!t) {
+        tc_err(NULL, "--%s '%s': out of memory", o->lng, v);
+        return -1;
+    }
+    for (char *p = t; p < t + len;) {
+        size_t n = strcspn(p, ",");
+        p[n] = 0;
+        if (n && !tc_verdict_admissible(p)) {
+            if (n == len)
+                tc_err(NULL, "--%s '%s' cannot be admitted (a module.name outside the os, posix, nt and sys modules, "
+                       "which torch never allows)", o->lng, v);
+            else
+                tc_err(NULL, "--%s '%s': '%s' cannot be admitted (a module.name outside the os, posix, nt and sys "
+                       "modules, which torch never allows)", o->lng, v, p);
+            return -1;
+        }
+        if (n && a->nglobals + 1 >= a->captglobals) {
+            tc_err(NULL, "--%s '%s': out of memory", o->lng, v);
+            return -1;
+        }
+        if (n)
+            a->globals[a->nglobals++] = p;
+        p += n + 1;
+    }
+    return 0;
 }
 
 void tc_err_dtype(const char *v)
@@ -465,6 +540,40 @@ static int take_value(const tc_opt *o, const char *v, tc_args *a)
         a->part.i = (unsigned)i;
         a->part.n = (unsigned)k;
         a->part.index = false;
+        return 0;
+    }
+    case TC_KIND_TAG:
+        if (!*v || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, "..")) {
+            tc_err(NULL, "--%s '%s': give the name of a step folder of DIR (global_step1000)", o->lng, v);
+            return -1;
+        }
+        a->name[id] = v;
+        return 0;
+    case TC_KIND_KEY:
+        if (!*v || strchr(v, '.')) {
+            tc_err(NULL, "--%s '%s': give the first component of the names (model, state_dict)", o->lng, v);
+            return -1;
+        }
+        a->name[id] = v;
+        return 0;
+    case TC_KIND_GLOBALS:
+        return take_globals(o, v, a);
+    case TC_KIND_KV: {
+        char why[200];
+        tc_gguf_wkv w;
+        if (a->nkv == TC_MAX_REPEAT) { /* kv[] holds every --kv of a command */
+            tc_err(NULL, "--%s given more than %d times", o->lng, TC_MAX_REPEAT);
+            return -1;
+        }
+        if (tc_gguf_kv_parse(v, &w, why, sizeof why)) {
+            tc_err(NULL, "--%s '%s': %s", o->lng, v, why);
+            return -1;
+        }
+        if (!(w.key = hold_text(a, v, strcspn(v, "=")))) { /* the parser's KEY: v up to its '=' */
+            tc_err(NULL, "--%s '%s': out of memory", o->lng, v);
+            return -1;
+        }
+        a->kv[a->nkv++] = w;
         return 0;
     }
     case TC_KIND_DTYPE:
@@ -620,47 +729,6 @@ int tc_parse_size(const char *s, uint64_t *out)
             return 0;
         }
     return -1;
-}
-
-int tc_safe_globals_from_args(const tc_args *a, char ***names, size_t *n, char **buf)
-{
-    size_t len = 0, cap = 1;
-    *names = NULL;
-    *n = 0;
-    *buf = NULL;
-    for (size_t i = 0; i < a->nrep[OPT_SAFE_GLOBALS]; i++) {
-        len += strlen(a->rep[OPT_SAFE_GLOBALS][i]) + 1;
-        for (const char *p = a->rep[OPT_SAFE_GLOBALS][i]; *p; p++)
-            cap += *p == ',';
-        cap++;
-    }
-    char *b = malloc(len + 1);
-    char **v = calloc(cap + 1, sizeof *v);
-    if (!b || !v) {
-        free(b);
-        free(v);
-        tc_err(NULL, "out of memory");
-        return -1;
-    }
-    size_t k = 0, at = 0;
-    for (size_t i = 0; i < a->nrep[OPT_SAFE_GLOBALS]; i++) {
-        strcpy(b + at, a->rep[OPT_SAFE_GLOBALS][i]);
-        for (char *tok = strtok(b + at, ","); tok; tok = strtok(NULL, ",")) {
-            if (!tc_verdict_admissible(tok)) {
-                tc_err(NULL, "--safe-globals: '%s' cannot be admitted (a module.name outside the os, posix, nt and "
-                       "sys modules, which torch never allows)", tok);
-                free(b);
-                free(v);
-                return -1;
-            }
-            v[k++] = tok;
-        }
-        at += strlen(a->rep[OPT_SAFE_GLOBALS][i]) + 1;
-    }
-    *names = v;
-    *n = k;
-    *buf = b;
-    return 0;
 }
 
 int tc_keyops_from_args(const tc_args *a, tc_keyops *k)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "rewrite.h"
 #include "safety.h"
 #include "stream.h"
@@ -161,11 +162,13 @@ int tc_consolidate(const char *in, const char *out, const tc_consolidate_opts *o
     tc_dst dst = TC_DST_INIT;
     char *tagged = NULL;
     if (o->tag) { /* a save folder's step other than the one its 'latest' names */
-        size_t l = strlen(in) + strlen(o->tag) + 2;
+        tc_buf b = TC_BUF_INIT(0);
         struct stat st;
-        if (!(tagged = malloc(l)))
+        tc_buf_puts(&b, in);
+        tc_buf_putc(&b, '/');
+        tc_buf_puts(&b, o->tag);
+        if (!(tagged = tc_buf_take(&b)))
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        snprintf(tagged, l, "%s/%s", in, o->tag);
         if (stat(tagged, &st) < 0 || !S_ISDIR(st.st_mode)) {
             free(tagged);
             return tc_fail_at(d, TC_ERR_USAGE, in, TC_NO_OFFSET, "--tag %s: no folder '%s' here", o->tag, o->tag);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "format.h"
 #include "keys.h"
 #include "plan.h"
@@ -332,10 +333,10 @@ static char *shard_name(const char *out, size_t k, size_t n)
     size_t l = strlen(out);
     if (l > 5 && !strcmp(out + l - 5, ".gguf"))
         l -= 5;
-    char *s = malloc(l + 32);
-    if (s)
-        snprintf(s, l + 32, "%.*s-%05zu-of-%05zu.gguf", (int)l, out, k, n);
-    return s;
+    tc_buf b = TC_BUF_INIT(0);
+    tc_buf_add(&b, out, l);
+    tc_buf_printf(&b, "-%05zu-of-%05zu.gguf", k, n);
+    return tc_buf_take(&b); /* NULL when memory ran out */
 }
 
 int tc_gguf_convert(tc_ckpt *c, const tc_gguf_opts *o, const char *out, tc_gguf_report *rep, tc_diag *d)
