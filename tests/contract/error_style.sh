@@ -27,8 +27,6 @@ formats/torch_zip.c
 src/model/ckpt.c
 src/ops/scan_archive.c
 src/ops/scan_judge.c
-src/ops/verify.c
-src/ops/weights.c
 src/ops/xfer.c
 '
 
