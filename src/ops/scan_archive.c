@@ -623,6 +623,18 @@ static const char *magic_kind(const uint8_t *h, size_t n)
     return NULL;
 }
 
+/* Bytes that start as an archive or a compressed file does, but that nothing
+ * reads as one: an unreadable item of that kind (why: d), or 0 when they
+ * start as none does. */
+static int unread(scan_job *j, const uint8_t *head, size_t hn, const char *wrap, uint64_t size, const tc_diag *d)
+{
+    const char *k = magic_kind(head, hn);
+    if (!k)
+        return 0;
+    scan_item *it = scan_emit(j, k, wrap, TC_SCAN_UNREADABLE, size, d->msg[0] ? d->msg : "cannot be read");
+    return it ? 1 : TC_ERR_NOMEM;
+}
+
 int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth, bool refused)
 {
     uint8_t head[8] = {0};
@@ -648,23 +660,16 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
             return rc;
     }
     tc_diag_clear(&d);
-    rc = la_open(&l, src, true, &d);
-    if (rc == TC_ERR_NOMEM)
-        return rc;
+    if ((rc = la_open(&l, src, true, &d)))
+        return rc == TC_ERR_NOMEM ? rc : unread(j, head, hn, wrap, src->size, &d);
     struct archive_entry *e;
-    const char *filter = !rc && archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
+    const char *filter = archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
                              ? filter_kind(archive_filter_code(l->a, 0))
                              : NULL;
     if (!filter) {
-        /* it starts as an archive or a compressed file does, but nothing reads it as one */
-        const char *k = magic_kind(head, hn);
-        if (!rc)
-            la_fail(l, &d);
+        la_fail(l, &d);
         la_free(l);
-        if (!k)
-            return 0;
-        scan_item *it = scan_emit(j, k, wrap, TC_SCAN_UNREADABLE, src->size, d.msg[0] ? d.msg : "cannot be read");
-        return it ? 1 : TC_ERR_NOMEM;
+        return unread(j, head, hn, wrap, src->size, &d);
     }
     la_member m = {src, true, 0, l};
     scan_seq seq = {lm_open, lm_read, lm_close, &m};

@@ -130,6 +130,14 @@ static int from_ckpt(scan_job *j, tc_ckpt *c, const char *kind, const char *wrap
     return 0;
 }
 
+/* c judged as kind, and closed. */
+static int judge_ckpt(scan_job *j, tc_ckpt *c, const char *kind, const char *wrap)
+{
+    int rc = from_ckpt(j, c, kind, wrap);
+    tc_ckpt_close(c);
+    return rc;
+}
+
 /* The first driver of the registry that takes the bytes for its format (by
  * their first bytes or the name), or NULL: the kind of a file none could read. */
 static const char *probed(const tc_src *src, const char *name)
@@ -181,12 +189,9 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
     const tc_limits *lim = &j->o->lim;
     tc_ckpt *c;
     tc_diag d = TC_DIAG_INIT;
-    int rc = tc_open_src(&c, name, src, lim, &d);
-    if (!rc) {
-        rc = from_ckpt(j, c, tc_ckpt_format(c), wrap);
-        tc_ckpt_close(c);
-        return rc;
-    }
+    int rc;
+    if (!(rc = tc_open_src(&c, name, src, lim, &d)))
+        return judge_ckpt(j, c, tc_ckpt_format(c), wrap);
     if (rc == TC_ERR_NOMEM)
         return rc;
     bool judged = false;
@@ -205,12 +210,10 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
         return emit_refused(j, k, wrap, src->size, d.msg);
     if (rc == TC_ERR_UNSAFE) {
         /* no driver's format, but a pickle read from byte 0 names globals: the pickle reader lists them all */
-        if (!(rc = tc_open_pickle(&c, name, src, lim, &d2))) {
-            rc = from_ckpt(j, c, "pickle", wrap);
-            tc_ckpt_close(c);
-        } else {
-            rc = rc == TC_ERR_NOMEM ? rc : emit_refused(j, "pickle", wrap, src->size, d.msg);
-        }
+        if (!(rc = tc_open_pickle(&c, name, src, lim, &d2)))
+            rc = judge_ckpt(j, c, "pickle", wrap);
+        else if (rc != TC_ERR_NOMEM)
+            rc = emit_refused(j, "pickle", wrap, src->size, d.msg);
         if (rc)
             return rc;
         judged = true; /* and it may be an archive as well: its members are judged too */
@@ -226,11 +229,8 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
          * unsafe: the driver's failure is otherwise the verdict (a legacy file's first pickle
          * parses whatever follows it) */
         tc_ckpt_admit(c, j->o->safe_globals, j->o->nsafe);
-        if (!k || !tc_ckpt_is_safe(c)) {
-            rc = from_ckpt(j, c, "pickle", wrap);
-            tc_ckpt_close(c);
-            return rc;
-        }
+        if (!k || !tc_ckpt_is_safe(c))
+            return judge_ckpt(j, c, "pickle", wrap);
         tc_ckpt_close(c);
     } else if (rc == TC_ERR_NOMEM) {
         return rc;

@@ -25,8 +25,6 @@ formats/torch_pickle_write.c
 formats/torch_walk.c
 formats/torch_zip.c
 src/model/ckpt.c
-src/ops/scan_archive.c
-src/ops/scan_judge.c
 src/ops/xfer.c
 '
 
