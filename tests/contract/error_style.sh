@@ -25,7 +25,6 @@ formats/torch_pickle_write.c
 formats/torch_walk.c
 formats/torch_zip.c
 src/model/ckpt.c
-src/ops/xfer.c
 '
 
 # The pattern must catch what it is for, and leave the stated style alone, or this checks nothing.
