@@ -16,7 +16,11 @@
  * or zlib, as joblib writes) is judged as what it decompresses to.
  *
  * Only the decompressors built into libarchive are used: the ones it would
- * run as outside programs are never asked for. */
+ * run as outside programs are never asked for.
+ *
+ * A member's bytes are judged through the job's callback (j->judge, which
+ * scan_judge.c fills with scan_judge): this file calls nothing of the
+ * judge's, which calls it. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -239,6 +243,12 @@ static void lm_close(void *h)
 
 /* ---- members judged ---------------------------------------------------------------- */
 
+/* The bytes of a member judged, through the job's callback (scan_judge). */
+static int judge(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth)
+{
+    return j->judge.fn(j->judge.ctx, src, name, wrap, depth);
+}
+
 /* Judge one member: its name on the chain, its internal name under name. */
 static int member(scan_job *j, const tc_src *src, const char *name, const char *mname, const char *wrap,
                   unsigned depth)
@@ -249,7 +259,7 @@ static int member(scan_job *j, const tc_src *src, const char *name, const char *
         tc_buf_free(&inner);
         return TC_ERR_NOMEM;
     }
-    int rc = scan_judge(j, src, tc_buf_str(&inner), wrap, depth);
+    int rc = judge(j, src, tc_buf_str(&inner), wrap, depth);
     j->chain.n--;
     tc_buf_free(&inner);
     return rc;
@@ -599,7 +609,7 @@ static int single(scan_job *j, const scan_seq *seq, const char *name, const char
     /* the decompressed bytes are the file: nothing is pushed on the chain */
     tc_buf inner = TC_BUF_INIT(0);
     tc_buf_printf(&inner, "%s/%s", name, "content");
-    rc = tc_buf_oom(&inner) ? TC_ERR_NOMEM : scan_judge(j, scan_stream_src(s), tc_buf_str(&inner), what, depth + 1);
+    rc = tc_buf_oom(&inner) ? TC_ERR_NOMEM : judge(j, scan_stream_src(s), tc_buf_str(&inner), what, depth + 1);
     tc_buf_free(&inner);
     scan_stream_close(s);
     return rc < 0 ? rc : 1;
