@@ -518,7 +518,7 @@ static int run_all(asm_ *A, size_t i)
         acc *= (uint64_t)A->shape[j];
     }
     uint64_t inner = split >= 0 ? ostride[split] : A->numel;
-    int rc = 0;
+    int rc;
     A->pt = calloc(n + 1, sizeof *A->pt);
     A->heap = malloc((n + 1) * sizeof *A->heap);
     if (!A->pt || !A->heap)
@@ -560,7 +560,7 @@ static int run_all(asm_ *A, size_t i)
         return tc_fail(A->d, TC_ERR_NOMEM, "out of memory");
     if (A->dst) /* the whole tensor is written: its space at once, where the file system gives it ahead */
         tc_dst_reserve(A->dst, A->off, (A->hi - A->lo) * A->eout);
-    while (A->nheap && !rc && A->pos < A->hi) {
+    while (A->nheap && A->pos < A->hi) {
         part *t = &A->pt[heap_pop(A)];
         if (t->pos != A->pos) {
             char at[300];
@@ -573,13 +573,13 @@ static int run_all(asm_ *A, size_t i)
         uint64_t skip = A->lo > A->pos ? A->lo - A->pos : 0, len = t->len;
         skip = skip < len ? skip : len;
         if (skip && (rc = pass_over(A, t, skip)))
-            break;
+            return rc;
         A->pos += skip;
         len -= skip;
         if (len > A->hi - A->pos)
             len = A->hi - A->pos;
         if (len && (rc = do_run(A, t, len)))
-            break;
+            return rc;
         A->pos += len;
         if (A->pos >= A->hi)
             break;
@@ -590,12 +590,10 @@ static int run_all(asm_ *A, size_t i)
             part_done(t);
         }
     }
-    if (!rc && A->pos < A->hi)
-        rc = tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': its chunks stop at element %" PRIu64 " of %" PRIu64
-                     " (a chunk is missing)", w->key, A->pos, A->numel);
-    if (!rc)
-        rc = flush(A);
-    return rc;
+    if (A->pos < A->hi)
+        return tc_fail(A->d, TC_ERR_FORMAT, "tensor '%s': its chunks stop at element %" PRIu64 " of %" PRIu64
+                       " (a chunk is missing)", w->key, A->pos, A->numel);
+    return flush(A);
 }
 
 static void asm_free(asm_ *A)
@@ -625,9 +623,11 @@ int tc_assemble(tc_plan *p, const tc_ckpt *c, size_t i, uint64_t lo, uint64_t n,
               .want_crc = crc, .crc = (uint32_t)crc32(0, NULL, 0), .stats = stats, .d = d};
     int rc = run_all(&A, i);
     asm_free(&A);
-    if (!rc && crc)
+    if (rc)
+        return rc;
+    if (crc)
         *crc = A.crc;
-    return rc;
+    return 0;
 }
 
 int tc_assemble_elements(const tc_ckpt *c, size_t i, uint64_t lo, uint64_t n, tc_dtype to, tc_sink_fn sink, void *ctx,

@@ -51,15 +51,15 @@ bool tc_diff_meta_of(const tc_diff_report *r, const tc_diff_entry *e, int side, 
 
 static int open_side(tc_diff_side *s, const char *path, const tc_diff_opts *o, tc_diag *d)
 {
+    int rc;
     s->path = path;
     if (tc_manifest_probe(path)) {
-        int rc = tc_manifest_open(&s->m, path, &o->lim, d);
-        if (!rc)
-            s->ntensors = s->m->n;
-        return rc;
+        if ((rc = tc_manifest_open(&s->m, path, &o->lim, d)))
+            return rc;
+        s->ntensors = s->m->n;
+        return 0;
     }
-    int rc = tc_open(&s->c, path, &o->lim, d);
-    if (rc)
+    if ((rc = tc_open(&s->c, path, &o->lim, d)))
         return rc;
     s->ntensors = tc_ckpt_ntensors(s->c);
     tc_ckpt_admit(s->c, o->safe_globals, o->nsafe);
@@ -89,23 +89,27 @@ static int side_names(tc_diff_side *s, const tc_diff_opts *o, char ***out, tc_di
                                                                                       sizeof shared)),
                     .strip_prefix = o->strip_prefix};
     tc_keymap km;
-    int rc = tc_keymap_make(&ko, v, s->ntensors, &km, d);
-    if (!rc && !(s->prefix = strdup(km.stripped ? km.stripped : "")))
+    int rc;
+    if ((rc = tc_keymap_make(&ko, v, s->ntensors, &km, d)))
+        goto done;
+    if (!(s->prefix = strdup(km.stripped ? km.stripped : ""))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc) {
-        *out = km.name; /* the names are the caller's now */
-        km.name = NULL;
-        km.n = 0;
+        goto done;
     }
+    *out = km.name; /* the names are the caller's now */
+    km.name = NULL;
+    km.n = 0;
+done:
     tc_keymap_free(&km);
     free(v);
-    if (rc && o->strip) {
-        char m[sizeof d->msg];
-        snprintf(m, sizeof m, "%s", d->msg);
-        snprintf(d->msg, sizeof d->msg, "--strip-prefix: %.1000s", m);
-    }
-    if (rc)
+    if (rc) {
+        if (o->strip) {
+            char m[sizeof d->msg];
+            snprintf(m, sizeof m, "%s", d->msg);
+            snprintf(d->msg, sizeof d->msg, "--strip-prefix: %.1000s", m);
+        }
         tc_diag_subject(d, s->path);
+    }
     return rc;
 }
 
@@ -178,6 +182,18 @@ static void progress(ctx *x, uint64_t add)
         x->o->progress(x->o->progress_ctx, x->done, x->total);
 }
 
+/* The next want bytes of a side read in order, all of them. */
+static int read_all(tc_elems *e, uint8_t *buf, size_t want, const char *name, tc_diag *d)
+{
+    size_t got = 0;
+    int rc = tc_elems_read(e, buf, want, &got, d);
+    if (rc)
+        return rc;
+    if (got != want)
+        return tc_fail(d, TC_ERR_FORMAT, "tensor '%s' ends early", name);
+    return 0;
+}
+
 /* Buffers, made when first needed and kept for every tensor. */
 static int buffers(ctx *x, bool seq0, bool seq1, tc_diag *d)
 {
@@ -202,9 +218,9 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
     for (unsigned k = 0; k < TC_POOL_MAX; k++)
         j->fail_at[k] = UINT64_MAX;
     j->numel = ta->numel;
-    int rc = 0;
+    int rc;
     bool seq[2] = {false, false};
-    for (int s = 0; s < 2 && !rc; s++) {
+    for (int s = 0; s < 2; s++) {
         vside *v = &j->s[s];
         v->dt = t[s]->dtype;
         v->esz = tc_dtype_size(v->dt);
@@ -212,7 +228,7 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
         if ((rc = tc_expand_check(side[s]->c, t[s], t[s]->dtype, x->o->max_expand, d)) ||
             (rc = tc_elems_open(&v->e, side[s]->c, t[s], d))) {
             tc_diag_subject(d, side[s]->path);
-            break;
+            goto done;
         }
         seq[s] = !tc_elems_range(v->e, &v->src, &v->off);
     }
@@ -221,25 +237,21 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
     uint64_t nchunks = (j->numel + j->celems - 1) / j->celems, round = seq[0] || seq[1] ? x->nt : ROUND;
     tc_cmp_res total;
     tc_cmp_res_init(&total);
-    if (!rc)
-        rc = buffers(x, seq[0], seq[1], d);
-    for (uint64_t r0 = 0; r0 < nchunks && !rc; r0 += round) {
+    if ((rc = buffers(x, seq[0], seq[1], d)))
+        goto done;
+    for (uint64_t r0 = 0; r0 < nchunks; r0 += round) {
         j->begin = r0;
         j->end = nchunks - r0 < round ? nchunks : r0 + round;
         atomic_store(&j->next, r0);
-        for (int s = 0; s < 2 && !rc; s++) /* sides read in order: this round's chunks, by the caller */
-            for (uint64_t k = r0; seq[s] && k < j->end && !rc; k++) {
+        for (int s = 0; s < 2; s++) /* sides read in order: this round's chunks, by the caller */
+            for (uint64_t k = r0; seq[s] && k < j->end; k++) {
                 uint64_t e0 = k * j->celems, ne = j->numel - e0 < j->celems ? j->numel - e0 : j->celems;
-                size_t got = 0;
                 uint8_t *buf = x->slot[s] + (k - r0) * CHUNK;
-                if (!(rc = tc_elems_read(j->s[s].e, buf, (size_t)ne * j->s[s].esz, &got, d)) &&
-                    got != ne * j->s[s].esz)
-                    rc = tc_fail(d, TC_ERR_FORMAT, "tensor '%s' ends early", t[s]->name);
-                if (rc)
+                if ((rc = read_all(j->s[s].e, buf, (size_t)ne * j->s[s].esz, t[s]->name, d))) {
                     tc_diag_subject(d, side[s]->path);
+                    goto done;
+                }
             }
-        if (rc)
-            break;
         tc_pool_run(j->end - r0 > 1 ? x->pool : NULL, vwork, j);
         if (atomic_load(&j->stop)) {
             unsigned f = 0; /* the failure at the lowest offset, whichever thread met it */
@@ -247,7 +259,7 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
                 if (j->fail_at[k] < j->fail_at[f])
                     f = k;
             rc = tc_diag_copy(d, &j->d[f]);
-            break;
+            goto done;
         }
         uint64_t bytes = 0;
         for (uint64_t k = r0; k < j->end; k++) {
@@ -259,17 +271,16 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
         if (x->o->quick && total.mismatched)
             break;
     }
-    for (int s = 0; s < 2; s++)
-        tc_elems_close(j->s[s].e);
-    free(j);
-    if (rc)
-        return rc;
     e->res = total;
     e->how = TC_DIFF_VALUES;
     e->equal = !total.mismatched;
     e->bitwise = ta->dtype == tb->dtype && !total.bits_differ;
     e->cosine = x->o->rule.sums ? tc_cmp_cosine(&total) : NAN;
-    return 0;
+done:
+    for (int s = 0; s < 2; s++)
+        tc_elems_close(j->s[s].e);
+    free(j);
+    return rc;
 }
 
 static bool layout_differs(const tc_diff_entry *e)
@@ -334,6 +345,25 @@ typedef struct hjob {
     size_t fail_at[TC_POOL_MAX];
 } hjob;
 
+/* One tensor's SHA-256, its reader opened and closed under the lock. */
+static int hash_one(hjob *j, const tc_tensor *t, char sha[65], tc_diag *d)
+{
+    int rc;
+    if ((rc = tc_expand_check(j->s->c, t, t->dtype, j->x->o->max_expand, d)))
+        return rc;
+    tc_elems *el = NULL;
+    pthread_mutex_lock(&j->mu);
+    rc = tc_elems_open(&el, j->s->c, t, d);
+    pthread_mutex_unlock(&j->mu);
+    if (rc)
+        return rc;
+    rc = tc_elems_sha256(el, sha, d);
+    pthread_mutex_lock(&j->mu);
+    tc_elems_close(el);
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
 /* Each thread takes the next tensor, opens it (under the lock), hashes it, closes it. */
 static void hwork(void *arg, unsigned tid)
 {
@@ -344,18 +374,7 @@ static void hwork(void *arg, unsigned tid)
             return;
         tc_diff_entry *e = &j->x->rep->e[j->todo[k]];
         const tc_tensor *t = tc_ckpt_tensor(j->s->c, (size_t)(j->which ? e->ib : e->ia));
-        tc_elems *el = NULL;
-        int rc = tc_expand_check(j->s->c, t, t->dtype, j->x->o->max_expand, &j->d[tid]);
-        pthread_mutex_lock(&j->mu);
-        if (!rc)
-            rc = tc_elems_open(&el, j->s->c, t, &j->d[tid]);
-        pthread_mutex_unlock(&j->mu);
-        if (!rc)
-            rc = tc_elems_sha256(el, j->which ? e->sha_b : e->sha_a, &j->d[tid]);
-        pthread_mutex_lock(&j->mu);
-        tc_elems_close(el);
-        pthread_mutex_unlock(&j->mu);
-        if (rc) {
+        if (hash_one(j, t, j->which ? e->sha_b : e->sha_a, &j->d[tid])) {
             tc_diag_subject(&j->d[tid], j->s->path);
             j->fail_at[tid] = k;
             atomic_store(&j->stop, true);
@@ -518,14 +537,9 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
     ctx x = {.o = o, .rep = rep};
     tc_strmap bmap = {0};
     bool *matched = NULL, *todo = NULL;
-    int rc = open_side(&rep->a, pa, o, d);
-    if (!rc)
-        rc = open_side(&rep->b, pb, o, d);
-    if (!rc)
-        rc = side_names(&rep->a, o, &na, d);
-    if (!rc)
-        rc = side_names(&rep->b, o, &nb, d);
-    if (rc)
+    int rc;
+    if ((rc = open_side(&rep->a, pa, o, d)) || (rc = open_side(&rep->b, pb, o, d)) ||
+        (rc = side_names(&rep->a, o, &na, d)) || (rc = side_names(&rep->b, o, &nb, d)))
         goto done;
     size_t nA = rep->a.ntensors, nB = rep->b.ntensors;
     rep->same_file = rep->a.c && rep->b.c && tc_same_file(pa, pb);
@@ -536,10 +550,12 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t j = 0; j < nB && !rc; j++)
-        if (tc_strmap_put(&bmap, nb[j], j, NULL) < 0)
+    for (size_t j = 0; j < nB; j++)
+        if (tc_strmap_put(&bmap, nb[j], j, NULL) < 0) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < nA && !rc; i++) { /* A's names in A's order: entry i is A's tensor i */
+            goto done;
+        }
+    for (size_t i = 0; i < nA; i++) { /* A's names in A's order: entry i is A's tensor i */
         tc_diff_entry *e = &rep->e[rep->n++];
         size_t j;
         e->name = na[i];
@@ -549,7 +565,7 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
         if (e->ib >= 0)
             matched[j] = true;
     }
-    for (size_t j = 0; j < nB && !rc; j++)
+    for (size_t j = 0; j < nB; j++)
         if (!matched[j]) {
             tc_diff_entry *e = &rep->e[rep->n++];
             e->name = nb[j];
@@ -557,8 +573,6 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
             e->ia = -1;
             e->ib = (long)j;
         }
-    if (rc)
-        goto done;
     bool stop = false;
     for (size_t i = 0; i < rep->n; i++) {
         todo[i] = plan_entry(&x, &rep->e[i]);

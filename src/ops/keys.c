@@ -155,7 +155,7 @@ static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, b
         goto done;
     }
     m->n = n;
-    for (; ncompiled < o->nrename && !rc; ncompiled++)
+    for (; ncompiled < o->nrename; ncompiled++)
         if ((rc = compile(o->rename[ncompiled], &rx[ncompiled], &repl[ncompiled], d)))
             goto done;
     /* which names stay */
@@ -180,7 +180,7 @@ static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, b
     }
     bool took = false;
     size_t sl = strip ? strlen(strip) : 0, al = o->add_prefix ? strlen(o->add_prefix) : 0;
-    for (size_t i = 0; i < n && !rc; i++) {
+    for (size_t i = 0; i < n; i++) {
         const char *s = names[i];
         if ((o->nonly && !tc_glob_any(o->only, o->nonly, s)) || tc_glob_any(o->drop, o->ndrop, s))
             continue;
@@ -203,21 +203,25 @@ static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, b
         }
         if (!cur) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            break;
+            goto done;
         }
         m->name[i] = cur;
         if (!*cur) {
             rc = tc_fail(d, TC_ERR_USAGE, "'%s' would have no name left", names[i]);
-            break;
+            goto done;
         }
         size_t was;
         int put = distinct ? tc_strmap_put(&seen, cur, i, &was) : 1;
-        if (put < 0)
+        if (put < 0) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        else if (put == 0)
+            goto done;
+        }
+        if (put == 0) {
             rc = tc_fail(d, TC_ERR_USAGE, "'%s' and '%s' would both be named '%s'", names[was], names[i], cur);
+            goto done;
+        }
     }
-    if (!rc && took && !(m->stripped = strdup(strip)))
+    if (took && !(m->stripped = strdup(strip)))
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
 done:
     for (size_t r = 0; r < ncompiled; r++) {

@@ -63,8 +63,12 @@ static int rename_keys(rk *R, size_t kx)
     size_t *at = malloc((K->nkeys + 1) * sizeof *at);
     tc_keymap km = {0};
     tc_strmap others = {0};
-    int rc = names && at ? 0 : tc_fail(R->d, TC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && i < K->nkeys; i++)
+    int rc = 0;
+    if (!names || !at) {
+        rc = tc_fail(R->d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < K->nkeys; i++)
         if (R->st[base + i] == ITEM_KEEP) {
             at[n] = i;
             names[n++] = K->keys[i];
@@ -72,14 +76,13 @@ static int rename_keys(rk *R, size_t kx)
     char shared[512];
     tc_keyops kk = {.strip = k->strip, .strip_prefix = k->strip_prefix, .add_prefix = k->add_prefix,
                     .rename = k->rename, .nrename = k->nrename};
-    if (!rc && kk.strip && !kk.strip_prefix) {
+    if (kk.strip && !kk.strip_prefix) {
         if (tc_keys_shared_prefix(names, n, shared, sizeof shared))
             kk.strip_prefix = shared;
         else
             kk.strip = false;
     }
-    if (!rc && n && tc_keyops_any(&kk)) {
-        rc = tc_keymap_make(&kk, names, n, &km, R->d);
+    if (n && tc_keyops_any(&kk) && (rc = tc_keymap_make(&kk, names, n, &km, R->d))) {
         if (rc == TC_ERR_USAGE) { /* say which dict */
             char was[sizeof R->d->msg];
             memcpy(was, R->d->msg, sizeof was);
@@ -87,42 +90,49 @@ static int rename_keys(rk *R, size_t kx)
             rc = tc_fail(R->d, TC_ERR_USAGE, "in %s%s%s: %s", K->name[0] ? "'" : "",
                          K->name[0] ? K->name : "the top-level dict", K->name[0] ? "'" : "", was);
         }
+        goto done;
     }
     bool any = false;
-    for (size_t j = 0; !rc && j < km.n; j++) {
+    for (size_t j = 0; j < km.n; j++) {
         size_t i = at[j];
         if (!strcmp(km.name[j], K->keys[i]))
             continue;
         const tc_tensor *t = tc_ckpt_tensor(R->c, (size_t)R->first[base + i]);
-        if (K->attrs)
+        if (K->attrs) {
             rc = tc_fail(R->d, TC_ERR_USAGE,
                          "tensor '%s' is an attribute of a pickled object (an nn.Module's parameter or buffer), not "
                          "a key of a dict: a whole rewrite cannot rename it; %s",
                          t->name, to_extract);
-        else if (!K->text[i])
+            goto done;
+        }
+        if (!K->text[i]) {
             rc = tc_fail(R->d, TC_ERR_USAGE,
                          "tensor '%s': its key is not a str of at most 255 bytes; key surgery does not rename it", t->name);
-        else {
-            R->newkey[base + i] = km.name[j];
-            km.name[j] = NULL;
-            any = true;
-            R->nedits++;
+            goto done;
         }
+        R->newkey[base + i] = km.name[j];
+        km.name[j] = NULL;
+        any = true;
+        R->nedits++;
     }
     if (any && kk.strip && kk.strip_prefix)
         R->stripped++;
     /* a renamed key must not land on a key the dict keeps */
-    for (size_t i = 0; !rc && any && i < K->nkeys; i++)
-        if (K->text[i] && R->st[base + i] == ITEM_NONE && tc_strmap_put(&others, K->keys[i], i, NULL) < 0)
+    for (size_t i = 0; any && i < K->nkeys; i++)
+        if (K->text[i] && R->st[base + i] == ITEM_NONE && tc_strmap_put(&others, K->keys[i], i, NULL) < 0) {
             rc = tc_fail(R->d, TC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; !rc && any && i < K->nkeys; i++) {
+            goto done;
+        }
+    for (size_t i = 0; any && i < K->nkeys; i++) {
         size_t was;
         if (!R->newkey[base + i] || !tc_strmap_get(&others, R->newkey[base + i], &was))
             continue;
         const tc_tensor *t = tc_ckpt_tensor(R->c, (size_t)R->first[base + i]);
         rc = tc_fail(R->d, TC_ERR_USAGE, "the key surgery renames '%s' onto the key '%s%s%s' the dict already has",
                      t->name, K->name, K->name[0] ? "." : "", K->keys[was]);
+        goto done;
     }
+done:
     tc_strmap_free(&others);
     tc_keymap_free(&km);
     free(names);
@@ -153,19 +163,21 @@ int tc_rekey_make(const tc_ckpt *c, const tc_keyops *k, tc_rekey *out, tc_diag *
         goto done;
     }
     /* which items stay: every name of an item must agree */
-    for (size_t t = 0; t < nt && !rc; t++) {
+    for (size_t t = 0; t < nt; t++) {
         const tc_tensor *x = tc_ckpt_tensor(c, t);
         if (x->keyed < 0)
             continue;
         const tc_keyed *K = tc_ckpt_keyed(c, (size_t)x->keyed);
         size_t at = R.off[x->keyed] + x->item;
         unsigned char want = selected(k, x->name) ? ITEM_KEEP : ITEM_DROP;
-        if (want == ITEM_DROP && K->attrs)
+        if (want == ITEM_DROP && K->attrs) {
             rc = tc_fail(d, TC_ERR_USAGE,
                          "tensor '%s' is an attribute of a pickled object (an nn.Module's parameter or buffer), not a "
                          "key of a dict: a whole rewrite cannot remove it; %s",
                          x->name, to_extract);
-        else if (R.st[at] == ITEM_NONE) {
+            goto done;
+        }
+        if (R.st[at] == ITEM_NONE) {
             R.st[at] = want;
             R.first[at] = (long)t;
         } else if (R.st[at] != want) {
@@ -174,24 +186,32 @@ int tc_rekey_make(const tc_ckpt *c, const tc_keyops *k, tc_rekey *out, tc_diag *
                          "'%s' and '%s' are one item of one dict (reached by two paths): --drop and --only-keys must "
                          "remove both or neither",
                          R.st[at] == ITEM_DROP ? a : x->name, R.st[at] == ITEM_DROP ? x->name : a);
+            goto done;
         }
-        if (!rc && tc_strmap_put(&byname, x->name, t, NULL) < 0)
+        if (tc_strmap_put(&byname, x->name, t, NULL) < 0) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
     }
     /* renames, dict by dict */
     bool renames = k->strip || k->add_prefix || k->nrename;
-    for (size_t i = 0; i < nk && !rc && renames; i++)
-        rc = rename_keys(&R, i);
-    if (!rc && k->strip && !k->strip_prefix && !R.stripped)
+    for (size_t i = 0; i < nk && renames; i++)
+        if ((rc = rename_keys(&R, i)))
+            goto done;
+    if (k->strip && !k->strip_prefix && !R.stripped) {
         rc = tc_fail(d, TC_ERR_USAGE,
                      "--strip-prefix: in no dict do the tensor keys share a first component to take off (give "
                      "--strip-prefix=P)");
+        goto done;
+    }
     /* the edits, in order, and every tensor's new name */
-    for (size_t i = 0; i < total && !rc; i++)
+    for (size_t i = 0; i < total; i++)
         R.nedits += R.st[i] == ITEM_DROP;
-    if (!rc && !(out->edits = calloc(R.nedits + 1, sizeof *out->edits)))
+    if (!(out->edits = calloc(R.nedits + 1, sizeof *out->edits))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t kx = 0; kx < nk && !rc; kx++)
+        goto done;
+    }
+    for (size_t kx = 0; kx < nk; kx++)
         for (size_t i = 0; i < tc_ckpt_keyed(c, kx)->nkeys; i++) {
             size_t at = R.off[kx] + i;
             if (R.st[at] == ITEM_DROP)
@@ -203,7 +223,7 @@ int tc_rekey_make(const tc_ckpt *c, const tc_keyops *k, tc_rekey *out, tc_diag *
             }
         }
     out->nstripped = R.stripped;
-    for (size_t t = 0; t < nt && !rc; t++) {
+    for (size_t t = 0; t < nt; t++) {
         const tc_tensor *x = tc_ckpt_tensor(c, t);
         const tc_tensor *owner = x;
         if (x->keyed < 0) { /* a part of a tensor (scales, sparse indices): follows it */
@@ -212,18 +232,22 @@ int tc_rekey_make(const tc_ckpt *c, const tc_keyops *k, tc_rekey *out, tc_diag *
             char *pre = dot ? strndup(x->name, (size_t)(dot - x->name)) : NULL;
             if (dot && !pre) {
                 rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-                break;
+                goto done;
             }
             owner = pre && tc_strmap_get(&byname, pre, &p) ? tc_ckpt_tensor(c, p) : NULL;
             free(pre);
             if (!owner) {
-                if (!selected(k, x->name))
+                if (!selected(k, x->name)) {
                     rc = tc_fail(d, TC_ERR_USAGE,
                                  "tensor '%s' is not under a key of a dict (a list or tuple element): --drop and "
                                  "--only-keys cannot remove it from a whole rewrite; %s",
                                  x->name, to_extract);
-                else if (!(out->names[t] = strdup(x->name)))
+                    goto done;
+                }
+                if (!(out->names[t] = strdup(x->name))) {
                     rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                    goto done;
+                }
                 continue;
             }
         }
@@ -261,8 +285,10 @@ int tc_rekey_make(const tc_ckpt *c, const tc_keyops *k, tc_rekey *out, tc_diag *
             }
             out->names[t] = on;
         }
-        if (!out->names[t])
+        if (!out->names[t]) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
     }
 done:
     for (size_t i = 0; R.newkey && i < total; i++)

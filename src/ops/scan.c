@@ -173,7 +173,7 @@ static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdic
         return 0;
     }
     slot *sl = next_slot(s);
-    scan_job j = {s->o, path, &sl->items, {0}, 0, 0, 0, {0}};
+    scan_job j = {.o = s->o, .path = path, .out = &sl->items}; /* emits only: no judge */
     if (!(sl->path = strdup(path)) || !scan_emit(&j, kind, NULL, v, size, why)) {
         free(sl->path);
         sl->path = NULL;

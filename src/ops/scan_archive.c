@@ -16,7 +16,11 @@
  * or zlib, as joblib writes) is judged as what it decompresses to.
  *
  * Only the decompressors built into libarchive are used: the ones it would
- * run as outside programs are never asked for. */
+ * run as outside programs are never asked for.
+ *
+ * A member's bytes are judged through the job's callback (j->judge, which
+ * scan_judge.c fills with scan_judge): this file calls nothing of the
+ * judge's, which calls it. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -239,6 +243,12 @@ static void lm_close(void *h)
 
 /* ---- members judged ---------------------------------------------------------------- */
 
+/* The bytes of a member judged, through the job's callback (scan_judge). */
+static int judge(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth)
+{
+    return j->judge.fn(j->judge.ctx, src, name, wrap, depth);
+}
+
 /* Judge one member: its name on the chain, its internal name under name. */
 static int member(scan_job *j, const tc_src *src, const char *name, const char *mname, const char *wrap,
                   unsigned depth)
@@ -249,7 +259,7 @@ static int member(scan_job *j, const tc_src *src, const char *name, const char *
         tc_buf_free(&inner);
         return TC_ERR_NOMEM;
     }
-    int rc = scan_judge(j, src, tc_buf_str(&inner), wrap, depth);
+    int rc = judge(j, src, tc_buf_str(&inner), wrap, depth);
     j->chain.n--;
     tc_buf_free(&inner);
     return rc;
@@ -599,7 +609,7 @@ static int single(scan_job *j, const scan_seq *seq, const char *name, const char
     /* the decompressed bytes are the file: nothing is pushed on the chain */
     tc_buf inner = TC_BUF_INIT(0);
     tc_buf_printf(&inner, "%s/%s", name, "content");
-    rc = tc_buf_oom(&inner) ? TC_ERR_NOMEM : scan_judge(j, scan_stream_src(s), tc_buf_str(&inner), what, depth + 1);
+    rc = tc_buf_oom(&inner) ? TC_ERR_NOMEM : judge(j, scan_stream_src(s), tc_buf_str(&inner), what, depth + 1);
     tc_buf_free(&inner);
     scan_stream_close(s);
     return rc < 0 ? rc : 1;
@@ -621,6 +631,18 @@ static const char *magic_kind(const uint8_t *h, size_t n)
         if (n >= m[i].len && !memcmp(h, m[i].magic, m[i].len))
             return m[i].kind;
     return NULL;
+}
+
+/* Bytes that start as an archive or a compressed file does, but that nothing
+ * reads as one: an unreadable item of that kind (why: d), or 0 when they
+ * start as none does. */
+static int unread(scan_job *j, const uint8_t *head, size_t hn, const char *wrap, uint64_t size, const tc_diag *d)
+{
+    const char *k = magic_kind(head, hn);
+    if (!k)
+        return 0;
+    scan_item *it = scan_emit(j, k, wrap, TC_SCAN_UNREADABLE, size, d->msg[0] ? d->msg : "cannot be read");
+    return it ? 1 : TC_ERR_NOMEM;
 }
 
 int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *wrap, unsigned depth, bool refused)
@@ -648,23 +670,16 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
             return rc;
     }
     tc_diag_clear(&d);
-    rc = la_open(&l, src, true, &d);
-    if (rc == TC_ERR_NOMEM)
-        return rc;
+    if ((rc = la_open(&l, src, true, &d)))
+        return rc == TC_ERR_NOMEM ? rc : unread(j, head, hn, wrap, src->size, &d);
     struct archive_entry *e;
-    const char *filter = !rc && archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
+    const char *filter = archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
                              ? filter_kind(archive_filter_code(l->a, 0))
                              : NULL;
     if (!filter) {
-        /* it starts as an archive or a compressed file does, but nothing reads it as one */
-        const char *k = magic_kind(head, hn);
-        if (!rc)
-            la_fail(l, &d);
+        la_fail(l, &d);
         la_free(l);
-        if (!k)
-            return 0;
-        scan_item *it = scan_emit(j, k, wrap, TC_SCAN_UNREADABLE, src->size, d.msg[0] ? d.msg : "cannot be read");
-        return it ? 1 : TC_ERR_NOMEM;
+        return unread(j, head, hn, wrap, src->size, &d);
     }
     la_member m = {src, true, 0, l};
     scan_seq seq = {lm_open, lm_read, lm_close, &m};

@@ -1,6 +1,9 @@
 /* The parts of scan (scan.h): one file judged (scan_judge.c), the archives
- * and compressed streams it reads members from (scan_archive.c), and the
- * sources those members are read through (scan_src.c). */
+ * and compressed streams it reads members from (scan_archive.c), the
+ * sources those members are read through (scan_src.c), and the items both
+ * make (scan_item.c). The archive walker judges each member through the
+ * job's callback (scan_judge_cb), so that it calls nothing of the judge's
+ * file, which calls it. */
 #ifndef TC_SCAN_INT_H
 #define TC_SCAN_INT_H
 
@@ -25,8 +28,16 @@ typedef TC_VEC(scan_item) scan_items;
 
 void scan_items_free(scan_items *v);
 
+/* How the bytes of an archive's member are judged: fn(ctx, src, name, wrap,
+ * depth), as scan_judge judges them, on the job ctx stands for. */
+typedef struct scan_judge_cb {
+    int (*fn)(void *ctx, const tc_src *src, const char *name, const char *wrap, unsigned depth);
+    void *ctx;
+} scan_judge_cb;
+
 /* One file being judged: where its items go, the member names down to the
- * bytes being judged now, and what decompression may still cost. */
+ * bytes being judged now, what decompression may still cost, and how its
+ * archives' members are judged. */
 typedef struct scan_job {
     const tc_scan_opts *o;
     const char *path;
@@ -36,6 +47,7 @@ typedef struct scan_job {
     uint64_t archives;     /* archives and compressed streams read */
     uint64_t skipped;      /* skipped items not kept (unless the options ask for them) */
     scan_item sink;        /* what scan_emit hands back for those */
+    scan_judge_cb judge;   /* scan_judge on this job (scan_file fills it); none for a job that only emits */
 } scan_job;
 
 /* Judge path (a regular file) into out; *archives and *skipped count what
@@ -57,7 +69,7 @@ scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_ve
                      const char *reason);
 
 /* Read src as an archive or a compressed stream: its members judged (each
- * with scan_judge, its name pushed on j->chain). 1 when it is one (its
+ * through j->judge, its name pushed on j->chain). 1 when it is one (its
  * items emitted, its failures among them), 0 when it is not, TC_ERR_NOMEM.
  * refused: a driver of the registry took src for its format and failed (a
  * zip torch.load reads as a checkpoint is then no archive). */

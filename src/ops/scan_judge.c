@@ -10,58 +10,6 @@
 #include "pickle_file.h"
 #include "scan_int.h"
 
-static void item_free(scan_item *it)
-{
-    free(it->kind);
-    free(it->reason);
-    for (size_t i = 0; i < it->member.n; i++)
-        free(it->member.v[i]);
-    tc_vec_free(&it->member);
-    for (size_t i = 0; i < it->globals.n; i++) {
-        free((char *)it->globals.v[i].name);
-        free((char *)it->globals.v[i].why);
-    }
-    tc_vec_free(&it->globals);
-    for (size_t i = 0; i < it->hazards.n; i++)
-        free(it->hazards.v[i]);
-    tc_vec_free(&it->hazards);
-}
-
-void scan_items_free(scan_items *v)
-{
-    for (size_t i = 0; i < v->n; i++)
-        item_free(&v->v[i]);
-    tc_vec_free(v);
-}
-
-scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
-                     const char *reason)
-{
-    if (v == TC_SCAN_SKIPPED && !j->o->report_skipped) {
-        j->skipped++;
-        return &j->sink;
-    }
-    scan_item *it = tc_vec_extend(j->out, 1);
-    if (!it)
-        return NULL;
-    tc_buf k = TC_BUF_INIT(0);
-    if (wrap)
-        tc_buf_printf(&k, "%s: ", wrap);
-    tc_buf_puts(&k, kind);
-    it->kind = tc_buf_take(&k);
-    it->verdict = v;
-    it->size = size;
-    bool ok = it->kind && (!reason || (it->reason = strdup(reason))) && !tc_vec_reserve(&it->member, j->chain.n);
-    for (size_t i = 0; ok && i < j->chain.n; i++)
-        ok = (it->member.v[it->member.n] = strdup(j->chain.v[i])) && ++it->member.n;
-    if (!ok) {
-        item_free(it);
-        j->out->n--;
-        return NULL;
-    }
-    return it;
-}
-
 /* The one line that says why c is not safe: what its dangerous globals do,
  * else the globals outside the allowlist, else its first hazard. */
 static void reason_of(const tc_ckpt *c, tc_buf *b)
@@ -130,6 +78,14 @@ static int from_ckpt(scan_job *j, tc_ckpt *c, const char *kind, const char *wrap
     return 0;
 }
 
+/* c judged as kind, and closed. */
+static int judge_ckpt(scan_job *j, tc_ckpt *c, const char *kind, const char *wrap)
+{
+    int rc = from_ckpt(j, c, kind, wrap);
+    tc_ckpt_close(c);
+    return rc;
+}
+
 /* The first driver of the registry that takes the bytes for its format (by
  * their first bytes or the name), or NULL: the kind of a file none could read. */
 static const char *probed(const tc_src *src, const char *name)
@@ -181,12 +137,9 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
     const tc_limits *lim = &j->o->lim;
     tc_ckpt *c;
     tc_diag d = TC_DIAG_INIT;
-    int rc = tc_open_src(&c, name, src, lim, &d);
-    if (!rc) {
-        rc = from_ckpt(j, c, tc_ckpt_format(c), wrap);
-        tc_ckpt_close(c);
-        return rc;
-    }
+    int rc;
+    if (!(rc = tc_open_src(&c, name, src, lim, &d)))
+        return judge_ckpt(j, c, tc_ckpt_format(c), wrap);
     if (rc == TC_ERR_NOMEM)
         return rc;
     bool judged = false;
@@ -205,12 +158,10 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
         return emit_refused(j, k, wrap, src->size, d.msg);
     if (rc == TC_ERR_UNSAFE) {
         /* no driver's format, but a pickle read from byte 0 names globals: the pickle reader lists them all */
-        if (!(rc = tc_open_pickle(&c, name, src, lim, &d2))) {
-            rc = from_ckpt(j, c, "pickle", wrap);
-            tc_ckpt_close(c);
-        } else {
-            rc = rc == TC_ERR_NOMEM ? rc : emit_refused(j, "pickle", wrap, src->size, d.msg);
-        }
+        if (!(rc = tc_open_pickle(&c, name, src, lim, &d2)))
+            rc = judge_ckpt(j, c, "pickle", wrap);
+        else if (rc != TC_ERR_NOMEM)
+            rc = emit_refused(j, "pickle", wrap, src->size, d.msg);
         if (rc)
             return rc;
         judged = true; /* and it may be an archive as well: its members are judged too */
@@ -226,11 +177,8 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
          * unsafe: the driver's failure is otherwise the verdict (a legacy file's first pickle
          * parses whatever follows it) */
         tc_ckpt_admit(c, j->o->safe_globals, j->o->nsafe);
-        if (!k || !tc_ckpt_is_safe(c)) {
-            rc = from_ckpt(j, c, "pickle", wrap);
-            tc_ckpt_close(c);
-            return rc;
-        }
+        if (!k || !tc_ckpt_is_safe(c))
+            return judge_ckpt(j, c, "pickle", wrap);
         tc_ckpt_close(c);
     } else if (rc == TC_ERR_NOMEM) {
         return rc;
@@ -244,6 +192,12 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
     return emit(j, "not a model file", wrap, TC_SCAN_SKIPPED, src->size, "not a model file");
 }
 
+/* scan_judge as the archive walker's callback: ctx is the job. */
+static int judge_member(void *ctx, const tc_src *src, const char *name, const char *wrap, unsigned depth)
+{
+    return scan_judge(ctx, src, name, wrap, depth);
+}
+
 int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
               uint64_t *skipped)
 {
@@ -253,7 +207,8 @@ int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items
     uint64_t budget = size > UINT64_MAX / ratio ? UINT64_MAX : size * ratio;
     if (budget < (64ull << 20))
         budget = 64ull << 20;
-    scan_job j = {o, path, out, {0}, budget, 0, 0, {0}};
+    scan_job j = {.o = o, .path = path, .out = out, .budget = budget};
+    j.judge = (scan_judge_cb){judge_member, &j};
     tc_src f, w;
     scan_file_src fs;
     tc_diag d = TC_DIAG_INIT;

@@ -65,13 +65,13 @@ static int dec_read(tc_rd *r, void *buf, size_t n, size_t *got, tc_diag *d)
     bool staged = nb == 0;
     nb += staged;
     size_t g = 0;
-    int rc = tc_rd_read(&x->raw, x->in, nb * x->in_unit, &g, d);
-    if (!rc && g != nb * x->in_unit)
-        rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends inside a %s block", r->what, tc_qtype_name(x->q));
-    if (!rc && tc_quant_decode(x->q, staged ? x->stage : (float *)(void *)o, x->in, nb))
-        rc = tc_fail(d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", tc_qtype_name(x->q));
-    if (rc)
+    int rc;
+    if ((rc = tc_rd_read(&x->raw, x->in, nb * x->in_unit, &g, d)))
         return rc;
+    if (g != nb * x->in_unit)
+        return tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends inside a %s block", r->what, tc_qtype_name(x->q));
+    if (tc_quant_decode(x->q, staged ? x->stage : (float *)(void *)o, x->in, nb))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot dequantise %s", tc_qtype_name(x->q));
     if (staged) {
         done = n;
         memcpy(o, x->stage, n);
@@ -141,33 +141,38 @@ static int stream_seq(tc_plan *p, tc_rd *r, tc_dtype from, tc_dtype to, tc_dst *
     size_t chunk = (cuda ? CUDA_CHUNK : CHUNK) / (esz > osz ? esz : osz) * esz;
     uint8_t *in = malloc(chunk), *out = cast ? malloc(chunk / esz * osz) : NULL;
     uint32_t c32 = (uint32_t)crc32(0, NULL, 0);
-    int rc = 0;
-    if (!in || (cast && !out))
+    int rc;
+    if (!in || (cast && !out)) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (uint64_t pos = 0; !rc;) {
+        goto done;
+    }
+    for (uint64_t pos = 0;;) {
         size_t got;
-        if ((rc = tc_rd_read(r, in, chunk, &got, d)) || !got)
+        if ((rc = tc_rd_read(r, in, chunk, &got, d)))
+            goto done;
+        if (!got)
             break;
         const uint8_t *o = in;
         size_t olen = got;
         if (cast) {
             size_t n = got / esz;
             if ((rc = tc_step_cast(p, to, out, from, in, n, stats, r->what, d)))
-                break;
+                goto done;
             o = out;
             olen = n * osz;
         }
         if (crc)
             c32 = (uint32_t)crc32(c32, o, (uInt)olen);
         if ((rc = tc_dst_pwrite(dst, off + pos, o, olen, d)))
-            break;
+            goto done;
         tc_dst_writeback(dst, off + pos, olen);
         pos += olen;
         p->copied += cast ? 0 : olen;
         tc_step_progress(p, got);
     }
-    if (!rc && crc)
+    if (crc)
         *crc = c32;
+done:
     free(in);
     free(out);
     return rc;
@@ -291,10 +296,12 @@ int tc_stream_tensor(tc_plan *p, const tc_ckpt *c, const tc_tensor *t, tc_dtype 
             return tc_step_range(p, src, in_off + start, t->nbytes, s->key, t->dtype, to, dst, off, crc, stats, d);
     }
     dsink k = {dst, off, 0, (uint32_t)crc32(0, NULL, 0), crc != NULL, to == t->dtype && tc_tensor_contiguous(t), p};
-    int rc = tc_tensor_elements(c, t, to, dst_sink, &k, stats, d);
-    if (!rc && crc)
+    int rc;
+    if ((rc = tc_tensor_elements(c, t, to, dst_sink, &k, stats, d)))
+        return rc;
+    if (crc)
         *crc = k.crc;
-    return rc;
+    return 0;
 }
 
 /* ---- gathering a tensor's elements ------------------------------------------------- */
@@ -468,33 +475,34 @@ static int read_in_order(tc_elems *e, uint8_t *buf, size_t n, size_t *got, tc_di
 {
     tc_rd *r = &e->r;
     const char *key = e->s->key;
-    int rc = 0;
+    int rc;
     if (!r->src && !e->skipped) { /* a stream: skip to the first byte */
-        for (uint64_t skip = e->start; skip && !rc;) {
+        for (uint64_t skip = e->start; skip;) {
             size_t g, want = skip < n ? (size_t)skip : n;
-            if (!(rc = tc_rd_read(r, buf, want, &g, d)) && !g)
-                rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
+            if ((rc = tc_rd_read(r, buf, want, &g, d)))
+                return rc;
+            if (!g)
+                return tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
             skip -= g;
         }
-        if (rc)
-            return rc;
         e->skipped = true;
     }
     size_t want = e->t->nbytes - e->pos < n ? (size_t)(e->t->nbytes - e->pos) : n;
     if (r->src) {
         if (e->start + e->pos + want > r->size)
             return tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
-        rc = tc_src_read(r->src, r->off + e->start + e->pos, buf, want, key, d);
+        if ((rc = tc_src_read(r->src, r->off + e->start + e->pos, buf, want, key, d)))
+            return rc;
     } else {
         size_t g;
-        if (!(rc = tc_rd_read(r, buf, want, &g, d)) && g != want)
-            rc = tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
+        if ((rc = tc_rd_read(r, buf, want, &g, d)))
+            return rc;
+        if (g != want)
+            return tc_fail(d, TC_ERR_FORMAT, "storage '%s' ends early", key);
     }
-    if (!rc) {
-        e->pos += want;
-        *got = want;
-    }
-    return rc;
+    e->pos += want;
+    *got = want;
+    return 0;
 }
 
 /* A strided view: runs of the innermost dimension when it is contiguous, else single elements. */

@@ -100,34 +100,35 @@ int tc_verify(const tc_ckpt *c, const tc_limits *lim, void (*progress)(void *ctx
     const tc_src *src = tc_ckpt_src(c);
     tc_zip z = {0};
     bool zip = is_zip(src, d);
-    int rc = d->code;
-    if (!rc && zip) {
-        tc_zip_limits zl = {.max_entries = lim->max_entries};
-        if ((rc = tc_zip_open(&z, src, &zl, d)))
-            tc_diag_subject(d, tc_ckpt_path(c));
-    }
+    int rc;
+    if ((rc = d->code)) /* its first bytes could not be read */
+        goto done;
+    tc_zip_limits zl = {.max_entries = lim->max_entries};
+    if (zip && (rc = tc_zip_open(&z, src, &zl, d)))
+        goto done;
     /* what is read: the zip's records, and every storage not in them (a
      * storage assembled from chunks is read as its chunks, which are storages) */
     size_t ns = tc_ckpt_nstorages(c);
-    for (size_t i = 0; !rc && i < z.n; i++)
+    for (size_t i = 0; i < z.n; i++)
         v.total += z.e[i].usize;
-    for (size_t i = 0; !rc && i < ns; i++)
+    for (size_t i = 0; i < ns; i++)
         if (!tc_assembled(c, i) && !(zip && tc_ckpt_storage(c, i)->stored))
             v.total += tc_ckpt_storage(c, i)->nbytes;
-    if (!rc && !(v.buf = malloc(BUFSZ)))
+    if (!(v.buf = malloc(BUFSZ))) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc && zip)
-        rc = zip_records(c, &z, &v, &r, d);
+        goto done;
+    }
+    if (zip && (rc = zip_records(c, &z, &v, &r, d)))
+        goto done;
     /* a storage stored in the zip was one of its records; any other (deflated, in another file) is read */
-    for (size_t i = 0; !rc && i < ns; i++)
-        if (!tc_assembled(c, i) && !(zip && tc_ckpt_storage(c, i)->stored))
-            rc = storage(c, i, &v, &r, d);
+    for (size_t i = 0; i < ns; i++)
+        if (!tc_assembled(c, i) && !(zip && tc_ckpt_storage(c, i)->stored) && (rc = storage(c, i, &v, &r, d)))
+            goto done;
+    *rep = r;
+done:
     tc_zip_free(&z);
     free(v.buf);
-    if (rc) {
+    if (rc)
         tc_diag_subject(d, tc_ckpt_path(c));
-        return rc;
-    }
-    *rep = r;
-    return 0;
+    return rc;
 }

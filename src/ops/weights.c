@@ -414,6 +414,26 @@ done:
     return rc;
 }
 
+/* A state_dict nested under the entry out names, and what it holds; an entry
+ * of a pickled class, or one whose name cannot be copied, stays as it is. */
+static int nested(byname *b, tc_wcand *out, tc_diag *d)
+{
+    char *was = out->cls ? NULL : strdup(out->prefix);
+    int rc;
+    if (!was)
+        return 0;
+    if ((rc = descend(b, out, d)))
+        goto done;
+    if (strcmp(was, out->prefix)) { /* its names, as for an entry found */
+        size_t n1;
+        measure(b, out->prefix, SIZE_MAX - 2, &n1, &out->bytes);
+        out->ntensors = n1;
+    }
+done:
+    free(was);
+    return rc;
+}
+
 int tc_weights_pick(const tc_weights *w, const tc_ckpt *c, const char *from, bool ema, tc_wcand *out, tc_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -443,14 +463,7 @@ int tc_weights_pick(const tc_weights *w, const tc_ckpt *c, const char *from, boo
         byname b;
         if ((rc = byname_make(&b, c, d)))
             return rc;
-        char *was = out->cls ? NULL : strdup(out->prefix);
-        rc = was ? descend(&b, out, d) : 0;
-        if (!rc && was && strcmp(was, out->prefix)) {
-            size_t n1;
-            measure(&b, out->prefix, SIZE_MAX - 2, &n1, &out->bytes);
-            out->ntensors = n1;
-        }
-        free(was);
+        rc = nested(&b, out, d);
         byname_free(&b);
         if (rc)
             tc_wcand_clear(out);

@@ -467,16 +467,19 @@ int tc_xfer_run(tc_pool *pool, tc_xfer *x, tc_diag *d)
         head = head < n ? head : n;
         whole = (n - head) / TC_SHARE_BLOCK * TC_SHARE_BLOCK;
     }
-    int rc = run_span(pool, j, 0, head, true, d);
-    if (!rc && whole) {
+    int rc;
+    if ((rc = run_span(pool, j, 0, head, true, d)))
+        goto done;
+    if (whole) {
         bool shared = x->in_off + head + whole <= x->src->size &&
                       tc_dst_clone(x->out, x->out_off + head, x->src->fd, at + head, whole);
         if (shared)
             x->shared = whole;
-        rc = run_span(pool, j, head, head + whole, !shared, d);
+        if ((rc = run_span(pool, j, head, head + whole, !shared, d)))
+            goto done;
     }
-    if (!rc)
-        rc = run_span(pool, j, head + whole, n, true, d);
+    rc = run_span(pool, j, head + whole, n, true, d);
+done:
     for (unsigned t = 0; t < TC_POOL_MAX; t++) {
         tc_cast_stats *s = &j->w[t].stats;
         x->stats.overflow += s->overflow;

@@ -25,16 +25,6 @@ formats/torch_pickle_write.c
 formats/torch_walk.c
 formats/torch_zip.c
 src/model/ckpt.c
-src/ops/assemble.c
-src/ops/diff.c
-src/ops/keys.c
-src/ops/rekey.c
-src/ops/scan_archive.c
-src/ops/scan_judge.c
-src/ops/stream.c
-src/ops/verify.c
-src/ops/weights.c
-src/ops/xfer.c
 '
 
 # The pattern must catch what it is for, and leave the stated style alone, or this checks nothing.

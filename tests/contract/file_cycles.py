@@ -22,9 +22,6 @@ ALLOWED = {
     # through it, whatever the shard's format.  Breaking it would take a
     # second opener that the index driver is handed.
     frozenset({"registry.c", "shard_index.c"}): "an index opens its shards through tc_open",
-    # scan's own recursion: a file judged may be an archive, whose members
-    # are judged as files.
-    frozenset({"scan_judge.c", "scan_archive.c"}): "an archive's members are judged as files",
 }
 
 
