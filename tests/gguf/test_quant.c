@@ -139,6 +139,29 @@ static void to_bf16(uint16_t *h, float *x, size_t n)
     }
 }
 
+/* n blocks of x (n values for the element types) encoded by the fast path against the reference,
+ * from float32, then from bfloat16 (x cut to its high halves). */
+static void encode_both(tc_qtype q, float *x, size_t n, const char *what)
+{
+    const tc_qtype_info *t = tc_qtype_get(q);
+    size_t nv = n * t->block;
+    uint8_t *a = malloc(n * t->bytes), *b = malloc(n * t->bytes);
+    uint16_t *h = malloc(nv * 2);
+    char name[128];
+    cr_assert_eq(tc_quant_encode_ref(q, a, x, n), 0);
+    cr_assert_eq(tc_quant_encode(q, b, x, n), 0);
+    snprintf(name, sizeof name, "fast vs reference encode%s", what);
+    same(name, t->name, a, b, n * t->bytes, 1, t->bytes);
+    to_bf16(h, x, nv);
+    cr_assert_eq(tc_quant_encode_ref(q, a, x, n), 0);
+    cr_assert_eq(tc_quant_encode_bf16(q, b, h, n), 0);
+    snprintf(name, sizeof name, "bfloat16 vs reference encode%s", what);
+    same(name, t->name, a, b, n * t->bytes, 1, t->bytes);
+    free(h);
+    free(a);
+    free(b);
+}
+
 Test(quant, fast_equals_reference)
 {
     for (int q = 1; q < TC_Q_COUNT; q++) {
@@ -168,19 +191,8 @@ Test(quant, fast_equals_reference)
                 r = (r & 0x807fffffu) | (uint32_t)(100 + (r >> 8) % 60) << 23;
             memcpy(&x[i], &r, 4);
         }
-        uint8_t *a = malloc(nb * t->bytes), *b = malloc(nb * t->bytes);
-        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
-        cr_assert_eq(tc_quant_encode(enc[k], b, x, nb), 0);
-        same("fast vs reference encode", t->name, a, b, nb * t->bytes, 1, t->bytes);
-        uint16_t *h = malloc(nv * 2); /* the same from bfloat16 */
-        to_bf16(h, x, nv);
-        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
-        cr_assert_eq(tc_quant_encode_bf16(enc[k], b, h, nb), 0);
-        same("bfloat16 vs reference encode", t->name, a, b, nb * t->bytes, 1, t->bytes);
-        free(h);
+        encode_both(enc[k], x, nb, "");
         free(x);
-        free(a);
-        free(b);
     }
 }
 
@@ -204,20 +216,8 @@ Test(quant, fast_equals_reference_on_edges)
             for (size_t i = 0; i < t->block; i++)
                 x[b * t->block + i] = pick[next() % span];
         }
-        uint8_t *a = malloc(nb * t->bytes), *c = malloc(nb * t->bytes);
-        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
-        cr_assert_eq(tc_quant_encode(enc[k], c, x, nb), 0);
-        same("fast vs reference encode on edge values", t->name, a, c, nb * t->bytes, 1, t->bytes);
-        /* from bfloat16: the values cut to their high halves, against the reference on those */
-        uint16_t *h = malloc(nv * 2);
-        to_bf16(h, x, nv);
-        cr_assert_eq(tc_quant_encode_ref(enc[k], a, x, nb), 0);
-        cr_assert_eq(tc_quant_encode_bf16(enc[k], c, h, nb), 0);
-        same("bfloat16 vs reference encode on edge values", t->name, a, c, nb * t->bytes, 1, t->bytes);
-        free(h);
+        encode_both(enc[k], x, nb, " on edge values");
         free(x);
-        free(a);
-        free(c);
     }
 }
 
