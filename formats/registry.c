@@ -124,9 +124,13 @@ int tc_model_folder(const char *path, char **file, tc_diag *d)
         }
     }
     closedir(dir);
-    if (!rc && found.n == 0)
+    if (rc)
+        goto done;
+    if (found.n == 0) {
         rc = 1;
-    if (!rc && found.n > 1) {
+        goto done;
+    }
+    if (found.n > 1) {
         qsort(found.v, found.n, sizeof *found.v, by_name);
         char list[900];
         tc_buf b = tc_buf_fixed(list, sizeof list);
@@ -136,11 +140,11 @@ int tc_model_folder(const char *path, char **file, tc_diag *d)
         }
         rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
                         "is a model folder holding %zu checkpoints: %s; name the one to read", found.n, list);
+        goto done;
     }
-    if (!rc) {
-        *file = found.v[0];
-        found.n = 0;
-    }
+    *file = found.v[0];
+    found.n = 0;
+done:
     for (size_t i = 0; i < found.n; i++)
         free(found.v[i]);
     tc_vec_free(&found);
