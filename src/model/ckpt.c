@@ -508,9 +508,11 @@ int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 {
     int rc = add_kv(&c->meta, &c->nmeta, &c->metacap, key, value, d);
-    if (!rc && tc_strmap_put(&c->mkeys, c->meta[c->nmeta - 1].key, c->nmeta - 1, NULL) < 0)
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    return rc;
+    if (rc)
+        return rc;
+    if (tc_strmap_put(&c->mkeys, c->meta[c->nmeta - 1].key, c->nmeta - 1, NULL) < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return 0;
 }
 
 int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d)
@@ -658,15 +660,17 @@ long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i)
 int tc_ckpt_add_global_allowed(tc_ckpt *c, const char *name, const char *by, tc_diag *d)
 {
     int rc = tc_ckpt_add_global(c, name, d);
+    if (rc)
+        return rc;
     size_t i;
-    if (!rc && tc_strmap_get(&c->gnames, name, &i) && !c->gl[i].allowed) {
+    if (tc_strmap_get(&c->gnames, name, &i) && !c->gl[i].allowed) {
         c->gl[i].allowed = true;
         c->gl[i].torch = NULL;
         c->gl[i].reader = by;
         c->gl[i].dangerous = false;
         c->gl[i].why = NULL;
     }
-    return rc;
+    return 0;
 }
 
 void tc_ckpt_set_distributed(tc_ckpt *c, const char *what) { c->distributed = what; }

@@ -12,7 +12,6 @@ root=${1:?usage: error_style.sh SOURCE_ROOT}
 chain='\bif[[:space:]]*\(!rc([[:space:]]*\)|[[:space:]]*&&)'
 
 not_yet='
-src/model/ckpt.c
 src/ops/assemble.c
 src/ops/diff.c
 src/ops/keys.c
