@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "format.h"
 #include "readings.h"
+#include "shard_index.h"
 #include "vec.h"
 #include "zero.h"
 
@@ -258,6 +259,7 @@ static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const t
         if (!fmt && (rc = unprobed(tc_ckpt_src(c), lim, head, hn, &fmt, d)))
             goto fail;
         tc_ckpt_set_driver(c, fmt, NULL, NULL);
+        tc_ckpt_set_opener(c, tc_open); /* the files c is made of open as any file does */
         if ((rc = fmt->open(c, d)) != TC_FORMAT_DECLINE)
             break;
         tc_ckpt_close(c);
@@ -288,4 +290,9 @@ int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_lim
 {
     *out = NULL;
     return open_any(out, name, src, lim, d);
+}
+
+int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_ckpt **out, tc_diag *d)
+{
+    return tc_index_open_shard_by(ix, i, tc_open, lim, out, d);
 }

@@ -59,6 +59,7 @@ struct tc_ckpt {
     const tc_format *driver;
     void *priv;
     void (*free_priv)(void *);
+    tc_opener opener;        /* tc_ckpt_set_opener */
     bool objects;
     const char *distributed; /* tc_ckpt_set_distributed */
     tc_tensor *t;
@@ -226,6 +227,8 @@ size_t tc_ckpt_nmodules(const tc_ckpt *c) { return c->nmods; }
 const tc_module *tc_ckpt_module(const tc_ckpt *c, size_t i) { return &c->mods[i]; }
 const tc_format *tc_ckpt_driver(const tc_ckpt *c) { return c->driver; }
 void *tc_ckpt_priv(const tc_ckpt *c) { return c->priv; }
+void tc_ckpt_set_opener(tc_ckpt *c, tc_opener opener) { c->opener = opener; }
+tc_opener tc_ckpt_opener(const tc_ckpt *c) { return c->opener; }
 void tc_ckpt_set_objects(tc_ckpt *c, bool has) { c->objects = has; }
 bool tc_ckpt_has_objects(const tc_ckpt *c) { return c->objects; }
 

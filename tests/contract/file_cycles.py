@@ -17,11 +17,6 @@ import sys
 
 # Circles that remain, each a set of source files, and why.
 ALLOWED = {
-    # The registry is the one way to open a file of unknown format (tc_open
-    # probes every driver of tc_formats[]); an index opens each shard it lists
-    # through it, whatever the shard's format.  Breaking it would take a
-    # second opener that the index driver is handed.
-    frozenset({"registry.c", "shard_index.c"}): "an index opens its shards through tc_open",
     # scan's own recursion: a file judged may be an archive, whose members
     # are judged as files.
     frozenset({"scan_judge.c", "scan_archive.c"}): "an archive's members are judged as files",
