@@ -34,39 +34,51 @@ void tc_first_unsafe_global(pk_graph *g, char *out, size_t n)
     pk_graph_foreach(g, note_global, &sc);
 }
 
+/* The first len bytes of src read into g as CPython's unpickler reads them:
+ * their value (*root, NULL when it does not end or fails) and whether the
+ * reading ran into the end of those bytes (*hit_end). */
+static int read_head(const tc_src *src, const tc_limits *lim, uint64_t len, pk_graph *g, pk_obj **root,
+                     bool *hit_end, tc_diag *d)
+{
+    bool end = false;
+    pk_obj *r = NULL;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_src_read(src, 0, buf, len, "a pickle read from byte 0", d);
+    if (rc)
+        goto done;
+    pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
+                      .what = "a pickle read from byte 0", .hit_end = &end};
+    tc_diag scratch = TC_DIAG_INIT; /* where it stops is not the point: what it named before */
+    if (pk_read(g, buf, (size_t)len, &o, &r, NULL, &scratch))
+        r = NULL;
+    *root = r;
+    *hit_end = end;
+done:
+    free(buf);
+    return rc;
+}
+
 int tc_first_pickle(const tc_src *src, const tc_limits *lim, pk_graph **out, pk_obj **root, tc_diag *d)
 {
     uint64_t cap = 1u << 16;
-    *out = NULL;
-    *root = NULL;
     for (;;) {
         uint64_t len = src->size < cap ? src->size : cap;
-        uint8_t *buf = malloc(len ? len : 1);
         pk_graph *g = pk_graph_new();
-        if (!buf || !g) {
-            free(buf);
-            pk_graph_free(g);
+        if (!g)
             return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        }
-        int rc = tc_src_read(src, 0, buf, len, "a pickle read from byte 0", d);
-        bool hit_end = false;
-        pk_obj *r = NULL;
-        if (!rc) {
-            pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects},
-                              .what = "a pickle read from byte 0", .hit_end = &hit_end};
-            tc_diag scratch = TC_DIAG_INIT; /* where it stops is not the point: what it named before */
-            if (pk_read(g, buf, (size_t)len, &o, &r, NULL, &scratch))
-                r = NULL;
-        }
-        free(buf);
-        if (!rc && hit_end && len < src->size && cap < lim->max_pickle_bytes) {
-            pk_graph_free(g);
-            cap = cap * 8 < lim->max_pickle_bytes ? cap * 8 : lim->max_pickle_bytes;
-            continue;
-        }
+        pk_obj *r;
+        bool hit_end;
+        int rc = read_head(src, lim, len, g, &r, &hit_end, d);
         if (rc) {
             pk_graph_free(g);
             return rc;
+        }
+        if (hit_end && len < src->size && cap < lim->max_pickle_bytes) {
+            pk_graph_free(g);
+            cap = cap * 8 < lim->max_pickle_bytes ? cap * 8 : lim->max_pickle_bytes;
+            continue;
         }
         *out = g;
         *root = r;
@@ -78,10 +90,10 @@ int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, siz
 {
     pk_graph *g;
     pk_obj *root;
-    unsafe[0] = 0;
     int rc = tc_first_pickle(src, lim, &g, &root, d);
-    if (!rc)
-        tc_first_unsafe_global(g, unsafe, n);
+    if (rc)
+        return rc;
+    tc_first_unsafe_global(g, unsafe, n);
     pk_graph_free(g);
-    return rc;
+    return 0;
 }

@@ -14,7 +14,7 @@
 int tc_pickle_at_zero(const tc_src *src, const tc_limits *lim, char *unsafe, size_t n, tc_diag *d);
 /* The first pickle of src from byte 0, read as CPython's unpickler reads it
  * as far as it goes: its graph (*g, the caller frees it) and its value
- * (*root, NULL when it does not end or fails). */
+ * (*root, NULL when it does not end or fails), both set only on success. */
 int tc_first_pickle(const tc_src *src, const tc_limits *lim, pk_graph **g, pk_obj **root, tc_diag *d);
 /* The first global of g that the allowlist does not allow ("" when none). */
 void tc_first_unsafe_global(pk_graph *g, char *out, size_t n);

@@ -186,15 +186,15 @@ static int value(rd *r, uint32_t t, gg_kv *kv, int depth, const char *key)
                               key, t);
         uint64_t v;
         int rc = num(r, sz, &v, what);
-        if (!rc && kv && !depth)
+        if (rc)
+            return rc;
+        if (kv && !depth)
             kv->bits = v;
-        return rc;
+        return 0;
     }
     uint64_t et, n;
-    int rc = num(r, 4, &et, what);
-    if (!rc)
-        rc = num(r, 8, &n, what);
-    if (rc)
+    int rc;
+    if ((rc = num(r, 4, &et, what)) || (rc = num(r, 8, &n, what)))
         return rc;
     if (et >= TC_GGUF_NTYPES)
         return bad(r->d, TC_ERR_FORMAT, r->f->path, r->pos - 12,
@@ -675,16 +675,16 @@ static int open_gguf(tc_ckpt *c, tc_diag *d)
     if (tc_ckpt_limits(c)->names == TC_NAMES_HF && (rc = gg_hf_check(g, d)))
         goto done;
     size_t t0 = 0;
-    for (size_t k = 0; k < g->files.n && !rc; k++) {
+    for (size_t k = 0; k < g->files.n; k++) {
         const char *base = strrchr(g->files.v[k].path, '/');
-        if (g->files.n > 1 && tc_ckpt_add_shard(c, base ? base + 1 : g->files.v[k].path, d) < 0)
+        if (g->files.n > 1 && tc_ckpt_add_shard(c, base ? base + 1 : g->files.v[k].path, d) < 0) {
             rc = d->code;
-        if (!rc)
-            rc = add_tensors(c, g, k, t0, names[k], &seen, d);
+            goto done;
+        }
+        if ((rc = add_tensors(c, g, k, t0, names[k], &seen, d)))
+            goto done;
         t0 += g->files.v[k].ntensors;
     }
-    if (rc)
-        goto done;
     const gg_file *f0 = &g->files.v[0];
     if ((rc = fact_u64(c, "version", f0->version, d)) ||
         (rc = tc_ckpt_add_fact(c, "byte order", f0->big ? "big-endian" : "little-endian", d)) ||

@@ -127,9 +127,10 @@ int gg_cur_num(gg_cur *c, size_t size, uint64_t *v, tc_diag *d)
 {
     uint8_t b[8];
     int rc = gg_cur_get(c, b, size, d);
-    if (!rc)
-        *v = gg_num(c->f, b, size);
-    return rc;
+    if (rc)
+        return rc;
+    *v = gg_num(c->f, b, size);
+    return 0;
 }
 
 /* The shortest decimal that reads back to the same float32 (f32) or float64. */
@@ -305,9 +306,11 @@ int tc_gguf_kv_json(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, void (*fl
     tc_buf_puts(out, ", \"value\": ");
     int rc = put_value(f, kv, out, true, &j, d);
     tc_buf_putc(out, '}');
-    if (!rc && tc_buf_oom(out))
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory for metadata '%.100s'", kv->key);
-    return rc;
+    if (rc)
+        return rc;
+    if (tc_buf_oom(out))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory for metadata '%.100s'", kv->key);
+    return 0;
 }
 
 int tc_gguf_kv_text(const tc_ckpt *c, size_t k, size_t i, tc_buf *out, tc_diag *d)
@@ -402,17 +405,22 @@ int tc_gguf_kv_parse(const char *text, tc_gguf_wkv *out, char *why, size_t whyn)
 
 static int read_string_kv(const gg_priv *g, const char *key, char *out, size_t n, tc_diag *d)
 {
-    const gg_kv *kv = gg_find_kv(g, &g->files.v[0], key);
-    out[0] = 0;
-    if (!kv || kv->type != TC_GGUF_STRING)
+    const gg_file *f = &g->files.v[0];
+    const gg_kv *kv = gg_find_kv(g, f, key);
+    if (!kv || kv->type != TC_GGUF_STRING) {
+        out[0] = 0;
         return 0;
+    }
     uint8_t l8[8];
-    int rc = gg_read(&g->files.v[0], kv->off, l8, 8, d);
-    uint64_t len = rc ? 0 : gg_num(&g->files.v[0], l8, 8);
+    int rc;
+    if ((rc = gg_read(f, kv->off, l8, 8, d)))
+        return rc;
+    uint64_t len = gg_num(f, l8, 8);
     size_t k = len < n - 1 ? (size_t)len : n - 1;
-    if (!rc && !(rc = gg_read(&g->files.v[0], kv->off + 8, out, k, d)))
-        out[k] = 0;
-    return rc;
+    if ((rc = gg_read(f, kv->off + 8, out, k, d)))
+        return rc;
+    out[k] = 0;
+    return 0;
 }
 
 static bool int_kv(const gg_priv *g, const char *key, uint64_t *v)

@@ -115,6 +115,16 @@ int tc_pickle_judge(tc_ckpt *c, const tc_src *src, uint64_t off, uint64_t len, b
     return rc;
 }
 
+/* The fact "stops": where the unpickler stops (why), after importing what c lists. */
+static int add_stops(tc_ckpt *c, const tc_diag *why, tc_diag *d)
+{
+    tc_buf t = TC_BUF_INIT(1000);
+    tc_buf_printf(&t, "the unpickler stops (%s) after importing what is listed", why->msg);
+    int rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_fact(c, "stops", tc_buf_str(&t), d);
+    tc_buf_free(&t);
+    return rc;
+}
+
 int tc_open_pickle(tc_ckpt **out, const char *name, const tc_src *src, const tc_limits *lim, tc_diag *d)
 {
     *out = NULL;
@@ -124,32 +134,31 @@ int tc_open_pickle(tc_ckpt **out, const char *name, const tc_src *src, const tc_
         return rc;
     tc_ckpt_set_driver(c, &tc_format_pickle, NULL, NULL);
     tc_pickle_seen seen;
-    rc = tc_pickle_judge(c, tc_ckpt_src(c), 0, src->size, true, &seen, d);
-    bool safe = !rc && tc_ckpt_is_safe(c);
-    if (!rc && !seen.parsed && safe)
+    if ((rc = tc_pickle_judge(c, tc_ckpt_src(c), 0, src->size, true, &seen, d)))
+        goto fail;
+    bool safe = tc_ckpt_is_safe(c);
+    if (!seen.parsed && safe) {
         rc = tc_fail(d, TC_ERR_FORMAT, "not a pickle: %s", seen.why.msg[0] ? seen.why.msg : "no bytes");
-    else if (!rc && seen.cut && safe)
+        goto fail;
+    }
+    if (seen.cut && safe) {
         rc = tc_fail(d, TC_ERR_LIMIT,
                      "a pickle longer than %llu bytes: pickle.load reads on, and what it would import there is not "
                      "judged (raise with --max-pickle-size)",
                      (unsigned long long)lim->max_pickle_bytes);
-    if (!rc) {
-        char n[32];
-        snprintf(n, sizeof n, "%zu", seen.npickles);
-        rc = tc_ckpt_add_fact(c, "pickles", n, d);
+        goto fail;
     }
-    if (!rc && !seen.parsed) {
-        tc_buf t = TC_BUF_INIT(1000);
-        tc_buf_printf(&t, "the unpickler stops (%s) after importing what is listed", seen.why.msg);
-        rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_fact(c, "stops", tc_buf_str(&t), d);
-        tc_buf_free(&t);
-    }
-    if (rc) {
-        tc_diag_subject(d, name);
-        tc_ckpt_close(c);
-        return rc;
-    }
+    char n[32];
+    snprintf(n, sizeof n, "%zu", seen.npickles);
+    if ((rc = tc_ckpt_add_fact(c, "pickles", n, d)))
+        goto fail;
+    if (!seen.parsed && (rc = add_stops(c, &seen.why, d)))
+        goto fail;
     tc_ckpt_sort_globals(c);
     *out = c;
     return 0;
+fail:
+    tc_diag_subject(d, name);
+    tc_ckpt_close(c);
+    return rc;
 }

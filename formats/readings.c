@@ -38,40 +38,50 @@ int tc_judge_readings(tc_ckpt *c, const uint8_t *head, size_t n, tc_diag *d)
         return 0; /* a JSON index, a DCP's .metadata (read by pickle.load from byte 0: the reading its driver judged) */
     bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4), tar = tc_ckpt_can(c, TC_CAP_LEGACY_TAR);
     const tc_src *src = tc_ckpt_src(c);
-    int rc = 0;
-    if (!zip && !tar) {
+    int rc;
+    if (!zip && !tar && src->size >= 512) {
         uint8_t block[512];
-        if (src->size >= 512 && !(rc = tc_src_read(src, 0, block, 512, "a tar header", d)) && tc_tar_header(block, 512))
-            rc = tc_ckpt_add_hazard(c,
-                                    "its first 512 bytes are also a tar header: torch.load tries the legacy .tar "
-                                    "reading first, which unpickles the archive's members",
-                                    d);
+        if ((rc = tc_src_read(src, 0, block, 512, "a tar header", d)))
+            return rc;
+        if (tc_tar_header(block, 512) &&
+            (rc = tc_ckpt_add_hazard(c,
+                                     "its first 512 bytes are also a tar header: torch.load tries the legacy .tar "
+                                     "reading first, which unpickles the archive's members",
+                                     d)))
+            return rc;
     }
     /* a tar archive is read as a legacy stream from byte 0 by torch.load of a stream that is no file (and of the
      * file itself after a tar error) */
     bool stream = false;
-    if (!rc && tar && !(rc = tc_legacy_at_zero(src, tc_ckpt_limits(c), &stream, d)) && stream)
-        rc = tc_ckpt_add_hazard(c,
-                                "its bytes are also a legacy torch stream from byte 0, which torch.load reads when "
-                                "given them as a stream (a BytesIO, not a file)",
-                                d);
+    if (tar) {
+        if ((rc = tc_legacy_at_zero(src, tc_ckpt_limits(c), &stream, d)))
+            return rc;
+        if (stream && (rc = tc_ckpt_add_hazard(c,
+                                               "its bytes are also a legacy torch stream from byte 0, which torch.load "
+                                               "reads when given them as a stream (a BytesIO, not a file)",
+                                               d)))
+            return rc;
+    }
     /* a file that is not a zip and not torch's legacy stream is still unpickled from byte 0 */
-    if (!rc && !zip && !stream && !tc_ckpt_can(c, TC_CAP_LEGACY_STREAM)) {
+    if (!zip && !stream && !tc_ckpt_can(c, TC_CAP_LEGACY_STREAM)) {
         char unsafe[1100];
-        if (!(rc = tc_pickle_at_zero(src, tc_ckpt_limits(c), unsafe, sizeof unsafe, d)) && unsafe[0]) {
+        if ((rc = tc_pickle_at_zero(src, tc_ckpt_limits(c), unsafe, sizeof unsafe, d)))
+            return rc;
+        if (unsafe[0]) {
             char text[1400];
             snprintf(text, sizeof text,
                      "read from byte 0, as torch.load reads a file that is not a zip (whatever its name, "
                      "but for .safetensors paths in newer torch), its bytes are a pickle that imports %s",
                      unsafe);
-            rc = tc_ckpt_add_hazard(c, text, d);
+            if ((rc = tc_ckpt_add_hazard(c, text, d)))
+                return rc;
         }
     }
     /* torch's zip reader finds its archive by the end record, wherever the archive starts */
-    if (!rc && !zip && zip_reading(src, tc_ckpt_limits(c)))
-        rc = tc_ckpt_add_hazard(c,
-                                "its bytes also hold a zip archive that torch's own zip reader opens (torch.jit.load "
-                                "and torch._C.PyTorchFileReader read it; torch.load reads the file as it starts)",
-                                d);
-    return rc;
+    if (!zip && zip_reading(src, tc_ckpt_limits(c)))
+        return tc_ckpt_add_hazard(c,
+                                  "its bytes also hold a zip archive that torch's own zip reader opens (torch.jit.load "
+                                  "and torch._C.PyTorchFileReader read it; torch.load reads the file as it starts)",
+                                  d);
+    return 0;
 }

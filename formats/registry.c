@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "format.h"
 #include "readings.h"
+#include "shard_index.h"
 #include "vec.h"
 #include "zero.h"
 
@@ -124,9 +125,13 @@ int tc_model_folder(const char *path, char **file, tc_diag *d)
         }
     }
     closedir(dir);
-    if (!rc && found.n == 0)
+    if (rc)
+        goto done;
+    if (found.n == 0) {
         rc = 1;
-    if (!rc && found.n > 1) {
+        goto done;
+    }
+    if (found.n > 1) {
         qsort(found.v, found.n, sizeof *found.v, by_name);
         char list[900];
         tc_buf b = tc_buf_fixed(list, sizeof list);
@@ -136,11 +141,11 @@ int tc_model_folder(const char *path, char **file, tc_diag *d)
         }
         rc = tc_fail_at(d, TC_ERR_USAGE, path, TC_NO_OFFSET,
                         "is a model folder holding %zu checkpoints: %s; name the one to read", found.n, list);
+        goto done;
     }
-    if (!rc) {
-        *file = found.v[0];
-        found.n = 0;
-    }
+    *file = found.v[0];
+    found.n = 0;
+done:
     for (size_t i = 0; i < found.n; i++)
         free(found.v[i]);
     tc_vec_free(&found);
@@ -254,6 +259,7 @@ static int open_any(tc_ckpt **out, const char *path, const tc_src *from, const t
         if (!fmt && (rc = unprobed(tc_ckpt_src(c), lim, head, hn, &fmt, d)))
             goto fail;
         tc_ckpt_set_driver(c, fmt, NULL, NULL);
+        tc_ckpt_set_opener(c, tc_open); /* the files c is made of open as any file does */
         if ((rc = fmt->open(c, d)) != TC_FORMAT_DECLINE)
             break;
         tc_ckpt_close(c);
@@ -284,4 +290,9 @@ int tc_open_src(tc_ckpt **out, const char *name, const tc_src *src, const tc_lim
 {
     *out = NULL;
     return open_any(out, name, src, lim, d);
+}
+
+int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_ckpt **out, tc_diag *d)
+{
+    return tc_index_open_shard_by(ix, i, tc_open, lim, out, d);
 }

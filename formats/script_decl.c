@@ -365,13 +365,12 @@ static int class_statement(stmt *S, cls *k, tc_diag *d)
     bool is_p = is_ident(&t, "__parameters__"), is_b = is_ident(&t, "__buffers__");
     if (is_p || is_b) {
         if (is_punct(&u, ':')) { /* an annotation, then the value torch reads */
-            while (!rc && u.kind != T_END && !is_punct(&u, '='))
-                rc = next_tok(S, &u, d);
-            if (!rc && u.kind == T_END)
+            while (u.kind != T_END && !is_punct(&u, '='))
+                if ((rc = next_tok(S, &u, d)))
+                    return rc;
+            if (u.kind == T_END)
                 return bad_at(S->L, S->lineno, "a declaration of parameters or buffers without a list");
         }
-        if (rc)
-            return rc;
         if (!is_punct(&u, '='))
             return 0;
         *(is_p ? &k->seen_p : &k->seen_b) = true;
@@ -389,10 +388,11 @@ static int class_statement(stmt *S, cls *k, tc_diag *d)
         name = tc_buf_take(&b);
         tc_buf_free(&b);
     } else if (is_punct(&u, ':')) {
-        while (!rc && u.kind != T_END && !is_punct(&u, '='))
-            rc = next_tok(S, &u, d);
-        if (rc || u.kind != T_END)
-            return rc; /* `name : Type = value`: a constant */
+        while (u.kind != T_END && !is_punct(&u, '='))
+            if ((rc = next_tok(S, &u, d)))
+                return rc;
+        if (u.kind != T_END)
+            return 0; /* `name : Type = value`: a constant */
         name = strndup(t.p, t.n);
     } else {
         return 0;
@@ -439,70 +439,90 @@ static int finish_class(tc_script *s, size_t ci, tc_diag *d)
 }
 
 /* `class Name(Module):` at the start of a logical line: the name into *nm
- * (ok true), or ok false for any other statement. */
+ * (*module true), or *module false for any other statement. */
 static int class_header(stmt *S, tok *nm, bool *module, tc_diag *d)
 {
     tok t[5];
-    *module = false;
     int rc = next_tok(S, &t[0], d);
-    if (rc || !is_ident(&t[0], "class"))
+    if (rc)
         return rc;
-    for (int i = 1; i < 5 && !rc; i++)
-        rc = next_tok(S, &t[i], d);
-    if (!rc && t[1].kind == T_IDENT && is_punct(&t[2], '(') && is_ident(&t[3], "Module") && is_punct(&t[4], ')')) {
-        *nm = t[1];
-        *module = true;
+    if (!is_ident(&t[0], "class")) {
+        *module = false;
+        return 0;
     }
-    return rc;
+    for (int i = 1; i < 5; i++)
+        if ((rc = next_tok(S, &t[i], d)))
+            return rc;
+    bool m = t[1].kind == T_IDENT && is_punct(&t[2], '(') && is_ident(&t[3], "Module") && is_punct(&t[4], ')');
+    if (m)
+        *nm = t[1];
+    *module = m;
+    return 0;
+}
+
+/* A new module class, nm of module, declared at line lineno: its places in s
+ * (its class, its output, its qualified name and its index by that name). */
+static int add_class(tc_script *s, const lex *L, const char *module, const tok *nm, size_t lineno, tc_diag *d)
+{
+    char *qual = class_key(module, strlen(module), nm->p, nm->n);
+    size_t at;
+    if (!qual)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    if (tc_strmap_get(&s->byname, qual, &at)) {
+        free(qual);
+        return bad_at(L, lineno, "a module class defined twice");
+    }
+    if (!tc_vec_extend(&s->cls, 1) || !tc_vec_extend(&s->out, 1) || tc_vec_push(&s->quals, qual)) {
+        free(qual);
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    }
+    if (tc_strmap_put(&s->byname, qual, s->cls.n - 1, NULL) < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory"); /* qual is the list's */
+    return 0;
 }
 
 int tc_script_parse(tc_script *s, const char *module, const char *what, const char *text, size_t n, tc_diag *d)
 {
     lex L = {text, n, what, d};
     llines lines = {0};
-    int rc = logical_lines(&L, &lines);
     long cur = -1;       /* the module class whose body this is */
     size_t body = 0;     /* its body's indentation, once seen */
-    for (size_t li = 0; li < lines.n && !rc; li++) {
+    int rc = logical_lines(&L, &lines);
+    if (rc)
+        goto done;
+    for (size_t li = 0; li < lines.n; li++) {
         const lline *l = &lines.v[li];
         stmt S = {&L, l->start, l->end, l->lineno};
         if (l->indent == 0) { /* the left margin: a class starts, or anything else ends the one before */
             if (cur >= 0 && (rc = finish_class(s, (size_t)cur, d)))
-                break;
+                goto done;
             cur = -1;
             tok nm;
             bool mod;
-            if ((rc = class_header(&S, &nm, &mod, d)) || !mod)
+            if ((rc = class_header(&S, &nm, &mod, d)))
+                goto done;
+            if (!mod)
                 continue;
-            char *qual = class_key(module, strlen(module), nm.p, nm.n);
-            size_t at;
-            if (!qual) {
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            } else if (tc_strmap_get(&s->byname, qual, &at)) {
-                free(qual);
-                rc = bad_at(&L, l->lineno, "a module class defined twice");
-            } else if (!tc_vec_extend(&s->cls, 1) || !tc_vec_extend(&s->out, 1) || tc_vec_push(&s->quals, qual)) {
-                free(qual);
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            } else if (tc_strmap_put(&s->byname, qual, s->cls.n - 1, NULL) < 0) {
-                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory"); /* qual is the list's */
-            } else {
-                cur = (long)s->cls.n - 1;
-                body = 0;
-            }
+            if ((rc = add_class(s, &L, module, &nm, l->lineno, d)))
+                goto done;
+            cur = (long)s->cls.n - 1;
+            body = 0;
             continue;
         }
         if (cur < 0)
             continue;
         if (!body)
             body = l->indent;
-        if (l->indent < body)
+        if (l->indent < body) {
             rc = bad_at(&L, l->lineno, "an indentation that matches no enclosing block");
-        else if (l->indent == body) /* deeper lines are inside a method */
-            rc = class_statement(&S, &s->cls.v[cur], d);
+            goto done;
+        }
+        if (l->indent == body && (rc = class_statement(&S, &s->cls.v[cur], d))) /* deeper lines are inside a method */
+            goto done;
     }
-    if (!rc && cur >= 0)
+    if (cur >= 0)
         rc = finish_class(s, (size_t)cur, d);
+done:
     tc_vec_free(&lines);
     return rc;
 }

@@ -211,12 +211,13 @@ int tc_index_check_shards(const tc_index *ix, tc_diag *d)
     return 0;
 }
 
-int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_ckpt **out, tc_diag *d)
+int tc_index_open_shard_by(const tc_index *ix, size_t i, tc_opener opener, const tc_limits *lim, tc_ckpt **out,
+                           tc_diag *d)
 {
     *out = NULL;
     const tc_shard *sh = &ix->sh[i];
     tc_ckpt *c;
-    int rc = tc_open(&c, sh->path, lim, d);
+    int rc = opener(&c, sh->path, lim, d);
     if (rc)
         return rc;
     /* exactly the names the index gives this shard: each of its tensors is one of them, and as many */
@@ -307,6 +308,7 @@ typedef struct ipriv {
     tc_ckpt *open;        /* the shard last read from, kept open */
     long open_k;
     size_t readers;       /* readers of open not yet closed */
+    tc_opener opener;     /* how the shards open: the one the index's checkpoint was handed */
 } ipriv;
 
 static void ipriv_free(void *p)
@@ -398,10 +400,13 @@ static int open_ix(tc_ckpt *c, tc_diag *d)
 {
     bool st = probe_st(&(tc_probe){.path = tc_ckpt_path(c)});
     const tc_format *f = st ? &tc_format_safetensors_index : &tc_format_torch_index;
+    if (!tc_ckpt_opener(c))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "an index opened with no way to open the shards it lists");
     ipriv *x = calloc(1, sizeof *x);
     if (!x)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     x->open_k = -1;
+    x->opener = tc_ckpt_opener(c);
     tc_ckpt_set_driver(c, f, x, ipriv_free);
     int rc = tc_index_open(&x->ix, tc_ckpt_path(c), tc_ckpt_limits(c), d);
     if (rc)
@@ -416,7 +421,7 @@ static int open_ix(tc_ckpt *c, tc_diag *d)
     uint64_t total = 0;
     for (size_t i = 0; i < ix->nsh; i++) {
         tc_ckpt *s;
-        if ((rc = tc_index_open_shard(ix, i, tc_ckpt_limits(c), &s, d)))
+        if ((rc = tc_index_open_shard_by(ix, i, x->opener, tc_ckpt_limits(c), &s, d)))
             return rc;
         rc = take_shard(c, x, i, s, &total, d);
         tc_ckpt_close(s);
@@ -470,14 +475,14 @@ static int open_storage(const tc_ckpt *c, size_t i, tc_rd *r, tc_diag *d)
     int rc;
     if (x->open_k != st->shard) {
         if (x->readers) { /* the cached shard is in use: this reader gets its own */
-            if ((rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &s->own, d)))
+            if ((rc = tc_index_open_shard_by(x->ix, (size_t)st->shard, x->opener, tc_ckpt_limits(c), &s->own, d)))
                 goto fail;
             shard = s->own;
         } else {
             tc_ckpt_close(x->open);
             x->open = NULL;
             x->open_k = -1;
-            if ((rc = tc_index_open_shard(x->ix, (size_t)st->shard, tc_ckpt_limits(c), &x->open, d)))
+            if ((rc = tc_index_open_shard_by(x->ix, (size_t)st->shard, x->opener, tc_ckpt_limits(c), &x->open, d)))
                 goto fail;
             x->open_k = st->shard;
             shard = x->open;

@@ -55,9 +55,14 @@ void tc_index_free(tc_index *ix);
 /* Every shard the index lists is there to be read (checked before any work
  * starts; a missing one is a bad input: an incomplete download). */
 int tc_index_check_shards(const tc_index *ix, tc_diag *d);
-/* Open shard i and check it holds exactly the tensors the index maps to it.
- * On a mismatch the shard is closed and d says which tensor is missing or
- * extra. */
+/* Open shard i with opener and check it holds exactly the tensors the index
+ * maps to it. On a mismatch the shard is closed and d says which tensor is
+ * missing or extra. The index driver opens its shards so with the opener
+ * its checkpoint was handed (tc_ckpt_opener). */
+int tc_index_open_shard_by(const tc_index *ix, size_t i, tc_opener opener, const tc_limits *lim, tc_ckpt **out,
+                           tc_diag *d);
+/* The same through tc_open, whatever the shard's format (registry.c: the
+ * registry above the index driver). */
 int tc_index_open_shard(const tc_index *ix, size_t i, const tc_limits *lim, tc_ckpt **out, tc_diag *d);
 
 /* Write an index into dst, as transformers writes it: "metadata" with

@@ -39,11 +39,10 @@ int tc_legacy_at_zero(const tc_src *src, const tc_limits *lim, bool *is, tc_diag
     pk_obj *root;
     int rc = tc_first_pickle(src, lim, &g, &root, d);
     if (rc)
-        goto done;
+        return rc;
     *is = is_magic(root);
-done:
     pk_graph_free(g);
-    return rc;
+    return 0;
 }
 
 /* Parse the five pickles from buf; *end is where the storages start. Each

@@ -456,8 +456,8 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
     if (d->code)
         return d->code;
     tc_ckpt_sort_globals(c);
-    int rc = tc_torch_walk(tg, d);
-    if (!rc)
-        rc = add_entries(tg, d);
-    return rc;
+    int rc;
+    if ((rc = tc_torch_walk(tg, d)))
+        return rc;
+    return add_entries(tg, d);
 }

@@ -382,7 +382,7 @@ int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_
         root->items_kind = PK_ITEMS_DICT;
     if ((rc = pk_stream_new(&ps, root, job->nitems + job->nobjs, job->max_depth ? job->max_depth : 1000, d)))
         goto done;
-    for (size_t i = 0; i < job->nitems && !rc; i++) {
+    for (size_t i = 0; i < job->nitems; i++) {
         const tc_witem *it = &job->items[i];
         b.g = tied[i] ? b.keep : scratch;
         pk_obj *node = it->same_as >= 0 ? nodes[it->same_as] : NULL;
@@ -394,25 +394,28 @@ int tc_torch_state_dict(const tc_write_job *job, uint8_t **pkl, size_t *len, tc_
         if (tied[i])
             nodes[i] = node;
         pk_obj *key = node ? chk(&b, pk_new_str(scratch, it->name, strlen(it->name))) : NULL;
-        if (!node || b.oom)
+        if (!node || b.oom) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        else
-            rc = pk_stream_pair(ps, key, node);
+            goto done;
+        }
+        if ((rc = pk_stream_pair(ps, key, node)))
+            goto done;
         pk_graph_reset(scratch);
     }
-    for (size_t k = 0; k < job->nobjs && !rc; k++) {
+    for (size_t k = 0; k < job->nobjs; k++) {
         pk_read_opts ro = {.limits = PK_LIMITS_DEFAULT, .what = job->obj_names[k]};
         pk_obj *v = NULL, *key;
         if ((rc = pk_read(scratch, job->obj_pickles[k], job->obj_lens[k], &ro, &v, NULL, d)))
-            break;
-        if (!(key = pk_new_str(scratch, job->obj_names[k], strlen(job->obj_names[k]))))
+            goto done;
+        if (!(key = pk_new_str(scratch, job->obj_names[k], strlen(job->obj_names[k])))) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        else
-            rc = pk_stream_pair(ps, key, v);
+            goto done;
+        }
+        if ((rc = pk_stream_pair(ps, key, v)))
+            goto done;
         pk_graph_reset(scratch);
     }
-    if (!rc)
-        rc = pk_stream_end(ps, pkl, len);
+    rc = pk_stream_end(ps, pkl, len);
 done:
     pk_stream_free(ps);
     free(nodes);

@@ -276,11 +276,13 @@ static int key_push(walker *w, const pk_obj *k, size_t *saved)
     if (tc_buf_oom(&w->key))
         return tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
     int rc = path_push(w, tc_buf_str(&w->key), saved);
-    if (!rc && bad && !w->bad) {
+    if (rc)
+        return rc;
+    if (bad && !w->bad) {
         w->bad = bad;
         w->bad_at = *saved;
     }
-    return rc;
+    return 0;
 }
 
 static bool dict_items(const pk_obj *o, pk_obj ***items, size_t *n)
@@ -842,7 +844,9 @@ static int walk_call(walker *w, pk_obj *o)
             return walk_seq(w, args->items, args->n);
         if (!strcmp(f->name, "_rebuild_qtensor")) {
             int rc = add_tensor(w, o, NULL, f, args, false, false);
-            if (!rc && args->n > 4 && args->items[4]->kind == PK_TUPLE && args->items[4]->n >= 3) {
+            if (rc)
+                return rc;
+            if (args->n > 4 && args->items[4]->kind == PK_TUPLE && args->items[4]->n >= 3) {
                 static const char *const qp[] = {"q_per_channel_scales", "q_per_channel_zero_points"};
                 size_t first = tc_ckpt_ntensors(w->c);
                 for (size_t i = 0; i < 2 && !rc; i++)
@@ -858,9 +862,10 @@ static int walk_call(walker *w, pk_obj *o)
         const pk_obj *fi = args->items[0];
         if (fi->kind == PK_GLOBAL && !strcmp(fi->s, "torch._utils")) {
             int rc = add_tensor(w, o, NULL, fi, args->items[2], false, false);
-            if (!rc)
-                tc_ckpt_tensor_mut(w->c, tc_ckpt_ntensors(w->c) - 1)->subclass = true;
-            return rc;
+            if (rc)
+                return rc;
+            tc_ckpt_tensor_mut(w->c, tc_ckpt_ntensors(w->c) - 1)->subclass = true;
+            return 0;
         }
     }
     if (w->tg->script && f)
@@ -951,8 +956,10 @@ int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
     size_t sv;
     int rc = path_push(&w, "", &sv);
     w.len = 0;
-    if (!rc)
-        rc = walk(&w, tg->root);
+    if (rc)
+        goto done;
+    rc = walk(&w, tg->root);
+done:
     pk_graph_clear_marks(tg->g);
     free(w.path);
     tc_buf_free(&w.key);

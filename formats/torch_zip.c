@@ -71,10 +71,10 @@ static int small_record(tc_ckpt *c, tc_tzip *z, const char *name, tc_diag *d)
 static int confusable(tc_ckpt *c, const tc_zip *zip, tc_diag *d)
 {
     size_t a, b;
-    int rc = tc_zip_confusable(zip, &a, &b);
-    if (rc < 0)
+    int found = tc_zip_confusable(zip, &a, &b);
+    if (found < 0)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    if (!rc)
+    if (!found)
         return 0;
     char ea[600], eb[600];
     tc_buf t = TC_BUF_INIT(2000);
@@ -83,7 +83,7 @@ static int confusable(tc_ckpt *c, const tc_zip *zip, tc_diag *d)
                   "letter case (and lists them cut at a NUL byte or at 511 bytes): which one a reader takes is not "
                   "the same everywhere; tensorctl read what torch's lookup finds",
                   a, tc_esc(zip->e[a].name, ea, sizeof ea), b, tc_esc(zip->e[b].name, eb, sizeof eb));
-    rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_hazard(c, tc_buf_str(&t), d);
+    int rc = tc_buf_oom(&t) ? tc_fail(d, TC_ERR_NOMEM, "out of memory") : tc_ckpt_add_hazard(c, tc_buf_str(&t), d);
     tc_buf_free(&t);
     return rc;
 }
@@ -94,7 +94,6 @@ int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
     if (!z)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     tc_ckpt_set_driver(c, driver, z, tzip_free);
-    *out = z;
     const tc_limits *lim = tc_ckpt_limits(c);
     tc_zip_limits zl = {.max_entries = lim->max_entries};
     int rc = tc_torch_graph_init(&z->tg, c, d);
@@ -102,9 +101,10 @@ int tc_tzip_open(tc_ckpt *c, const tc_format *driver, tc_tzip **out, tc_diag *d)
         (rc = tc_zip_torch_init(&z->tz, &z->zip, lim->max_pickle_bytes, d)))
         return rc;
     z->archive = z->tz.archive;
-    if ((rc = tc_zip_torch_records(&z->tz, &z->zip, d)))
+    if ((rc = tc_zip_torch_records(&z->tz, &z->zip, d)) || (rc = confusable(c, &z->zip, d)))
         return rc;
-    return confusable(c, &z->zip, d);
+    *out = z;
+    return 0;
 }
 
 int tc_tzip_facts(tc_ckpt *c, tc_tzip *z, tc_diag *d)
@@ -416,10 +416,11 @@ static int rewrite_zip(const tc_rewrite_job *job, tc_dst *dst, tc_diag *d)
     if (!keep)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     int rc = tc_torch_rewrite(tg, job, keep, &pkl, &plen, d);
-    if (!rc) {
-        blocks_src bs = {job->data, job->origin, job->ctx, job->storages, NULL};
-        rc = write_records(dst, pkl, plen, &bs, n, keep, d);
-    }
+    if (rc)
+        goto done;
+    blocks_src bs = {job->data, job->origin, job->ctx, job->storages, NULL};
+    rc = write_records(dst, pkl, plen, &bs, n, keep, d);
+done:
     free(pkl);
     free(keep);
     return rc;

@@ -346,9 +346,11 @@ static int read_line(rd *r)
 static int read_arg_line(rd *r)
 {
     int rc = read_line(r);
-    if (!rc && r->llen < 2)
-        rc = FAIL(r, TC_ERR_FORMAT, "empty text argument (pickle data was truncated)");
-    return rc;
+    if (rc)
+        return rc;
+    if (r->llen < 2)
+        return FAIL(r, TC_ERR_FORMAT, "empty text argument (pickle data was truncated)");
+    return 0;
 }
 
 /* The current text argument for a message: at most 40 bytes, no newline,
@@ -1462,19 +1464,20 @@ int pk_read(pk_graph *g, const uint8_t *buf, size_t n, const pk_read_opts *opts,
 {
     rd r = {.g = g, .buf = buf, .n = n, .o = opts, .d = d};
     bool stop = false;
+    pk_obj *root;
     int rc = 0;
-    if (!(r.keys = pkk_new()))
+    if (!(r.keys = pkk_new())) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     while (!rc && !stop)
         rc = step(&r, &stop);
-    if (!rc) {
-        pk_obj *root;
-        if (!(rc = pop(&r, &root))) {
-            *out = root;
-            if (used)
-                *used = r.pos;
-        }
-    }
+    if (rc || (rc = pop(&r, &root)))
+        goto done;
+    *out = root;
+    if (used)
+        *used = r.pos;
+done:
     free(r.stack);
     free(r.marks);
     free(r.memo);

@@ -59,6 +59,7 @@ struct tc_ckpt {
     const tc_format *driver;
     void *priv;
     void (*free_priv)(void *);
+    tc_opener opener;        /* tc_ckpt_set_opener */
     bool objects;
     const char *distributed; /* tc_ckpt_set_distributed */
     tc_tensor *t;
@@ -226,6 +227,8 @@ size_t tc_ckpt_nmodules(const tc_ckpt *c) { return c->nmods; }
 const tc_module *tc_ckpt_module(const tc_ckpt *c, size_t i) { return &c->mods[i]; }
 const tc_format *tc_ckpt_driver(const tc_ckpt *c) { return c->driver; }
 void *tc_ckpt_priv(const tc_ckpt *c) { return c->priv; }
+void tc_ckpt_set_opener(tc_ckpt *c, tc_opener opener) { c->opener = opener; }
+tc_opener tc_ckpt_opener(const tc_ckpt *c) { return c->opener; }
 void tc_ckpt_set_objects(tc_ckpt *c, bool has) { c->objects = has; }
 bool tc_ckpt_has_objects(const tc_ckpt *c) { return c->objects; }
 
@@ -508,9 +511,11 @@ int tc_ckpt_add_fact(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 int tc_ckpt_add_meta(tc_ckpt *c, const char *key, const char *value, tc_diag *d)
 {
     int rc = add_kv(&c->meta, &c->nmeta, &c->metacap, key, value, d);
-    if (!rc && tc_strmap_put(&c->mkeys, c->meta[c->nmeta - 1].key, c->nmeta - 1, NULL) < 0)
-        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    return rc;
+    if (rc)
+        return rc;
+    if (tc_strmap_put(&c->mkeys, c->meta[c->nmeta - 1].key, c->nmeta - 1, NULL) < 0)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    return 0;
 }
 
 int tc_ckpt_add_entry(tc_ckpt *c, const tc_entry *e, tc_diag *d)
@@ -658,15 +663,17 @@ long tc_ckpt_chunk_of(const tc_ckpt *c, size_t i)
 int tc_ckpt_add_global_allowed(tc_ckpt *c, const char *name, const char *by, tc_diag *d)
 {
     int rc = tc_ckpt_add_global(c, name, d);
+    if (rc)
+        return rc;
     size_t i;
-    if (!rc && tc_strmap_get(&c->gnames, name, &i) && !c->gl[i].allowed) {
+    if (tc_strmap_get(&c->gnames, name, &i) && !c->gl[i].allowed) {
         c->gl[i].allowed = true;
         c->gl[i].torch = NULL;
         c->gl[i].reader = by;
         c->gl[i].dangerous = false;
         c->gl[i].why = NULL;
     }
-    return rc;
+    return 0;
 }
 
 void tc_ckpt_set_distributed(tc_ckpt *c, const char *what) { c->distributed = what; }

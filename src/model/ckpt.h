@@ -225,6 +225,14 @@ void tc_ckpt_set_driver(tc_ckpt *c, const tc_format *driver, void *priv, void (*
 /* NULL until a driver is set. */
 const tc_format *tc_ckpt_driver(const tc_ckpt *c);
 void *tc_ckpt_priv(const tc_ckpt *c);
+/* How c's driver opens another file that c is made of, whatever its format
+ * (an index's shards): tc_open's signature (format.h). Whoever asks a driver
+ * to open c hands it one (the registry: its own), so that a driver opens
+ * files of every format without calling up to the registry. */
+typedef int (*tc_opener)(tc_ckpt **out, const char *path, const tc_limits *lim, tc_diag *d);
+void tc_ckpt_set_opener(tc_ckpt *c, tc_opener opener);
+/* NULL until one is set. */
+tc_opener tc_ckpt_opener(const tc_ckpt *c);
 /* True for formats that hold a Python object graph (device tags, non-tensor objects). */
 void tc_ckpt_set_objects(tc_ckpt *c, bool has);
 bool tc_ckpt_has_objects(const tc_ckpt *c);
