@@ -229,7 +229,8 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
     closedir(dir);
     if (rc)
         goto done;
-    qsort(names.v, names.n, sizeof *names.v, cmp_name);
+    if (names.n) /* (none: an empty folder, or the first walk's folder of regular files only) */
+        qsort(names.v, names.n, sizeof *names.v, cmp_name);
     size_t l = strlen(path);
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
