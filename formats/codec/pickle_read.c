@@ -263,7 +263,8 @@ static pk_obj *mk_seq(rd *r, pk_kind kind, size_t base)
     pk_obj *o = mk(r, kind);
     if (!o)
         return NULL;
-    if (pk_set_items(r->g, o, r->stack + base, r->sp - base)) {
+    /* (an empty stack may be no array at all: no pointer arithmetic on it then) */
+    if (r->sp > base && pk_set_items(r->g, o, r->stack + base, r->sp - base)) {
         oom(r);
         return NULL;
     }
