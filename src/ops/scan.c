@@ -188,13 +188,7 @@ static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdic
 
 static int walk(scan *s, const char *path);
 
-/* A folder's entry and its type as the folder lists it (DT_UNKNOWN where the file system does not say). */
-typedef struct entry {
-    char *name;
-    unsigned char type;
-} entry;
-
-static int cmp_name(const void *a, const void *b) { return strcmp(((const entry *)a)->name, ((const entry *)b)->name); }
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int walk_dir(scan *s, const char *path, const struct stat *st)
 {
@@ -211,7 +205,7 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
         tc_buf_free(&r);
         return rc;
     }
-    TC_VEC(entry) names = {0};
+    TC_VEC(char *) names = {0};
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(dir))) {
@@ -220,9 +214,9 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
         /* the first walk notes only where links lead: a regular file it need not even stat */
         if (s->collect && e->d_type == DT_REG)
             continue;
-        entry n = {strdup(e->d_name), e->d_type};
-        if (!n.name || tc_vec_push(&names, n)) {
-            free(n.name);
+        char *n = strdup(e->d_name);
+        if (!n || tc_vec_push(&names, n)) {
+            free(n);
             rc = TC_ERR_NOMEM;
         }
     }
@@ -235,13 +229,13 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
         tc_buf child = TC_BUF_INIT(0);
-        tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i].name);
+        tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i]);
         rc = tc_buf_oom(&child) ? TC_ERR_NOMEM : walk(s, tc_buf_str(&child));
         tc_buf_free(&child);
     }
 done:
     for (size_t i = 0; i < names.n; i++)
-        free(names.v[i].name);
+        free(names.v[i]);
     tc_vec_free(&names);
     return rc;
 }

@@ -206,9 +206,9 @@ static int kernel_copy(const tc_xfer *x, uint64_t e0, size_t n, tc_diag *d)
     return 0;
 }
 
-/* Values cast to float32 and encoded a few blocks at a time, so that the float32 values stay in
- * the core's first-level cache between the two (through the second-level one, encoding ran at half
- * the speed) */
+/* Values between float32 and blocks a few blocks at a time (cast then encoded, decoded then cast),
+ * so that the float32 values stay in the core's first-level cache between the two steps (through
+ * the second-level one, encoding ran at half the speed) */
 #define SUB_VALUES 2048
 
 /* n elements of the job (blocks, or values for the element types) from in to out: encoded from
@@ -232,7 +232,7 @@ static int encode(const tc_xfer *x, tc_cast_stats *stats, uint8_t *out, const ui
         if (x->from == TC_DT_F64 ? tc_cast_cpu_counted(stats, TC_DT_F32, sub, x->from, src, nv)
                                  : tc_cast_cpu(TC_DT_F32, sub, x->from, src, nv))
             return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot cast %s to float32", tc_dtype_name(x->from));
-        if (tc_quant_encode(x->enc, out + k * q->bytes, sub, vals == 1 ? nv : m))
+        if (tc_quant_encode(x->enc, out + k * q->bytes, sub, m))
             return tc_fail(d, TC_ERR_UNSUPPORTED, "cannot write %s", q->name);
     }
     return 0;
