@@ -1201,7 +1201,7 @@ static int add_tensors(rd *R, dmeta *m, tc_diag *d)
         tt->storage = s;
         tt->numel = numel;
         tt->nbytes = st->nbytes;
-        snprintf(tt->device, sizeof tt->device, "-");
+        tt->device = "-";
         t->tensor = k;
     }
     return 0;

@@ -565,7 +565,7 @@ static int add_tensors(tc_ckpt *c, gg_priv *g, size_t fi, size_t t0, info *names
         tt->storage = si;
         tt->numel = numel;
         tt->nbytes = s->nbytes;
-        snprintf(tt->device, sizeof tt->device, "-");
+        tt->device = "-";
     }
     return 0;
 }

@@ -205,7 +205,7 @@ static int read_tensor(tc_ckpt *c, const char *name, const cJSON *v, uint64_t da
     t->storage = si;
     t->numel = numel;
     t->nbytes = nbytes;
-    snprintf(t->device, sizeof t->device, "-");
+    t->device = "-";
     sp->b = off[0];
     sp->e = off[1];
     sp->t = (size_t)ti;
@@ -295,7 +295,7 @@ static int read_aliases(tc_ckpt *c, size_t nreal, tc_diag *d)
         t->nbytes = numel * esize;
         t->alias_of = cJSON_IsTrue(same) ? base : -1;
         t->restored = true;
-        snprintf(t->device, sizeof t->device, "-");
+        t->device = "-";
         s->ntensors++;
     }
     cJSON_Delete(j);

@@ -471,14 +471,14 @@ static int add_tensor(walker *w, pk_obj *call, pk_obj *param, const pk_obj *func
             return tc_fail(w->d, TC_ERR_FORMAT, "tensor '%s': meta tensor with %zu arguments", w->path, na);
         t->kind = TC_TENSOR_META;
         t->dtype = dtype_global(a[0]);
-        snprintf(t->device, sizeof t->device, "meta");
+        t->device = "meta";
         if (int_tuple(w, a[1], shape, &nd, "size") || int_tuple(w, a[2], stride, &nd2, "stride"))
             return w->d->code;
         t->requires_grad = na > 3 && a[3]->kind == PK_BOOL && a[3]->i;
     } else if (is_rebuild(func, "_rebuild_wrapper_subclass")) {
         t->kind = TC_TENSOR_OTHER;
         t->dtype = na > 1 ? dtype_global(a[1]) : TC_DT_INVALID;
-        snprintf(t->device, sizeof t->device, "?");
+        t->device = "?";
         if (na > 3 && (int_tuple(w, a[2], shape, &nd, "size") || int_tuple(w, a[3], stride, &nd2, "stride")))
             return w->d->code;
     } else {

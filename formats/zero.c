@@ -1485,7 +1485,7 @@ static int make_tensors(zr *R, tc_diag *d)
         t->requires_grad = v->rg;
         t->parameter = v->param;
         t->frozen = v->frozen;
-        snprintf(t->device, sizeof t->device, "-");
+        t->device = "-";
     }
     tc_vec_free(&tmp);
     return rc;

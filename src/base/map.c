@@ -174,3 +174,78 @@ void tc_map_free(tc_map *m)
         memset(m, 0, sizeof *m);
     }
 }
+
+/* The slot holding name (or the empty one where it goes), from its hash h. */
+static size_t name_slot(const tc_nameidx *x, uint64_t h, const char *name, bool *found)
+{
+    uint32_t hi = (uint32_t)(h >> 32);
+    size_t j = (size_t)h & (x->cap - 1);
+    for (;; j = (j + 1) & (x->cap - 1)) {
+        const struct tc_nameidx_slot *e = &x->s[j];
+        if (!e->at)
+            break;
+        if (e->hash == hi && !strcmp(x->names[e->at - 1], name)) {
+            *found = true;
+            return j;
+        }
+    }
+    *found = false;
+    return j;
+}
+
+int tc_nameidx_init(tc_nameidx *x, const char *const *names, size_t n)
+{
+    memset(x, 0, sizeof *x);
+    if (n >= UINT32_MAX || n > SIZE_MAX / 4 / sizeof *x->s)
+        return -1;
+    size_t cap = 64;
+    while (cap < 2 * n)
+        cap *= 2;
+    if (!(x->s = calloc(cap, sizeof *x->s)))
+        return -1;
+    x->cap = cap;
+    x->names = names;
+    return 0;
+}
+
+int tc_nameidx_add(tc_nameidx *x, size_t i, size_t *was)
+{
+    uint64_t h = tc_hash_bytes(x->names[i], strlen(x->names[i]));
+    bool found;
+    size_t j = name_slot(x, h, x->names[i], &found);
+    if (found) {
+        if (was)
+            *was = x->s[j].at - 1;
+        return 0;
+    }
+    x->s[j] = (struct tc_nameidx_slot){(uint32_t)(i + 1), (uint32_t)(h >> 32)};
+    return 1;
+}
+
+int tc_nameidx_make(tc_nameidx *x, const char *const *names, size_t n)
+{
+    if (tc_nameidx_init(x, names, n) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        tc_nameidx_add(x, i, NULL);
+    return 0;
+}
+
+bool tc_nameidx_get(const tc_nameidx *x, const char *name, size_t *at)
+{
+    if (!x->cap)
+        return false;
+    bool found;
+    size_t j = name_slot(x, tc_hash_bytes(name, strlen(name)), name, &found);
+    if (found && at)
+        *at = x->s[j].at - 1;
+    return found;
+}
+
+void tc_nameidx_free(tc_nameidx *x)
+{
+    if (x) {
+        free(x->s);
+        memset(x, 0, sizeof *x);
+    }
+}

@@ -43,6 +43,30 @@ static inline size_t tc_map_cap(const tc_map *m) { return m->cap; }
 
 void tc_map_free(tc_map *m);
 
+/* An index of a table of names the caller holds: a name to its position, 8 bytes a slot (a
+ * position and part of the name's hash), for tables too large for a tc_map's 32. The table must
+ * outlive the index and stay as it is; a name listed twice keeps its first position. */
+typedef struct tc_nameidx {
+    struct tc_nameidx_slot {
+        uint32_t at;    /* position + 1; 0: empty */
+        uint32_t hash;  /* the name's hash, its high half */
+    } *s;
+    size_t cap;
+    const char *const *names;
+} tc_nameidx;
+
+/* Room for names[0..n), none indexed yet: 0, or -1 when out of memory or n is 2^32 - 1 or more. */
+int tc_nameidx_init(tc_nameidx *x, const char *const *names, size_t n);
+/* Index names[i] (i < n, the table's entry set by now): 1, or 0 when the name is indexed already
+ * (*was, if given, receives its position). */
+int tc_nameidx_add(tc_nameidx *x, size_t i, size_t *was);
+/* Index all of names[0..n): tc_nameidx_init, then each added in order. */
+int tc_nameidx_make(tc_nameidx *x, const char *const *names, size_t n);
+/* The position of name, or false when the table lacks it. */
+bool tc_nameidx_get(const tc_nameidx *x, const char *name, size_t *at);
+/* Accepts a zeroed index. */
+void tc_nameidx_free(tc_nameidx *x);
+
 /* The keyed hash of n bytes (SipHash-1-3 with the process's secret). */
 uint64_t tc_hash_bytes(const void *p, size_t n);
 

@@ -147,7 +147,8 @@ static void details(buf *b, const tc_diff_entry *e, const tc_diff_meta *ma, cons
         sep(b);
         put(b, "not compared: %s", e->why_not);
     }
-    const tc_cmp_res *r = &e->res;
+    tc_cmp_res tmp;
+    const tc_cmp_res *r = tc_diff_res(e, &tmp);
     switch (e->how) {
     case TC_DIFF_VALUES: {
         bool numeric = tc_cmp_class_of(ma->dtype) != TC_CMP_RAW;
@@ -208,9 +209,11 @@ static bool noteworthy(const tc_diff_entry *e, bool all)
 {
     if (all || !e->equal)
         return true;
+    tc_cmp_res tmp;
+    const tc_cmp_res *r = tc_diff_res(e, &tmp);
     return e->dtype_differs || e->stride_differs || e->offset_differs || e->device_differs ||
            e->how == TC_DIFF_METADATA ||
-           (e->how == TC_DIFF_VALUES && (!e->bitwise || e->res.nan_a || e->res.nan_b || e->res.inf_a || e->res.inf_b));
+           (e->how == TC_DIFF_VALUES && (!e->bitwise || r->nan_a || r->nan_b || r->inf_a || r->inf_b));
 }
 
 /* An equal entry worth a line only for its saved device (to-cpu's output against its input). */
@@ -446,12 +449,13 @@ static cJSON *jentry(const tc_diff_report *r, const tc_diff_entry *e, bool stats
     cJSON_AddBoolToObject(o, "bit_for_bit", e->bitwise);
     if (e->how == TC_DIFF_SHA256) {
         cJSON *h = cJSON_AddArrayToObject(o, "sha256");
-        cJSON_AddItemToArray(h, cJSON_CreateString(e->sha_a));
-        cJSON_AddItemToArray(h, cJSON_CreateString(e->sha_b));
+        cJSON_AddItemToArray(h, cJSON_CreateString(e->sha->a));
+        cJSON_AddItemToArray(h, cJSON_CreateString(e->sha->b));
     }
     if (e->how != TC_DIFF_VALUES)
         return o;
-    const tc_cmp_res *v = &e->res;
+    tc_cmp_res tmp;
+    const tc_cmp_res *v = tc_diff_res(e, &tmp);
     bool numeric = tc_cmp_class_of(ma.dtype) != TC_CMP_RAW;
     cJSON_AddItemToObject(o, "elements", juint(v->n));
     cJSON_AddItemToObject(o, "changed", juint(v->changed));

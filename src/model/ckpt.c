@@ -410,6 +410,7 @@ long tc_ckpt_add_tensor(tc_ckpt *c, const char *name, tc_diag *d)
     t->alias_of = -1;
     t->keyed = -1;
     t->shape = t->stride = no_dims;
+    t->device = "";
     if (c->ns && !strcmp(c->s[c->ns - 1].key, name))
         t->name = c->s[c->ns - 1].key;
     else if (!(t->name = arena_str(&c->mem, name)))

@@ -43,8 +43,9 @@ typedef struct tc_storage {
     uint64_t nbytes;
     /* stored uncompressed in the checkpoint's own file at file_off (else read through the driver) */
     uint64_t file_off;
-    size_t ntensors;     /* tensors viewing it (aliases of one tensor count once) */
-    long shard;          /* sharded sets: the shard holding it (tc_ckpt_shard), else -1 */
+    uint32_t ntensors;   /* tensors viewing it (aliases of one tensor count once; a file holds fewer than
+                            pk_limits' nodes) */
+    int32_t shard;       /* sharded sets: the shard holding it (tc_ckpt_shard), else -1 */
     tc_dtype dtype;      /* element type; uint8 for an UntypedStorage */
     uint32_t crc;
     bool untyped;        /* UntypedStorage (numel counts bytes) */
@@ -80,7 +81,8 @@ typedef struct tc_tensor {
     bool restored;         /* a view the safetensors aliases record restores (TC_ST_ALIASES_KEY): not in the
                               header, and no index lists it */
     bool frozen;           /* a parameter its optimizer does not train (DeepSpeed ZeRO): tc_ckpt_drop_frozen leaves it out */
-    char device[32];       /* for tensors without storage (meta, wrapper) */
+    const char *device;    /* for tensors without storage: a static string ("meta", "?" for a wrapper, "-" where the
+                              format saves none); "" when unset */
 } tc_tensor;
 
 /* A Python global the file names, as CPython would import it. */

@@ -75,8 +75,16 @@ static const char *side_name(const tc_diff_side *s, size_t i)
     return s->c ? tc_ckpt_tensor(s->c, i)->name : s->m->e[i].name;
 }
 
-/* The side's names after --strip-prefix (or as they are, checked distinct). */
-static int side_names(tc_diff_side *s, const tc_diff_opts *o, char ***out, tc_diag *d)
+/* Where name ends with tail, that end of name; else NULL. */
+static const char *tail_of(const char *name, const char *tail)
+{
+    size_t ln = strlen(name), lt = strlen(tail);
+    return lt <= ln && !memcmp(name + ln - lt, tail, lt) ? name + ln - lt : NULL;
+}
+
+/* The side's names after --strip-prefix (or as they are, checked distinct). Each points into the
+ * side's own name, which it ends (a stripped name is its name's tail), or into s->own. */
+static int side_names(tc_diff_side *s, const tc_diff_opts *o, const char ***out, tc_diag *d)
 {
     const char **v = calloc(s->ntensors + 1, sizeof *v);
     if (!v)
@@ -96,7 +104,21 @@ static int side_names(tc_diff_side *s, const tc_diff_opts *o, char ***out, tc_di
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    *out = km.name; /* the names are the caller's now */
+    for (size_t i = 0; i < s->ntensors && !s->own; i++)
+        if (!tail_of(v[i], km.name[i]) && !(s->own = calloc(s->ntensors + 1, sizeof *s->own))) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+    for (size_t i = 0; i < s->ntensors; i++) {
+        const char *t = tail_of(v[i], km.name[i]);
+        if (t) {
+            free(km.name[i]);
+            km.name[i] = (char *)t;
+        } else {
+            s->own[i] = km.name[i];
+        }
+    }
+    *out = (const char **)km.name; /* the names, borrowed from the side */
     km.name = NULL;
     km.n = 0;
 done:
@@ -132,6 +154,7 @@ typedef struct ctx {
     uint8_t *scratch[TC_POOL_MAX];  /* per thread: a chunk for each side read as a plain range */
     uint8_t *slot[2];               /* per side read in order: nt chunks */
     uint64_t done, total;           /* bytes, for progress */
+    struct vjob *vj;                /* the value comparison's state, made once */
 } ctx;
 
 typedef struct vjob {
@@ -206,17 +229,60 @@ static int buffers(ctx *x, bool seq0, bool seq1, tc_diag *d)
     return 0;
 }
 
+/* Whether r says only "r->n elements compared, every one identical": what tc_diff_res makes of an
+ * entry that keeps no result. The sums are left out: the cosine is worked out before. */
+static bool plain_equal(const tc_cmp_res *r)
+{
+    tc_cmp_res c;
+    tc_cmp_res_init(&c);
+    const tc_cmp_val *va[2] = {&r->first_a, &r->first_b}, *vc[2] = {&c.first_a, &c.first_b};
+    for (int k = 0; k < 2; k++)
+        if (va[k]->kind != vc[k]->kind || memcmp(&va[k]->re, &vc[k]->re, sizeof va[k]->re) ||
+            memcmp(&va[k]->im, &vc[k]->im, sizeof va[k]->im) || va[k]->i != vc[k]->i || va[k]->u != vc[k]->u)
+            return false;
+    return r->bits_differ == c.bits_differ && r->changed == c.changed && r->mismatched == c.mismatched &&
+           r->first == c.first && !memcmp(&r->max_abs, &c.max_abs, sizeof r->max_abs) &&
+           !memcmp(&r->max_rel, &c.max_rel, sizeof r->max_rel) && r->max_abs_at == c.max_abs_at &&
+           r->max_rel_at == c.max_rel_at && r->nan_a == c.nan_a && r->inf_a == c.inf_a && r->nan_b == c.nan_b &&
+           r->inf_b == c.inf_b;
+}
+
+const tc_cmp_res *tc_diff_res(const tc_diff_entry *e, tc_cmp_res *tmp)
+{
+    if (e->res)
+        return e->res;
+    tc_cmp_res_init(tmp);
+    tmp->n = e->nvalues;
+    return tmp;
+}
+
+/* Keep r as e's result: nothing but its count when that says it all. */
+static int keep_res(tc_diff_entry *e, const tc_cmp_res *r, tc_diag *d)
+{
+    e->nvalues = r->n;
+    if (plain_equal(r))
+        return 0;
+    if (!(e->res = malloc(sizeof *e->res)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    *e->res = *r;
+    return 0;
+}
+
 static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const tc_tensor *tb, tc_diag *d)
 {
-    vjob *j = calloc(1, sizeof *j);
-    if (!j)
+    if (!x->vj && !(x->vj = malloc(sizeof *x->vj)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    vjob *j = x->vj;
     const tc_diff_side *side[2] = {&x->rep->a, &x->rep->b};
     const tc_tensor *t[2] = {ta, tb};
     j->x = x;
     j->rule = &x->o->rule;
-    for (unsigned k = 0; k < TC_POOL_MAX; k++)
+    for (unsigned k = 0; k < TC_POOL_MAX; k++) {
         j->fail_at[k] = UINT64_MAX;
+        tc_diag_clear(&j->d[k]);
+    }
+    memset(j->s, 0, sizeof j->s);
+    atomic_store(&j->stop, false);
     j->numel = ta->numel;
     int rc;
     bool seq[2] = {false, false};
@@ -271,15 +337,17 @@ static int compare_values(ctx *x, tc_diff_entry *e, const tc_tensor *ta, const t
         if (x->o->quick && total.mismatched)
             break;
     }
-    e->res = total;
+    if ((rc = keep_res(e, &total, d)))
+        goto done;
     e->how = TC_DIFF_VALUES;
     e->equal = !total.mismatched;
     e->bitwise = ta->dtype == tb->dtype && !total.bits_differ;
     e->cosine = x->o->rule.sums ? tc_cmp_cosine(&total) : NAN;
 done:
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < 2; s++) {
         tc_elems_close(j->s[s].e);
-    free(j);
+        j->s[s].e = NULL;
+    }
     return rc;
 }
 
@@ -300,7 +368,7 @@ static const tc_diff_side *hashed_side(const tc_diff_report *r, int *which)
 static void finish_hash(ctx *x, tc_diff_entry *e)
 {
     e->how = TC_DIFF_SHA256;
-    e->equal = e->bitwise = !strcmp(e->sha_a, e->sha_b);
+    e->equal = e->bitwise = !strcmp(e->sha->a, e->sha->b);
     e->done = true;
     if (x->o->strict && layout_differs(e))
         e->equal = false;
@@ -320,9 +388,9 @@ static bool plan_hashes(ctx *x, tc_diff_entry *e)
         return false;
     }
     if (a->m)
-        memcpy(e->sha_a, a->m->e[e->ia].sha256, 65);
+        memcpy(e->sha->a, a->m->e[e->ia].sha256, 65);
     if (b->m)
-        memcpy(e->sha_b, b->m->e[e->ib].sha256, 65);
+        memcpy(e->sha->b, b->m->e[e->ib].sha256, 65);
     if (a->m && b->m) { /* two manifests: nothing to read */
         finish_hash(x, e);
         return false;
@@ -374,7 +442,7 @@ static void hwork(void *arg, unsigned tid)
             return;
         tc_diff_entry *e = &j->x->rep->e[j->todo[k]];
         const tc_tensor *t = tc_ckpt_tensor(j->s->c, (size_t)(j->which ? e->ib : e->ia));
-        if (hash_one(j, t, j->which ? e->sha_b : e->sha_a, &j->d[tid])) {
+        if (hash_one(j, t, j->which ? e->sha->b : e->sha->a, &j->d[tid])) {
             tc_diag_subject(&j->d[tid], j->s->path);
             j->fail_at[tid] = k;
             atomic_store(&j->stop, true);
@@ -439,7 +507,7 @@ static int run_hashes(ctx *x, const bool *todo, tc_diag *d)
         if (!todo[i] || e->done)
             continue;
         const tc_diff_entry *was = &x->rep->e[entry[tc_ckpt_tensor(s->c, (size_t)ti)->alias_of]];
-        memcpy(which ? e->sha_b : e->sha_a, which ? was->sha_b : was->sha_a, 65);
+        memcpy(which ? e->sha->b : e->sha->a, which ? was->sha->b : was->sha->a, 65);
         finish_hash(x, e);
     }
 done:
@@ -457,7 +525,6 @@ static bool plan_entry(ctx *x, tc_diff_entry *e)
     tc_diff_meta ma, mb;
     bool in_a = side_meta(&x->rep->a, e->ia, &ma), in_b = side_meta(&x->rep->b, e->ib, &mb);
     e->cosine = NAN;
-    tc_cmp_res_init(&e->res);
     if (!in_a || !in_b) {
         e->why_not = in_a ? "only in A" : "only in B";
         e->done = true;
@@ -511,7 +578,11 @@ static int run_entry(ctx *x, tc_diff_entry *e, tc_diag *d)
     const tc_diff_entry *was = ta->alias_of >= 0 && tb->alias_of >= 0 ? &x->rep->e[ta->alias_of] : NULL;
     if (was && was->ib == tb->alias_of && was->done && was->how == TC_DIFF_VALUES) {
         e->how = was->how;
-        e->res = was->res;
+        e->nvalues = was->nvalues;
+        if (was->res && !(e->res = malloc(sizeof *e->res)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if (was->res)
+            *e->res = *was->res;
         e->equal = was->equal;
         e->bitwise = was->bitwise;
         e->cosine = was->cosine;
@@ -533,43 +604,55 @@ static bool differs(const tc_diff_entry *e) { return e->done && !e->equal; }
 int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_diff_opts *o, tc_diag *d)
 {
     memset(rep, 0, sizeof *rep);
-    char **na = NULL, **nb = NULL;
+    const char **na = NULL, **nb = NULL;
     ctx x = {.o = o, .rep = rep};
-    tc_strmap bmap = {0};
+    tc_nameidx bmap = {0};
     bool *matched = NULL, *todo = NULL;
+    long *ib_of = NULL;
     int rc;
     if ((rc = open_side(&rep->a, pa, o, d)) || (rc = open_side(&rep->b, pb, o, d)) ||
         (rc = side_names(&rep->a, o, &na, d)) || (rc = side_names(&rep->b, o, &nb, d)))
         goto done;
     size_t nA = rep->a.ntensors, nB = rep->b.ntensors;
     rep->same_file = rep->a.c && rep->b.c && tc_same_file(pa, pb);
-    rep->e = calloc(nA + nB + 1, sizeof *rep->e);
     matched = calloc(nB + 1, sizeof *matched);
-    todo = calloc(nA + nB + 1, sizeof *todo);
-    if (!rep->e || !matched || !todo) {
+    ib_of = malloc((nA + 1) * sizeof *ib_of);
+    if (!matched || !ib_of) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t j = 0; j < nB; j++)
-        if (tc_strmap_put(&bmap, nb[j], j, NULL) < 0) {
+    if (tc_nameidx_make(&bmap, nb, nB) < 0) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t nboth = 0;
+    for (size_t i = 0; i < nA; i++) {
+        size_t j;
+        ib_of[i] = tc_nameidx_get(&bmap, na[i], &j) ? (long)j : -1;
+        if (ib_of[i] >= 0 && !matched[j])
+            matched[j] = true, nboth++;
+    }
+    size_t nent = nA + (nB - nboth);
+    rep->e = calloc(nent + 1, sizeof *rep->e);
+    todo = calloc(nent + 1, sizeof *todo);
+    if (!rep->e || !todo) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nA; i++) { /* A's names in A's order: entry i is A's tensor i */
+        tc_diff_entry *e = &rep->e[rep->n++];
+        e->name = na[i];
+        e->ia = (long)i;
+        e->ib = ib_of[i];
+        if (e->ib >= 0 && (rep->a.m || rep->b.m) && !(e->sha = calloc(1, sizeof *e->sha))) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             goto done;
         }
-    for (size_t i = 0; i < nA; i++) { /* A's names in A's order: entry i is A's tensor i */
-        tc_diff_entry *e = &rep->e[rep->n++];
-        size_t j;
-        e->name = na[i];
-        na[i] = NULL;
-        e->ia = (long)i;
-        e->ib = tc_strmap_get(&bmap, e->name, &j) ? (long)j : -1;
-        if (e->ib >= 0)
-            matched[j] = true;
     }
     for (size_t j = 0; j < nB; j++)
         if (!matched[j]) {
             tc_diff_entry *e = &rep->e[rep->n++];
             e->name = nb[j];
-            nb[j] = NULL;
             e->ia = -1;
             e->ib = (long)j;
         }
@@ -612,15 +695,13 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
     }
     rep->equal = !rep->partial && !rep->ndiffer && !rep->nonly_a && !rep->nonly_b;
 done:
-    for (size_t i = 0; na && i < rep->a.ntensors; i++)
-        free(na[i]);
-    for (size_t i = 0; nb && i < rep->b.ntensors; i++)
-        free(nb[i]);
     free(na);
     free(nb);
-    tc_strmap_free(&bmap);
+    tc_nameidx_free(&bmap);
     free(matched);
+    free(ib_of);
     free(todo);
+    free(x.vj);
     tc_pool_free(x.pool);
     for (unsigned t = 0; t < TC_POOL_MAX; t++)
         free(x.scratch[t]);
@@ -633,14 +714,19 @@ void tc_diff_report_free(tc_diff_report *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n; i++)
-        free(r->e[i].name);
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->e[i].res);
+        free(r->e[i].sha);
+    }
     free(r->e);
     for (int s = 0; s < 2; s++) {
         tc_diff_side *sd = s ? &r->b : &r->a;
         tc_ckpt_close(sd->c);
         tc_manifest_free(sd->m);
         free(sd->prefix);
+        for (size_t i = 0; sd->own && i < sd->ntensors; i++)
+            free(sd->own[i]);
+        free(sd->own);
     }
     memset(r, 0, sizeof *r);
 }

@@ -82,29 +82,39 @@ typedef struct tc_diff_meta {
     uint64_t numel;
 } tc_diff_meta;
 
+/* The two SHA-256s of an entry compared by them, as hex text. */
+typedef struct tc_diff_shas {
+    char a[65], b[65];
+} tc_diff_shas;
+
+/* An entry per name: its size is the report's, so what only some entries say lives apart. */
 typedef struct tc_diff_entry {
-    char *name;                   /* after --strip-prefix */
+    const char *name;             /* after --strip-prefix (the report's) */
     long ia, ib;                  /* the tensor (or manifest entry) of A and of B, -1 when absent */
     bool dtype_differs, shape_differs, stride_differs, offset_differs, device_differs;
-    tc_diff_how how;
-    const char *why_not;          /* TC_DIFF_NOT_COMPARED: why, as a phrase */
     bool done;                    /* compared (a quick run leaves later names undone) */
     bool equal;
     bool bitwise;                 /* values compared, same dtype, every byte equal */
+    tc_diff_how how;
+    const char *why_not;          /* TC_DIFF_NOT_COMPARED: why, as a phrase */
     double cosine;                /* with rule.sums: NaN when undefined */
-    union {                       /* read by how (an entry per name: its size is the report's) */
-        tc_cmp_res res;           /* TC_DIFF_VALUES */
-        struct {
-            char sha_a[65], sha_b[65]; /* TC_DIFF_SHA256 */
-        };
-    };
+    uint64_t nvalues;             /* TC_DIFF_VALUES: elements compared */
+    tc_cmp_res *res;              /* TC_DIFF_VALUES, owned: the result, when it says more than "nvalues elements,
+                                     every one identical" (NULL then: tc_diff_res makes it) */
+    tc_diff_shas *sha;            /* TC_DIFF_SHA256, owned */
 } tc_diff_entry;
+
+/* The value comparison of an entry compared by values, in *tmp when the entry keeps none of its own
+ * (its sums, which only the cosine needs, are then zero). */
+const tc_cmp_res *tc_diff_res(const tc_diff_entry *e, tc_cmp_res *tmp);
 
 typedef struct tc_diff_side {
     const char *path;
     tc_ckpt *c;                   /* a checkpoint, or */
     tc_manifest *m;               /* a manifest */
     char *prefix;                 /* what --strip-prefix removed from its names ("" when nothing) */
+    char **own;                   /* per tensor: its name after --strip-prefix where that is not the tail of its
+                                     own (else NULL); NULL when every one is */
     size_t ntensors;
     bool unsafe;                  /* loading it is not safe (it was only read) */
     char why_unsafe[1024];

@@ -148,9 +148,10 @@ static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, b
     regex_t *rx = calloc(o->nrename + 1, sizeof *rx);
     char **repl = calloc(o->nrename + 1, sizeof *repl);
     size_t ncompiled = 0;
-    tc_strmap seen = {0};
+    tc_nameidx seen = {0};
     const char **kept = malloc((n + 1) * sizeof *kept);
-    if (!(m->name = calloc(n + 1, sizeof *m->name)) || !rx || !repl || !kept) {
+    if (!(m->name = calloc(n + 1, sizeof *m->name)) || !rx || !repl || !kept ||
+        (distinct && tc_nameidx_init(&seen, (const char *const *)m->name, n) < 0)) {
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -211,12 +212,7 @@ static int keymap_make(const tc_keyops *o, const char *const *names, size_t n, b
             goto done;
         }
         size_t was;
-        int put = distinct ? tc_strmap_put(&seen, cur, i, &was) : 1;
-        if (put < 0) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        if (put == 0) {
+        if (distinct && !tc_nameidx_add(&seen, i, &was)) {
             rc = tc_fail(d, TC_ERR_USAGE, "'%s' and '%s' would both be named '%s'", names[was], names[i], cur);
             goto done;
         }
@@ -231,7 +227,7 @@ done:
     free(rx);
     free(repl);
     free(kept);
-    tc_strmap_free(&seen);
+    tc_nameidx_free(&seen);
     if (rc)
         tc_keymap_free(m);
     return rc;

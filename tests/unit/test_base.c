@@ -225,6 +225,39 @@ Test(map, word_keys)
     tc_map_free(&m);
 }
 
+Test(map, name_index)
+{
+    static char keys[30000][8];
+    static const char *names[30001];
+    for (int i = 0; i < 30000; i++) {
+        snprintf(keys[i], sizeof keys[i], "n%d", i % 20000); /* the last 10000 repeat the first */
+        names[i] = keys[i];
+    }
+    names[30000] = "";
+    tc_nameidx x;
+    cr_assert_eq(tc_nameidx_make(&x, names, 30001), 0);
+    size_t at = 0;
+    for (int i = 0; i < 30000; i += 3) {
+        cr_assert(tc_nameidx_get(&x, keys[i], &at));
+        cr_assert_eq(at, (size_t)(i % 20000), "'%s' at %zu", keys[i], at); /* a repeat keeps its first place */
+    }
+    cr_assert(tc_nameidx_get(&x, "", &at));
+    cr_assert_eq(at, 30000);
+    cr_assert(!tc_nameidx_get(&x, "n20000", &at));
+    cr_assert(!tc_nameidx_get(&x, "n1 ", &at));
+    cr_assert(!tc_nameidx_get(&x, "n", &at)); /* a prefix is another name */
+    tc_nameidx_free(&x);
+    cr_assert(!tc_nameidx_get(&x, "n1", &at));
+
+    /* added one at a time: a name already there says where */
+    cr_assert_eq(tc_nameidx_init(&x, names, 30000), 0);
+    cr_assert_eq(tc_nameidx_add(&x, 5, NULL), 1);
+    cr_assert_eq(tc_nameidx_add(&x, 20005, &at), 0);
+    cr_assert_eq(at, 5);
+    cr_assert(!tc_nameidx_get(&x, "n6", &at));
+    tc_nameidx_free(&x);
+}
+
 Test(map, strmap_wrappers)
 {
     tc_strmap m = {0};
