@@ -222,6 +222,10 @@ void tc_put_json(const char *s);
 /* The JSON document o as one line on stdout (through tc_put_json), then o deleted. */
 struct cJSON;
 void tc_put_json_line(struct cJSON *o);
+/* A whole number as JSON, printed exactly and without going through a double (cJSON's numbers
+ * are doubles, printed and read back to check); NULL when out of memory. */
+struct cJSON *tc_json_int(int64_t v);
+struct cJSON *tc_json_uint(uint64_t v);
 
 /* Messages: "tensorctl: FILE: message" on stderr. */
 void tc_err(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -343,26 +343,12 @@ static cJSON *jnum(double x)
     return cJSON_CreateRaw(t);
 }
 
-/* A whole number printed exactly (cJSON would go through a double). */
-static cJSON *jint(int64_t v)
-{
-    char t[32];
-    snprintf(t, sizeof t, "%" PRId64, v);
-    return cJSON_CreateRaw(t);
-}
-
-static cJSON *juint(uint64_t v)
-{
-    char t[32];
-    snprintf(t, sizeof t, "%" PRIu64, v);
-    return cJSON_CreateRaw(t);
-}
 
 static cJSON *jdims(const int64_t *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++)
-        cJSON_AddItemToArray(a, jint(v[i]));
+        cJSON_AddItemToArray(a, tc_json_int(v[i]));
     return a;
 }
 
@@ -378,8 +364,8 @@ static cJSON *jindex(const tc_diff_meta *m, uint64_t flat)
 static cJSON *jvalue(const tc_cmp_val *v, tc_dtype t)
 {
     switch (v->kind) {
-    case 'i': return jint(v->i);
-    case 'u': return juint(v->u);
+    case 'i': return tc_json_int(v->i);
+    case 'u': return tc_json_uint(v->u);
     case 'x': {
         char h[24];
         snprintf(h, sizeof h, "0x%0*" PRIx64, (int)(2 * (tc_dtype_size(t) < 8 ? tc_dtype_size(t) : 8)), v->u);
@@ -408,7 +394,7 @@ static cJSON *j_name(const tc_diff_meta *m) { return cJSON_CreateString(m->name)
 static cJSON *j_dtype(const tc_diff_meta *m) { return cJSON_CreateString(tc_dtype_name(m->dtype)); }
 static cJSON *j_shape(const tc_diff_meta *m) { return jdims(m->shape, m->ndim); }
 static cJSON *j_stride(const tc_diff_meta *m) { return m->has_layout ? jdims(m->stride, m->ndim) : cJSON_CreateNull(); }
-static cJSON *j_offset(const tc_diff_meta *m) { return m->has_layout ? jint(m->offset) : cJSON_CreateNull(); }
+static cJSON *j_offset(const tc_diff_meta *m) { return m->has_layout ? tc_json_int(m->offset) : cJSON_CreateNull(); }
 static cJSON *j_device(const tc_diff_meta *m) { return m->device ? cJSON_CreateString(m->device) : cJSON_CreateNull(); }
 
 static const char *how_name(tc_diff_how h)
@@ -457,9 +443,9 @@ static cJSON *jentry(const tc_diff_report *r, const tc_diff_entry *e, bool stats
     tc_cmp_res tmp;
     const tc_cmp_res *v = tc_diff_res(e, &tmp);
     bool numeric = tc_cmp_class_of(ma.dtype) != TC_CMP_RAW;
-    cJSON_AddItemToObject(o, "elements", juint(v->n));
-    cJSON_AddItemToObject(o, "changed", juint(v->changed));
-    cJSON_AddItemToObject(o, "mismatched", juint(v->mismatched));
+    cJSON_AddItemToObject(o, "elements", tc_json_uint(v->n));
+    cJSON_AddItemToObject(o, "changed", tc_json_uint(v->changed));
+    cJSON_AddItemToObject(o, "mismatched", tc_json_uint(v->mismatched));
     cJSON_AddItemToObject(o, "max_abs_diff", numeric ? jnum(v->max_abs) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "max_abs_diff_at", jindex(&ma, v->max_abs_at));
     cJSON_AddItemToObject(o, "max_rel_diff", numeric ? jnum(v->max_rel) : cJSON_CreateNull());
@@ -473,10 +459,10 @@ static cJSON *jentry(const tc_diff_report *r, const tc_diff_entry *e, bool stats
         cJSON_AddNullToObject(o, "first_mismatch");
     }
     cJSON *nan = cJSON_AddArrayToObject(o, "nan"), *inf = cJSON_AddArrayToObject(o, "inf");
-    cJSON_AddItemToArray(nan, juint(v->nan_a));
-    cJSON_AddItemToArray(nan, juint(v->nan_b));
-    cJSON_AddItemToArray(inf, juint(v->inf_a));
-    cJSON_AddItemToArray(inf, juint(v->inf_b));
+    cJSON_AddItemToArray(nan, tc_json_uint(v->nan_a));
+    cJSON_AddItemToArray(nan, tc_json_uint(v->nan_b));
+    cJSON_AddItemToArray(inf, tc_json_uint(v->inf_a));
+    cJSON_AddItemToArray(inf, tc_json_uint(v->inf_b));
     if (stats)
         cJSON_AddItemToObject(o, "cosine", isnan(e->cosine) ? cJSON_CreateNull() : jnum(e->cosine));
     return o;
@@ -487,7 +473,7 @@ static cJSON *jside(const tc_diff_side *s)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", s->path);
     cJSON_AddStringToObject(o, "format", tc_diff_format(s));
-    cJSON_AddItemToObject(o, "tensors", juint(s->ntensors));
+    cJSON_AddItemToObject(o, "tensors", tc_json_uint(s->ntensors));
     cJSON_AddStringToObject(o, "prefix_stripped", s->prefix ? s->prefix : "");
     cJSON_AddBoolToObject(o, "unsafe", s->unsafe);
     return o;
@@ -506,12 +492,12 @@ static void print_json(const tc_diff_report *r, const tc_diff_opts *o)
     cJSON_AddBoolToObject(rule, "strict", o->strict);
     cJSON_AddBoolToObject(j, "equal", r->equal);
     cJSON *sm = cJSON_AddObjectToObject(j, "summary");
-    cJSON_AddItemToObject(sm, "compared", juint(r->ncompared));
-    cJSON_AddItemToObject(sm, "equal", juint(r->nequal));
-    cJSON_AddItemToObject(sm, "bit_for_bit", juint(r->nbitwise));
-    cJSON_AddItemToObject(sm, "different", juint(r->ndiffer));
-    cJSON_AddItemToObject(sm, "only_in_a", juint(r->nonly_a));
-    cJSON_AddItemToObject(sm, "only_in_b", juint(r->nonly_b));
+    cJSON_AddItemToObject(sm, "compared", tc_json_uint(r->ncompared));
+    cJSON_AddItemToObject(sm, "equal", tc_json_uint(r->nequal));
+    cJSON_AddItemToObject(sm, "bit_for_bit", tc_json_uint(r->nbitwise));
+    cJSON_AddItemToObject(sm, "different", tc_json_uint(r->ndiffer));
+    cJSON_AddItemToObject(sm, "only_in_a", tc_json_uint(r->nonly_a));
+    cJSON_AddItemToObject(sm, "only_in_b", tc_json_uint(r->nonly_b));
     cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
     for (size_t i = 0; i < r->n; i++)
         cJSON_AddItemToArray(ts, jentry(r, &r->e[i], o->rule.sums));

@@ -407,7 +407,7 @@ static cJSON *int_array(const int64_t *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+        cJSON_AddItemToArray(a, tc_json_int(v[i]));
     return a;
 }
 
@@ -444,13 +444,13 @@ static cJSON *tensor_json(const tc_ckpt *c, size_t i)
     cJSON_AddStringToObject(o, "dtype", tc_dtype_name(t->dtype));
     cJSON_AddItemToObject(o, "shape", int_array(t->shape, t->ndim));
     cJSON_AddItemToObject(o, "stride", int_array(t->stride, t->ndim));
-    cJSON_AddNumberToObject(o, "storage_offset", (double)t->offset);
+    cJSON_AddItemToObject(o, "storage_offset", tc_json_int(t->offset));
     cJSON_AddStringToObject(o, "device", device_of(c, t));
     if (t->storage >= 0)
         cJSON_AddStringToObject(o, "storage", tc_ckpt_storage(c, (size_t)t->storage)->key);
     else
         cJSON_AddNullToObject(o, "storage");
-    cJSON_AddNumberToObject(o, "nbytes", (double)t->nbytes);
+    cJSON_AddItemToObject(o, "nbytes", tc_json_uint(t->nbytes));
     cJSON_AddBoolToObject(o, "parameter", t->parameter);
     cJSON_AddBoolToObject(o, "requires_grad", t->requires_grad);
     if (t->frozen)

@@ -70,6 +70,20 @@ void tc_put_json_line(cJSON *o)
     cJSON_Delete(o);
 }
 
+cJSON *tc_json_int(int64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRId64, v);
+    return cJSON_CreateRaw(t);
+}
+
+cJSON *tc_json_uint(uint64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRIu64, v);
+    return cJSON_CreateRaw(t);
+}
+
 void tc_err(const char *file, const char *fmt, ...)
 {
     va_list ap;
