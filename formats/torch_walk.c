@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -942,12 +943,22 @@ static int walk(walker *w, pk_obj *o)
     return rc;
 }
 
+static size_t stack_limit;
+static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
+
+/* The stack's size limit, asked once a process (a scan walks a graph per file). */
+static void stack_init(void)
+{
+    struct rlimit rl;
+    stack_limit = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
+}
+
 int tc_torch_walk(tc_torch_graph *tg, tc_diag *d)
 {
     tc_ckpt *c = tg->c;
     char top;
-    struct rlimit rl;
-    size_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 64u << 20;
+    pthread_once(&stack_once, stack_init);
+    size_t stack = stack_limit;
     const tc_limits *lim = tc_ckpt_limits(c);
     walker w = {.tg = tg, .c = c, .d = d, .max_visits = lim->max_objects * 4 + 1000,
                 .max_aliases = lim->max_objects / 256 + 1000, .stack_top = &top, .max_stack = stack / 2,

@@ -21,13 +21,11 @@ static int refuse_unseekable(const char *path, mode_t m, tc_diag *d)
                       "(save the stream to a file first)", kind);
 }
 
-int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
+/* Open path with flags; then what it is decides. */
+static int open_checked(tc_src *out, const char *path, int flags, tc_diag *d)
 {
     struct stat st;
-    /* before open, which waits for a writer on a named pipe */
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-        return refuse_unseekable(path, st.st_mode, d);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
     if (fd < 0)
         return tc_fail_at(d, TC_ERR_IO, path, TC_NO_OFFSET, "cannot open: %s", strerror(errno));
     if (fstat(fd, &st) < 0) {
@@ -52,6 +50,21 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
     out->read = NULL;
     out->ctx = NULL;
     return 0;
+}
+
+int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
+{
+    struct stat st;
+    /* before open, which waits for a writer on a named pipe */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return refuse_unseekable(path, st.st_mode, d);
+    return open_checked(out, path, 0, d);
+}
+
+int tc_src_open_listed(tc_src *out, const char *path, tc_diag *d)
+{
+    /* O_NONBLOCK changes nothing for a regular file's reads */
+    return open_checked(out, path, O_NONBLOCK | O_NOCTTY, d);
 }
 
 void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)

@@ -15,6 +15,7 @@
  * judged once; every folder is walked once, whichever way it is reached. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "buf.h"
 #include "map.h"
 #include "scan_int.h"
+#include "scan_libarchive.h"
 
 typedef struct slot {
     bool task;             /* a file for a worker; else an item the walk made */
@@ -47,6 +49,7 @@ typedef struct scan {
     uint64_t produced, emitted, qhead, qtail;
     bool closing;
     unsigned idle;         /* workers waiting for work */
+    unsigned started;      /* workers that began */
     bool waiting;          /* the caller's thread waits for a slot to be done */
     size_t done_since;     /* files judged since it began to wait */
     int fatal;
@@ -61,6 +64,11 @@ typedef struct scan {
 static void *worker(void *arg)
 {
     scan *s = arg;
+    pthread_mutex_lock(&s->mu);
+    bool first = !s->started++;
+    pthread_mutex_unlock(&s->mu);
+    if (first) /* libarchive loads while the walk begins, not when the first archive waits for it */
+        scan_la_load(NULL);
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (s->qhead == s->qtail && !s->closing) {
@@ -186,21 +194,30 @@ static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdic
     return 0;
 }
 
-static int walk(scan *s, const char *path);
+static int walk_at(scan *s, int dirfd, const char *name, const char *path, unsigned depth);
+static int walk(scan *s, const char *path) { return walk_at(s, AT_FDCWD, path, path, 0); }
+
+/* Folders deeper than this are named by their paths, so that the walk holds at most this many open */
+#define WALK_FDS 64
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int walk_dir(scan *s, const char *path, const struct stat *st)
+/* The folder name (in the folder at) at path: its entries in name order, each looked up in it. */
+static int walk_dir(scan *s, int at, const char *name, const char *path, const struct stat *st, unsigned depth)
 {
     int p = tc_map_put2(&s->dirs, (uint64_t)st->st_dev, (uint64_t)st->st_ino, 0, NULL);
     if (p <= 0)
         return p < 0 ? TC_ERR_NOMEM : 0; /* walked already: a link to a folder of the tree, or a loop */
-    DIR *dir = opendir(path);
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
     if (!dir) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
         if (s->collect)
             return 0;
         tc_buf r = TC_BUF_INIT(300);
-        tc_buf_printf(&r, "cannot read the folder: %s", strerror(errno));
+        tc_buf_printf(&r, "cannot read the folder: %s", strerror(e));
         int rc = walk_item(s, path, "folder", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
         tc_buf_free(&r);
         return rc;
@@ -220,7 +237,10 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
             rc = TC_ERR_NOMEM;
         }
     }
-    closedir(dir);
+    if (rc || depth >= WALK_FDS) {
+        closedir(dir);
+        dir = NULL;
+    }
     if (rc)
         goto done;
     if (names.n) /* (none: an empty folder, or the first walk's folder of regular files only) */
@@ -230,9 +250,13 @@ static int walk_dir(scan *s, const char *path, const struct stat *st)
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
         tc_buf child = TC_BUF_INIT(0);
         tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i]);
-        rc = tc_buf_oom(&child) ? TC_ERR_NOMEM : walk(s, tc_buf_str(&child));
+        const char *cp = tc_buf_str(&child);
+        rc = tc_buf_oom(&child) ? TC_ERR_NOMEM
+                                : walk_at(s, dir ? dirfd(dir) : AT_FDCWD, dir ? names.v[i] : cp, cp, depth + 1);
         tc_buf_free(&child);
     }
+    if (dir)
+        closedir(dir);
 done:
     for (size_t i = 0; i < names.n; i++)
         free(names.v[i]);
@@ -280,10 +304,11 @@ static int walk_file(scan *s, const char *path, const struct stat *st, bool link
     return submit(s, path2, target, (uint64_t)st->st_size);
 }
 
-static int walk(scan *s, const char *path)
+/* What the walk meets at path, looked up as name in the folder dirfd. */
+static int walk_at(scan *s, int dirfd, const char *name, const char *path, unsigned depth)
 {
     struct stat lst, st;
-    if (lstat(path, &lst) < 0) {
+    if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
         if (s->collect)
             return 0;
         tc_buf r = TC_BUF_INIT(300);
@@ -294,12 +319,12 @@ static int walk(scan *s, const char *path)
     }
     bool link = S_ISLNK(lst.st_mode);
     st = lst;
-    if (link && stat(path, &st) < 0) {
+    if (link && fstatat(dirfd, name, &st, 0) < 0) {
         if (s->collect)
             return 0;
         int e = errno;
         char to[PATH_MAX];
-        ssize_t n = readlink(path, to, sizeof to - 1);
+        ssize_t n = readlinkat(dirfd, name, to, sizeof to - 1);
         to[n < 0 ? 0 : n] = 0;
         tc_buf r = TC_BUF_INIT(PATH_MAX + 200);
         tc_buf_puts(&r, "a symlink to ");
@@ -310,7 +335,7 @@ static int walk(scan *s, const char *path)
         return rc;
     }
     if (S_ISDIR(st.st_mode))
-        return walk_dir(s, path, &st);
+        return walk_dir(s, dirfd, name, path, &st, depth);
     if (S_ISREG(st.st_mode))
         return walk_file(s, path, &st, link, false);
     if (s->collect)

@@ -21,8 +21,6 @@
  * A member's bytes are judged through the job's callback (j->judge, which
  * scan_judge.c fills with scan_judge): this file calls nothing of the
  * judge's, which calls it. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,7 +31,11 @@
 
 #include "buf.h"
 #include "scan_int.h"
+#include "scan_libarchive.h"
 #include "zip.h"
+
+/* libarchive's functions: every call below comes after la_open loaded them (or on what it made) */
+#define LA scan_la_load(NULL)
 
 #define LA_BUF (64u << 10)
 
@@ -53,7 +55,7 @@ static la_ssize_t la_read(struct archive *a, void *ud, const void **out)
     size_t n = left < LA_BUF ? (size_t)left : LA_BUF;
     *out = in->buf;
     if (n && tc_src_read(in->src, in->pos, in->buf, n, "archive", &in->err)) {
-        archive_set_error(a, EIO, "%s", in->err.msg);
+        LA->archive_set_error(a, EIO, "%s", in->err.msg);
         return -1;
     }
     in->pos += n;
@@ -76,7 +78,7 @@ static la_int64_t la_seek(struct archive *a, void *ud, la_int64_t off, int whenc
     la_in *in = ud;
     int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)in->pos : (int64_t)in->src->size;
     if ((off > 0 && base > INT64_MAX - off) || base + off < 0 || (uint64_t)(base + off) > in->src->size) {
-        archive_set_error(a, EINVAL, "seek outside the archive");
+        LA->archive_set_error(a, EINVAL, "seek outside the archive");
         return ARCHIVE_FATAL;
     }
     in->pos = (uint64_t)(base + off);
@@ -93,21 +95,24 @@ static int la_close_cb(struct archive *a, void *ud)
 /* The decompressors libarchive has built in (a support call that would fall
  * back to an outside program answers ARCHIVE_WARN: that one is left out). */
 typedef int (*la_support_fn)(struct archive *);
-static la_support_fn la_filters[] = {
-    archive_read_support_filter_gzip,  archive_read_support_filter_bzip2, archive_read_support_filter_xz,
-    archive_read_support_filter_lzma,  archive_read_support_filter_lzip,  archive_read_support_filter_zstd,
-    archive_read_support_filter_lz4,   archive_read_support_filter_compress,
-};
-#define NFILTERS (sizeof la_filters / sizeof la_filters[0])
+#define NFILTERS 8
+static la_support_fn la_filters[NFILTERS];
 static bool la_builtin[NFILTERS];
 static pthread_once_t la_once = PTHREAD_ONCE_INIT;
 
 static void la_probe_filters(void)
 {
+    la_support_fn f[NFILTERS] = {
+        LA->archive_read_support_filter_gzip, LA->archive_read_support_filter_bzip2,
+        LA->archive_read_support_filter_xz,   LA->archive_read_support_filter_lzma,
+        LA->archive_read_support_filter_lzip, LA->archive_read_support_filter_zstd,
+        LA->archive_read_support_filter_lz4,  LA->archive_read_support_filter_compress,
+    };
+    memcpy(la_filters, f, sizeof f);
     for (size_t i = 0; i < NFILTERS; i++) {
-        struct archive *a = archive_read_new();
+        struct archive *a = LA->archive_read_new();
         la_builtin[i] = a && la_filters[i](a) == ARCHIVE_OK;
-        archive_read_free(a);
+        LA->archive_read_free(a);
     }
 }
 
@@ -121,7 +126,7 @@ static void la_free(la *l)
 {
     if (!l)
         return;
-    archive_read_free(l->a);
+    LA->archive_read_free(l->a);
     free(l->in.buf);
     free(l);
 }
@@ -129,9 +134,12 @@ static void la_free(la *l)
 static int la_open(la **out, const tc_src *src, bool raw, tc_diag *d)
 {
     *out = NULL;
+    const char *why = NULL;
+    if (!scan_la_load(&why))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s", why);
     pthread_once(&la_once, la_probe_filters);
     la *l = calloc(1, sizeof *l);
-    if (!l || !(l->in.buf = malloc(LA_BUF)) || !(l->a = archive_read_new())) {
+    if (!l || !(l->in.buf = malloc(LA_BUF)) || !(l->a = LA->archive_read_new())) {
         la_free(l);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
@@ -141,25 +149,25 @@ static int la_open(la **out, const tc_src *src, bool raw, tc_diag *d)
         if (la_builtin[i])
             la_filters[i](l->a);
     if (raw) {
-        archive_read_support_format_raw(l->a);
+        LA->archive_read_support_format_raw(l->a);
     } else {
-        archive_read_support_format_7zip(l->a);
-        archive_read_support_format_ar(l->a);
-        archive_read_support_format_cpio(l->a);
-        archive_read_support_format_iso9660(l->a);
-        archive_read_support_format_rar(l->a);
-        archive_read_support_format_rar5(l->a);
-        archive_read_support_format_tar(l->a);
-        archive_read_support_format_zip_seekable(l->a);
+        LA->archive_read_support_format_7zip(l->a);
+        LA->archive_read_support_format_ar(l->a);
+        LA->archive_read_support_format_cpio(l->a);
+        LA->archive_read_support_format_iso9660(l->a);
+        LA->archive_read_support_format_rar(l->a);
+        LA->archive_read_support_format_rar5(l->a);
+        LA->archive_read_support_format_tar(l->a);
+        LA->archive_read_support_format_zip_seekable(l->a);
     }
-    archive_read_set_read_callback(l->a, la_read);
-    archive_read_set_skip_callback(l->a, la_skip);
-    archive_read_set_seek_callback(l->a, la_seek);
-    archive_read_set_close_callback(l->a, la_close_cb);
-    archive_read_set_callback_data(l->a, &l->in);
-    if (archive_read_open1(l->a) != ARCHIVE_OK) {
+    LA->archive_read_set_read_callback(l->a, la_read);
+    LA->archive_read_set_skip_callback(l->a, la_skip);
+    LA->archive_read_set_seek_callback(l->a, la_seek);
+    LA->archive_read_set_close_callback(l->a, la_close_cb);
+    LA->archive_read_set_callback_data(l->a, &l->in);
+    if (LA->archive_read_open1(l->a) != ARCHIVE_OK) {
         int rc = l->in.err.code ? tc_diag_copy(d, &l->in.err)
-                                : tc_fail(d, TC_ERR_FORMAT, "%s", archive_error_string(l->a) ? archive_error_string(l->a)
+                                : tc_fail(d, TC_ERR_FORMAT, "%s", LA->archive_error_string(l->a) ? LA->archive_error_string(l->a)
                                                                                            : "not an archive");
         la_free(l);
         return rc;
@@ -173,7 +181,7 @@ static int la_fail(la *l, tc_diag *d)
 {
     if (l->in.err.code)
         return tc_diag_copy(d, &l->in.err);
-    const char *e = archive_error_string(l->a);
+    const char *e = LA->archive_error_string(l->a);
     return tc_fail(d, TC_ERR_FORMAT, "%s", e ? e : "unreadable archive");
 }
 
@@ -207,7 +215,7 @@ static int lm_open(void *arg, void **h, tc_diag *d)
     x->own = true;
     struct archive_entry *e;
     for (size_t k = 0; !rc && k <= m->index; k++) {
-        int r = archive_read_next_header(x->l->a, &e);
+        int r = LA->archive_read_next_header(x->l->a, &e);
         if (r == ARCHIVE_EOF)
             rc = tc_fail(d, TC_ERR_FORMAT, "the archive ends before its member %zu when read again", m->index);
         else if (r < ARCHIVE_WARN)
@@ -226,7 +234,7 @@ static int lm_open(void *arg, void **h, tc_diag *d)
 static int lm_read(void *h, void *buf, size_t n, size_t *got, tc_diag *d)
 {
     la_h *x = h;
-    la_ssize_t r = archive_read_data(x->l->a, buf, n);
+    la_ssize_t r = LA->archive_read_data(x->l->a, buf, n);
     if (r < 0)
         return la_fail(x->l, d);
     *got = (size_t)r;
@@ -466,11 +474,11 @@ static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, cons
     int rc = 0;
     bool deep = depth >= j->o->max_archive_depth;
     for (size_t k = 0; rc >= 0; k++) {
-        int r = archive_read_next_header(l->a, &e);
+        int r = LA->archive_read_next_header(l->a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (!tc_buf_len(&kind)) {
-            archive_kind(&kind, format_kind(archive_format(l->a)), filter_kind(archive_filter_code(l->a, 0)));
+            archive_kind(&kind, format_kind(LA->archive_format(l->a)), filter_kind(LA->archive_filter_code(l->a, 0)));
             if (deep)
                 break;
             j->archives++;
@@ -479,12 +487,12 @@ static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, cons
             la_fail(l, &failed);
             break;
         }
-        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e))
+        if (LA->archive_entry_filetype(e) != AE_IFREG || LA->archive_entry_hardlink(e))
             continue; /* folders, links (a hard link's bytes are another member's), devices */
         nmembers++;
-        const char *mn = archive_entry_pathname_utf8(e);
+        const char *mn = LA->archive_entry_pathname_utf8(e);
         if (!mn)
-            mn = archive_entry_pathname(e);
+            mn = LA->archive_entry_pathname(e);
         if (!mn)
             mn = "?";
         char *mname = strdup(mn);
@@ -492,16 +500,16 @@ static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, cons
             rc = TC_ERR_NOMEM;
             break;
         }
-        uint64_t size = archive_entry_size_is_set(e) && archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
-        if (archive_entry_is_encrypted(e)) {
+        uint64_t size = LA->archive_entry_size_is_set(e) && LA->archive_entry_size(e) > 0 ? (uint64_t)LA->archive_entry_size(e) : 0;
+        if (LA->archive_entry_is_encrypted(e)) {
             rc = member_fails(j, mname, size, "an encrypted member: its bytes cannot be judged without the password");
-        } else if ((archive_format(l->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR &&
-                   archive_filter_count(l->a) == 1 && archive_entry_size_is_set(e) &&
-                   !archive_entry_sparse_count(e)) {
+        } else if ((LA->archive_format(l->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR &&
+                   LA->archive_filter_count(l->a) == 1 && LA->archive_entry_size_is_set(e) &&
+                   !LA->archive_entry_sparse_count(e)) {
             /* an uncompressed tar's member lies in place, where the reader's position now is */
             tc_src w;
             tc_diag d = TC_DIAG_INIT;
-            if (tc_src_window(&w, src, (uint64_t)archive_filter_bytes(l->a, 0), size, &d))
+            if (tc_src_window(&w, src, (uint64_t)LA->archive_filter_bytes(l->a, 0), size, &d))
                 rc = member_fails(j, mname, size, d.msg);
             else
                 rc = member(j, &w, name, mname, wrap, depth + 1);
@@ -673,8 +681,8 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
     if ((rc = la_open(&l, src, true, &d)))
         return rc == TC_ERR_NOMEM ? rc : unread(j, head, hn, wrap, src->size, &d);
     struct archive_entry *e;
-    const char *filter = archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && archive_filter_count(l->a) > 1
-                             ? filter_kind(archive_filter_code(l->a, 0))
+    const char *filter = LA->archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && LA->archive_filter_count(l->a) > 1
+                             ? filter_kind(LA->archive_filter_code(l->a, 0))
                              : NULL;
     if (!filter) {
         la_fail(l, &d);

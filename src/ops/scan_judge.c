@@ -214,7 +214,7 @@ int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items
     tc_diag d = TC_DIAG_INIT;
     int rc;
     *archives = *skipped = 0;
-    if (tc_src_open_file(&f, path, &d))
+    if (tc_src_open_listed(&f, path, &d)) /* the walk listed it as a regular file */
         return emit(&j, "unreadable", NULL, TC_SCAN_UNREADABLE, size, d.msg);
     scan_file_src_open(&fs, &f);
     if (tc_src_window(&w, &fs.src, 0, f.size, &d))

@@ -5,7 +5,8 @@
 A copy of the tree is built with `dpkg-buildpackage -us -uc -b` (its build
 dependencies checked first by dpkg-checkbuilddeps), and the .deb:
   - is named tensorctl_VERSION_ARCH.deb, and depends on the libraries the binary
-    links (zlib, cJSON, OpenSSL's libcrypto: dpkg-shlibdeps found them)
+    links (zlib, cJSON, OpenSSL's libcrypto: dpkg-shlibdeps found them) and on
+    libarchive, which scan loads when it first meets an archive
   - holds the binary, the man page and the completions where bash-completion,
     Debian's zsh and fish look for them
   - unpacked (dpkg-deb -x) into a throwaway root: its binary says VERSION and reads
@@ -30,8 +31,8 @@ COMPLETIONS = ["usr/share/bash-completion/completions/tensorctl.bash",
                "usr/share/zsh/vendor-completions/_tensorctl",
                "usr/share/fish/vendor_completions.d/tensorctl.fish"]
 MAN = "usr/share/man/man1/tensorctl.1.gz"
-# the sonames' packages on Debian 12 (libcjson1, zlib1g, libssl3)
-LIBS = ["libcjson1", "zlib1g", "libssl3"]
+# the sonames' packages on Debian 12 (libcjson1, zlib1g, libssl3; libarchive13, loaded by scan)
+LIBS = ["libcjson1", "zlib1g", "libssl3", "libarchive13"]
 
 
 def main():
@@ -48,7 +49,7 @@ def main():
             return 77 if deb == 77 else rep.finish()
 
         rc, depends, err = run("dpkg-deb", "-f", deb, "Depends")
-        rep.check("the package depends on the libraries the binary links (%s)" % ", ".join(LIBS),
+        rep.check("the package depends on the libraries the binary links and loads (%s)" % ", ".join(LIBS),
                   ["Depends: %s" % depends.strip()] if rc or any(lib not in depends for lib in LIBS) else [])
         rc, listing, err = run("dpkg-deb", "-c", deb)
         files = set(line.split()[-1].lstrip(".").lstrip("/") for line in listing.splitlines() if line.split())
