@@ -1,8 +1,9 @@
 #!/bin/sh
 # Benchmark the cost per tensor: a safetensors file of many small tensors (400,000 of 2 float32
 # elements: about 36 MB, nearly all header) and the .pt tensorctl converts it to, through inspect,
-# convert (to .pt and to .safetensors), to-cpu of the .pt and diff, beside the safetensors library's
-# safe_open + keys() and torch (load_file, torch.load) on the same files.
+# convert (to .pt and to .safetensors), to-cpu of the .pt (a safetensors file saves no device) and
+# diff, beside the safetensors library's safe_open + keys() and torch (load_file, torch.load) on the
+# same files.
 #
 # usage: bench/bench_many_tensors.sh [TENSORCTL]   (default: tensorctl from PATH, else build/tensorctl)
 #

@@ -414,12 +414,18 @@ static cJSON *int_array(const int64_t *v, int n)
 /* The JSON document is written as it is made, one member (one tensor, one
  * storage) at a time: its memory is that of one member, not of the document. */
 
-/* Print v unformatted and free it. */
+/* Print v unformatted and free it: into one kept buffer when it fits (a member per tensor), else
+ * into one of its own. */
 static void jput(cJSON *v)
 {
-    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
-    tc_put_json(s ? s : "null");
-    free(s);
+    static char room[64 << 10];
+    if (v && cJSON_PrintPreallocated(v, room, (int)sizeof room, false)) {
+        tc_put_json(room);
+    } else {
+        char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+        tc_put_json(s ? s : "null");
+        free(s);
+    }
     cJSON_Delete(v);
 }
 
@@ -436,31 +442,35 @@ static void jnext(bool *first, const char *key)
     }
 }
 
+/* A member whose key and text outlive the object (constant keys, the checkpoint's own text): neither is
+ * copied, for a file of many tensors makes this object once per tensor. */
+static void add_ref(cJSON *o, const char *key, const char *text)
+{
+    cJSON_AddItemToObjectCS(o, key, text ? cJSON_CreateStringReference(text) : cJSON_CreateNull());
+}
+
 static cJSON *tensor_json(const tc_ckpt *c, size_t i)
 {
     const tc_tensor *t = tc_ckpt_tensor(c, i);
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", t->name);
-    cJSON_AddStringToObject(o, "dtype", tc_dtype_name(t->dtype));
-    cJSON_AddItemToObject(o, "shape", int_array(t->shape, t->ndim));
-    cJSON_AddItemToObject(o, "stride", int_array(t->stride, t->ndim));
-    cJSON_AddItemToObject(o, "storage_offset", tc_json_int(t->offset));
-    cJSON_AddStringToObject(o, "device", device_of(c, t));
-    if (t->storage >= 0)
-        cJSON_AddStringToObject(o, "storage", tc_ckpt_storage(c, (size_t)t->storage)->key);
-    else
-        cJSON_AddNullToObject(o, "storage");
-    cJSON_AddItemToObject(o, "nbytes", tc_json_uint(t->nbytes));
-    cJSON_AddBoolToObject(o, "parameter", t->parameter);
-    cJSON_AddBoolToObject(o, "requires_grad", t->requires_grad);
+    add_ref(o, "name", t->name);
+    add_ref(o, "dtype", tc_dtype_name(t->dtype));
+    cJSON_AddItemToObjectCS(o, "shape", int_array(t->shape, t->ndim));
+    cJSON_AddItemToObjectCS(o, "stride", int_array(t->stride, t->ndim));
+    cJSON_AddItemToObjectCS(o, "storage_offset", tc_json_int(t->offset));
+    add_ref(o, "device", device_of(c, t));
+    add_ref(o, "storage", t->storage >= 0 ? tc_ckpt_storage(c, (size_t)t->storage)->key : NULL);
+    cJSON_AddItemToObjectCS(o, "nbytes", tc_json_uint(t->nbytes));
+    cJSON_AddItemToObjectCS(o, "parameter", cJSON_CreateBool(t->parameter));
+    cJSON_AddItemToObjectCS(o, "requires_grad", cJSON_CreateBool(t->requires_grad));
     if (t->frozen)
-        cJSON_AddBoolToObject(o, "frozen", true);
+        cJSON_AddItemToObjectCS(o, "frozen", cJSON_CreateTrue());
     static const char *const kinds[] = {"dense", "quantized", "meta", "other"};
-    cJSON_AddStringToObject(o, "kind", kinds[t->kind]);
+    add_ref(o, "kind", kinds[t->kind]);
     if (t->alias_of >= 0)
-        cJSON_AddStringToObject(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
+        add_ref(o, "same_as", tc_ckpt_tensor(c, (size_t)t->alias_of)->name);
     if (shard_of(c, t))
-        cJSON_AddStringToObject(o, "shard", shard_of(c, t));
+        add_ref(o, "shard", shard_of(c, t));
     size_t nch = 0;
     if (t->storage >= 0 && tc_ckpt_chunks(c, (size_t)t->storage, &nch))
         cJSON_AddNumberToObject(o, "chunks", (double)nch);
@@ -621,11 +631,12 @@ static void print_json(const tc_ckpt *c)
     for (size_t i = 0; i < ns; i++) {
         const tc_storage *s = tc_ckpt_storage(c, i);
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "key", s->key);
-        cJSON_AddStringToObject(o, "device", s->location);
-        cJSON_AddStringToObject(o, "dtype", s->untyped ? "untyped" : tc_dtype_name(s->dtype));
-        cJSON_AddNumberToObject(o, "nbytes", (double)s->nbytes);
-        cJSON *names = cJSON_AddArrayToObject(o, "tensors");
+        add_ref(o, "key", s->key);
+        add_ref(o, "device", s->location);
+        add_ref(o, "dtype", s->untyped ? "untyped" : tc_dtype_name(s->dtype));
+        cJSON_AddItemToObjectCS(o, "nbytes", tc_json_uint(s->nbytes));
+        cJSON *names = cJSON_CreateArray();
+        cJSON_AddItemToObjectCS(o, "tensors", names);
         for (size_t k = by ? at[i] : 0; by && k < at[i + 1]; k++)
             cJSON_AddItemToArray(names, cJSON_CreateStringReference(tc_ckpt_tensor(c, by[k])->name));
         jnext(&f2, NULL);
