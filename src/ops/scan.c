@@ -249,7 +249,10 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
         tc_buf child = TC_BUF_INIT(0);
-        tc_buf_printf(&child, "%s%s%s", path, slash ? "" : "/", names.v[i]);
+        tc_buf_add(&child, path, l);
+        if (!slash)
+            tc_buf_add(&child, "/", 1);
+        tc_buf_puts(&child, names.v[i]);
         const char *cp = tc_buf_str(&child);
         rc = tc_buf_oom(&child) ? TC_ERR_NOMEM
                                 : walk_at(s, dir ? dirfd(dir) : AT_FDCWD, dir ? names.v[i] : cp, cp, depth + 1);

@@ -262,7 +262,9 @@ static int member(scan_job *j, const tc_src *src, const char *name, const char *
                   unsigned depth)
 {
     tc_buf inner = TC_BUF_INIT(0);
-    tc_buf_printf(&inner, "%s/%s", name, mname);
+    tc_buf_puts(&inner, name);
+    tc_buf_add(&inner, "/", 1);
+    tc_buf_puts(&inner, mname);
     if (tc_buf_oom(&inner) || tc_vec_push(&j->chain, (char *)mname)) {
         tc_buf_free(&inner);
         return TC_ERR_NOMEM;
