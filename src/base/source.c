@@ -22,7 +22,7 @@ static int refuse_unseekable(const char *path, mode_t m, tc_diag *d)
 }
 
 /* Open path with flags; then what it is decides. */
-static int open_checked(tc_src *out, const char *path, int flags, tc_diag *d)
+static int open_checked(tc_src *out, const char *path, int flags, struct stat *st_out, tc_diag *d)
 {
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
@@ -49,6 +49,8 @@ static int open_checked(tc_src *out, const char *path, int flags, tc_diag *d)
     out->window = false;
     out->read = NULL;
     out->ctx = NULL;
+    if (st_out)
+        *st_out = st;
     return 0;
 }
 
@@ -58,13 +60,13 @@ int tc_src_open_file(tc_src *out, const char *path, tc_diag *d)
     /* before open, which waits for a writer on a named pipe */
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
         return refuse_unseekable(path, st.st_mode, d);
-    return open_checked(out, path, 0, d);
+    return open_checked(out, path, 0, NULL, d);
 }
 
-int tc_src_open_listed(tc_src *out, const char *path, tc_diag *d)
+int tc_src_open_listed(tc_src *out, const char *path, struct stat *st, tc_diag *d)
 {
     /* O_NONBLOCK changes nothing for a regular file's reads */
-    return open_checked(out, path, O_NONBLOCK | O_NOCTTY, d);
+    return open_checked(out, path, O_NONBLOCK | O_NOCTTY, st, d);
 }
 
 void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)

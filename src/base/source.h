@@ -34,8 +34,10 @@ typedef struct tc_src {
 int tc_src_open_file(tc_src *out, const char *path, tc_diag *d);
 /* The same for a path a folder listing named as a regular file: opened at once, without waiting
  * (O_NONBLOCK, O_NOCTTY), so that a FIFO put there since cannot stop the open, and refused after
- * if it is no regular file. One system call fewer a file than tc_src_open_file. */
-int tc_src_open_listed(tc_src *out, const char *path, tc_diag *d);
+ * if it is no regular file. One system call fewer a file than tc_src_open_file. *st (if given)
+ * receives the open file's status. */
+struct stat;
+int tc_src_open_listed(tc_src *out, const char *path, struct stat *st, tc_diag *d);
 void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what);
 /* A source of size bytes that read(ctx, ...) returns; ctx is the caller's and
  * must outlive the source and its windows. */

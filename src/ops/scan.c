@@ -31,7 +31,9 @@
 
 typedef struct slot {
     bool task;             /* a file for a worker; else an item the walk made */
+    bool listed;           /* a task the walk did not stat: its other names are looked for as it is handed on */
     bool done;
+    scan_fstat fst;        /* what the worker found the file to be */
     char *path, *target;
     uint64_t size;
     scan_items items;
@@ -80,7 +82,7 @@ static void *worker(void *arg)
             break;
         slot *sl = &s->ring[s->queue[s->qhead++ % s->nring] % s->nring];
         pthread_mutex_unlock(&s->mu);
-        int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &sl->archives, &sl->skipped);
+        int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &sl->archives, &sl->skipped, &sl->fst);
         pthread_mutex_lock(&s->mu);
         if (rc && !s->fatal)
             s->fatal = rc;
@@ -95,10 +97,40 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static int first_name(scan *s, const char *path, uint64_t dev, uint64_t ino, bool *dup, tc_buf *why);
+
+/* A file the walk listed without a stat, now judged: when it has other names (hard links) and one
+ * of them was judged before, it is not judged again, just as walk_file decides for files it stats.
+ * That is decided here, in walk order, for only the judge has the file's identity. */
+static void settle_listed(scan *s, slot *sl)
+{
+    sl->size = sl->fst.size;
+    if (!sl->fst.known || sl->fst.nlink < 2)
+        return;
+    bool dup;
+    tc_buf r = TC_BUF_INIT(2000);
+    int rc = first_name(s, sl->path, sl->fst.dev, sl->fst.ino, &dup, &r);
+    if (!rc && dup) {
+        scan_items_free(&sl->items);
+        sl->archives = sl->skipped = 0;
+        sl->task = false; /* as walk_item makes it */
+        scan_job j = {.o = s->o, .path = sl->path, .out = &sl->items};
+        if (!s->o->report_skipped)
+            s->t->skipped++;
+        else if (!scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, tc_buf_str(&r)))
+            rc = TC_ERR_NOMEM;
+    }
+    tc_buf_free(&r);
+    if (rc && !s->fatal)
+        s->fatal = rc;
+}
+
 /* Hand on the oldest slot's results (it is done) and free it. */
 static void deliver(scan *s, slot *sl)
 {
     tc_scan_totals *t = s->t;
+    if (sl->task && sl->listed)
+        settle_listed(s, sl);
     if (sl->task) {
         t->files++;
         t->bytes += sl->size;
@@ -156,11 +188,12 @@ static slot *next_slot(scan *s)
     return &s->ring[s->produced % s->nring];
 }
 
-/* A file for the workers (path and target are taken over). */
-static int submit(scan *s, char *path, char *target, uint64_t size)
+/* A file for the workers (path and target are taken over; listed: not stat'd, size unknown). */
+static int submit(scan *s, char *path, char *target, uint64_t size, bool listed)
 {
     slot *sl = next_slot(s);
     sl->task = true;
+    sl->listed = listed;
     sl->path = path;
     sl->target = target;
     sl->size = size;
@@ -200,9 +233,47 @@ static int walk(scan *s, const char *path) { return walk_at(s, AT_FDCWD, path, p
 /* Folders deeper than this are named by their paths, so that the walk holds at most this many open */
 #define WALK_FDS 64
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* Whether the file (dev, ino) had a name judged before (*dup; *why then says which). 0, or
+ * TC_ERR_NOMEM. */
+static int same_as(scan *s, uint64_t dev, uint64_t ino, bool *dup, tc_buf *why)
+{
+    uint64_t *first = tc_map_find2(&s->named, dev, ino);
+    *dup = first != NULL;
+    if (!first)
+        return 0;
+    tc_buf_puts(why, "the same file as ");
+    tc_buf_esc(why, s->names.v[*first], strlen(s->names.v[*first]));
+    return tc_buf_oom(why) ? TC_ERR_NOMEM : 0;
+}
 
-/* The folder name (in the folder at) at path: its entries in name order, each looked up in it. */
+/* same_as, and when it had none, path noted as its first name. */
+static int first_name(scan *s, const char *path, uint64_t dev, uint64_t ino, bool *dup, tc_buf *why)
+{
+    int rc = same_as(s, dev, ino, dup, why);
+    if (rc || *dup)
+        return rc;
+    char *p = strdup(path);
+    if (!p || tc_vec_push(&s->names, p)) {
+        free(p);
+        return TC_ERR_NOMEM;
+    }
+    return tc_map_put2(&s->named, dev, ino, s->names.n - 1, NULL) < 0 ? TC_ERR_NOMEM : 0;
+}
+
+/* A folder's entry: its name, and what the listing says it is. */
+typedef struct dir_ent {
+    char *name;
+    uint64_t ino;
+    unsigned char type;
+} dir_ent;
+
+static int cmp_ent(const void *a, const void *b)
+{
+    return strcmp(((const dir_ent *)a)->name, ((const dir_ent *)b)->name);
+}
+
+/* The folder name (in the folder at) at path: its entries in name order, each looked up in it. A
+ * regular file no symlink points to is handed to the judges unstat'd: they open it anyway. */
 static int walk_dir(scan *s, int at, const char *name, const char *path, const struct stat *st, unsigned depth)
 {
     int p = tc_map_put2(&s->dirs, (uint64_t)st->st_dev, (uint64_t)st->st_ino, 0, NULL);
@@ -222,7 +293,7 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
         tc_buf_free(&r);
         return rc;
     }
-    TC_VEC(char *) names = {0};
+    TC_VEC(dir_ent) names = {0};
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(dir))) {
@@ -231,9 +302,9 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
         /* the first walk notes only where links lead: a regular file it need not even stat */
         if (s->collect && e->d_type == DT_REG)
             continue;
-        char *n = strdup(e->d_name);
-        if (!n || tc_vec_push(&names, n)) {
-            free(n);
+        dir_ent x = {strdup(e->d_name), (uint64_t)e->d_ino, e->d_type};
+        if (!x.name || tc_vec_push(&names, x)) {
+            free(x.name);
             rc = TC_ERR_NOMEM;
         }
     }
@@ -244,7 +315,7 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
     if (rc)
         goto done;
     if (names.n) /* (none: an empty folder, or the first walk's folder of regular files only) */
-        qsort(names.v, names.n, sizeof *names.v, cmp_name);
+        qsort(names.v, names.n, sizeof *names.v, cmp_ent);
     size_t l = strlen(path);
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
@@ -252,17 +323,26 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
         tc_buf_add(&child, path, l);
         if (!slash)
             tc_buf_add(&child, "/", 1);
-        tc_buf_puts(&child, names.v[i]);
+        const dir_ent *x = &names.v[i];
+        tc_buf_puts(&child, x->name);
         const char *cp = tc_buf_str(&child);
-        rc = tc_buf_oom(&child) ? TC_ERR_NOMEM
-                                : walk_at(s, dir ? dirfd(dir) : AT_FDCWD, dir ? names.v[i] : cp, cp, depth + 1);
+        /* (an entry's inode is the file's unless a file is mounted over it: then the stat'd path below
+         * names the link's target by its mounted file, and the file is judged under both names) */
+        bool plain = x->type == DT_REG && !tc_map_find2(&s->pointed, (uint64_t)st->st_dev, x->ino);
+        char *p = plain && !tc_buf_oom(&child) ? strdup(cp) : NULL;
+        if (tc_buf_oom(&child) || (plain && !p))
+            rc = TC_ERR_NOMEM;
+        else if (plain)
+            rc = submit(s, p, NULL, SCAN_SIZE_UNKNOWN, true);
+        else
+            rc = walk_at(s, dir ? dirfd(dir) : AT_FDCWD, dir ? x->name : cp, cp, depth + 1);
         tc_buf_free(&child);
     }
     if (dir)
         closedir(dir);
 done:
     for (size_t i = 0; i < names.n; i++)
-        free(names.v[i]);
+        free(names.v[i].name);
     tc_vec_free(&names);
     return rc;
 }
@@ -278,33 +358,36 @@ static int walk_file(scan *s, const char *path, const struct stat *st, bool link
         return 0;
     }
     bool pointed = tc_map_find2(&s->pointed, dev, ino) != NULL;
+    /* a file no link points to may share its identity with a listed one (a hard link, named again
+     * as a root): their names are noted as they are handed on, so those before are handed on first */
+    if (!link && !pointed && st->st_nlink > 1)
+        while (s->emitted < s->produced)
+            drain(s, true);
     if (link || pointed || st->st_nlink > 1) {
-        uint64_t *first = tc_map_find2(&s->named, dev, ino);
-        if (first) {
-            tc_buf r = TC_BUF_INIT(2000);
-            tc_buf_puts(&r, "the same file as ");
-            tc_buf_esc(&r, s->names.v[*first], strlen(s->names.v[*first]));
-            int rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st->st_size);
-            tc_buf_free(&r);
-            return rc;
-        }
-        char *p = strdup(path);
         bool defer = !link && pointed && !late; /* a symlink names it: judged under that name, or at the end */
-        if (!p || (defer ? tc_vec_push(&s->deferred, p) : tc_vec_push(&s->names, p))) {
-            free(p);
-            return TC_ERR_NOMEM;
-        }
-        if (defer)
+        bool dup;
+        tc_buf r = TC_BUF_INIT(2000);
+        int rc = defer ? same_as(s, dev, ino, &dup, &r) : first_name(s, path, dev, ino, &dup, &r);
+        if (!rc && dup)
+            rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st->st_size);
+        tc_buf_free(&r);
+        if (rc || dup)
+            return rc;
+        if (defer) {
+            char *p = strdup(path);
+            if (!p || tc_vec_push(&s->deferred, p)) {
+                free(p);
+                return TC_ERR_NOMEM;
+            }
             return 0;
-        if (tc_map_put2(&s->named, dev, ino, s->names.n - 1, NULL) < 0)
-            return TC_ERR_NOMEM;
+        }
     }
     char *path2 = strdup(path), *target = link ? realpath(path, NULL) : NULL;
     if (!path2) {
         free(target);
         return TC_ERR_NOMEM;
     }
-    return submit(s, path2, target, (uint64_t)st->st_size);
+    return submit(s, path2, target, (uint64_t)st->st_size, false);
 }
 
 /* What the walk meets at path, looked up as name in the folder dirfd. */
@@ -362,15 +445,13 @@ static int walk_deferred(scan *s)
             rc = walk(s, p);
             continue;
         }
-        uint64_t *first = tc_map_find2(&s->named, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
-        if (first) { /* judged through a link: with --all it says so */
-            tc_buf r = TC_BUF_INIT(2000);
-            tc_buf_puts(&r, "the same file as ");
-            tc_buf_esc(&r, s->names.v[*first], strlen(s->names.v[*first]));
+        bool dup;
+        tc_buf r = TC_BUF_INIT(2000);
+        if (!(rc = same_as(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &dup, &r)) && dup) /* judged through a link */
             rc = walk_item(s, p, "link target", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st.st_size);
-            tc_buf_free(&r);
+        tc_buf_free(&r);
+        if (rc || dup)
             continue;
-        }
         rc = walk_file(s, p, &st, false, true); /* no link reached it after all */
     }
     return rc;

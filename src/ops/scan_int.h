@@ -50,11 +50,20 @@ typedef struct scan_job {
     scan_judge_cb judge;   /* scan_judge on this job (scan_file fills it); none for a job that only emits */
 } scan_job;
 
-/* Judge path (a regular file) into out; *archives and *skipped count what
- * it read as archives and the skipped items it did not keep. 0, or
- * TC_ERR_NOMEM. */
+/* What scan_file learnt of the file it judged: its identity (known: it was opened) and size. */
+typedef struct scan_fstat {
+    bool known;
+    uint64_t dev, ino, nlink;
+    uint64_t size;
+} scan_fstat;
+
+#define SCAN_SIZE_UNKNOWN UINT64_MAX /* the walk listed the file without a stat */
+
+/* Judge path (a regular file of size bytes, or SCAN_SIZE_UNKNOWN) into out; *archives and *skipped
+ * count what it read as archives and the skipped items it did not keep, *fst what it found the file
+ * to be. 0, or TC_ERR_NOMEM. */
 int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
-              uint64_t *skipped);
+              uint64_t *skipped, scan_fstat *fst);
 
 /* Judge the bytes of src, the member j->chain of the file (internal name:
  * a path no file can lie under, for the drivers; wrap: the compression it

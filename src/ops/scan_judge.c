@@ -4,6 +4,7 @@
  * pickle, or not a model file. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "format.h"
@@ -199,23 +200,33 @@ static int judge_member(void *ctx, const tc_src *src, const char *name, const ch
 }
 
 int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
-              uint64_t *skipped)
+              uint64_t *skipped, scan_fstat *fst)
 {
-    /* decompression may take the file's size times --max-inflate-ratio, and at least 64 MiB
-     * (small archives of text inflate far more than archives of weights) */
-    uint64_t ratio = o->lim.max_inflate_ratio ? o->lim.max_inflate_ratio : 1;
-    uint64_t budget = size > UINT64_MAX / ratio ? UINT64_MAX : size * ratio;
-    if (budget < (64ull << 20))
-        budget = 64ull << 20;
-    scan_job j = {.o = o, .path = path, .out = out, .budget = budget};
+    scan_job j = {.o = o, .path = path, .out = out};
     j.judge = (scan_judge_cb){judge_member, &j};
     tc_src f, w;
     scan_file_src fs;
     tc_diag d = TC_DIAG_INIT;
+    struct stat st;
     int rc;
     *archives = *skipped = 0;
-    if (tc_src_open_listed(&f, path, &d)) /* the walk listed it as a regular file */
+    memset(fst, 0, sizeof *fst);
+    if (tc_src_open_listed(&f, path, &st, &d)) { /* the walk listed it as a regular file */
+        struct stat ls;
+        if (size == SCAN_SIZE_UNKNOWN)
+            size = lstat(path, &ls) == 0 ? (uint64_t)ls.st_size : 0;
+        fst->size = size;
         return emit(&j, "unreadable", NULL, TC_SCAN_UNREADABLE, size, d.msg);
+    }
+    *fst = (scan_fstat){true, (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_nlink, f.size};
+    if (size == SCAN_SIZE_UNKNOWN)
+        size = f.size;
+    /* decompression may take the file's size times --max-inflate-ratio, and at least 64 MiB
+     * (small archives of text inflate far more than archives of weights) */
+    uint64_t ratio = o->lim.max_inflate_ratio ? o->lim.max_inflate_ratio : 1;
+    j.budget = size > UINT64_MAX / ratio ? UINT64_MAX : size * ratio;
+    if (j.budget < (64ull << 20))
+        j.budget = 64ull << 20;
     scan_file_src_open(&fs, &f);
     if (tc_src_window(&w, &fs.src, 0, f.size, &d))
         rc = emit(&j, "unreadable", NULL, TC_SCAN_UNREADABLE, size, d.msg);

@@ -72,7 +72,7 @@ def judge(tc, path, items, fails):
         fails.append('%s: scan gave %d items for the file itself' % (path, len(mine)))
         return None
     s = mine[0]
-    if s['kind'] == 'link target':  # judged under the name of a symlink that points to it
+    if s['kind'] in ('link target', 'link'):  # judged under another name: a symlink's to it, or a hard link's
         linked = [o for o in items.get(s['reason'].split('the same file as ', 1)[-1], []) if not o['member']]
         if len(linked) != 1:
             fails.append('%s: judged as %s, which scan does not report' % (path, s['reason']))

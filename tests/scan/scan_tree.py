@@ -342,6 +342,12 @@ def gen(out):
     T.expect('tree/' + repo + 'refs/main', 'skipped', 'none', kind='not a model file')
     for key, h in blobs.items():
         T.expect('tree/' + repo + 'blobs/' + h, 'skipped', 'none', kind='link target')
+    # one file under two names (a hard link): judged once, under the name the walk meets first; the
+    # walk lists both without a stat, so which is which is settled as the judged files are handed on
+    save_bytes('linked/a_first.pt', torch_bytes(Payload('hardlink')))
+    os.link(T.path('linked/a_first.pt'), T.path('linked/b_again.pt'))
+    T.expect(t('linked/a_first.pt'), 'unsafe', 'runs', 'torch', marker='hardlink', globals_=['posix.system'])
+    T.expect(t('linked/b_again.pt'), 'skipped', 'none', kind='link')
     with open(os.path.join(out, 'manifest.json'), 'w') as f:
         json.dump({'items': T.items, 'blobs': list(blobs.values())}, f, indent=1)
     return 0
