@@ -110,16 +110,17 @@ static void settle_listed(scan *s, slot *sl)
     bool dup;
     tc_buf r = TC_BUF_INIT(2000);
     int rc = first_name(s, sl->path, sl->fst.dev, sl->fst.ino, &dup, &r);
-    if (!rc && dup) {
-        scan_items_free(&sl->items);
-        sl->archives = sl->skipped = 0;
-        sl->task = false; /* as walk_item makes it */
-        scan_job j = {.o = s->o, .path = sl->path, .out = &sl->items};
-        if (!s->o->report_skipped)
-            s->t->skipped++;
-        else if (!scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, tc_buf_str(&r)))
-            rc = TC_ERR_NOMEM;
-    }
+    if (rc || !dup)
+        goto done;
+    scan_items_free(&sl->items);
+    sl->archives = sl->skipped = 0;
+    sl->task = false; /* as walk_item makes it */
+    scan_job j = {.o = s->o, .path = sl->path, .out = &sl->items};
+    if (!s->o->report_skipped)
+        s->t->skipped++;
+    else if (!scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, tc_buf_str(&r)))
+        rc = TC_ERR_NOMEM;
+done:
     tc_buf_free(&r);
     if (rc && !s->fatal)
         s->fatal = rc;
@@ -368,11 +369,13 @@ static int walk_file(scan *s, const char *path, const struct stat *st, bool link
         bool dup;
         tc_buf r = TC_BUF_INIT(2000);
         int rc = defer ? same_as(s, dev, ino, &dup, &r) : first_name(s, path, dev, ino, &dup, &r);
-        if (!rc && dup)
-            rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st->st_size);
-        tc_buf_free(&r);
-        if (rc || dup)
+        if (rc || dup) {
+            if (dup && !rc) /* judged under an earlier name */
+                rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st->st_size);
+            tc_buf_free(&r);
             return rc;
+        }
+        tc_buf_free(&r);
         if (defer) {
             char *p = strdup(path);
             if (!p || tc_vec_push(&s->deferred, p)) {
@@ -447,7 +450,8 @@ static int walk_deferred(scan *s)
         }
         bool dup;
         tc_buf r = TC_BUF_INIT(2000);
-        if (!(rc = same_as(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &dup, &r)) && dup) /* judged through a link */
+        rc = same_as(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &dup, &r);
+        if (dup && !rc) /* judged through a link */
             rc = walk_item(s, p, "link target", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st.st_size);
         tc_buf_free(&r);
         if (rc || dup)

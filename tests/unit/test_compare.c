@@ -117,7 +117,7 @@ Test(compare, split_and_merged_is_whole)
     float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
     srand(7);
     for (int i = 0; i < N; i++) {
-        a[i] = (float)rand() / RAND_MAX - 0.5f;
+        a[i] = (float)((double)rand() / RAND_MAX - 0.5);
         b[i] = i % 97 == 3 ? a[i] + (float)(i % 5) : a[i];
     }
     b[4000] = NAN;
