@@ -94,6 +94,9 @@ static void catch_one(int sig, const struct sigaction *sa)
         return;
     if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
         return; /* ignored when we started (nohup, a background job): it stays so */
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_signal)
+        return; /* installed by an earlier call: what was there before it stays the one to restore (else the
+                   handler would hand the signal back to itself, for ever) */
     before[sig] = old;
     sigaction(sig, sa, NULL);
 }

@@ -1,11 +1,13 @@
 /* The base containers: the string builder's limit and escapes, the growable
  * array, the hash map with both kinds of key. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "buf.h"
+#include "dest.h"
 #include "map.h"
 #include "strmap.h"
 #include "vec.h"
@@ -268,4 +270,28 @@ Test(map, strmap_wrappers)
     cr_assert(tc_strmap_get(&m, "a", &v));
     cr_assert(!tc_strmap_get(&m, "b", &v));
     tc_strmap_free(&m);
+}
+
+static volatile sig_atomic_t usr1_seen;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr1_seen++;
+}
+
+/* A process that installs the cleanup twice (commands run in one process, as the CLI fuzzer runs
+ * them) still hands a signal on to the handler that was there first, once: the second install must
+ * not take the first one for what it restores, or the handler would raise to itself for ever. */
+Test(dest, cleanup_installed_twice_hands_a_signal_on_once, .timeout = 10)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGUSR1, &sa, &old), 0);
+    tc_dst_cleanup_on_signals();
+    tc_dst_cleanup_on_signals();
+    raise(SIGUSR1);
+    cr_assert_eq(usr1_seen, 1);
+    sigaction(SIGUSR1, &old, NULL);
 }
