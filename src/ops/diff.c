@@ -104,23 +104,21 @@ static int side_names(tc_diff_side *s, const tc_diff_opts *o, const char ***out,
         rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < s->ntensors && !s->own; i++)
-        if (!tail_of(v[i], km.name[i]) && !(s->own = calloc(s->ntensors + 1, sizeof *s->own))) {
+    for (size_t i = 0; i < s->ntensors; i++) { /* v[i] becomes the name after key surgery, the side's */
+        const char *t = tail_of(v[i], km.name[i]);
+        if (!t && !s->own && !(s->own = calloc(s->ntensors + 1, sizeof *s->own))) {
             rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
             goto done;
         }
-    for (size_t i = 0; i < s->ntensors; i++) {
-        const char *t = tail_of(v[i], km.name[i]);
-        if (t) {
+        if (t)
             free(km.name[i]);
-            km.name[i] = (char *)t;
-        } else {
+        else
             s->own[i] = km.name[i];
-        }
+        v[i] = t ? t : km.name[i];
+        km.name[i] = NULL;
     }
-    *out = (const char **)km.name; /* the names, borrowed from the side */
-    km.name = NULL;
-    km.n = 0;
+    *out = v;
+    v = NULL;
 done:
     tc_keymap_free(&km);
     free(v);
@@ -577,12 +575,11 @@ static int run_entry(ctx *x, tc_diff_entry *e, tc_diag *d)
     const tc_tensor *ta = tc_ckpt_tensor(x->rep->a.c, (size_t)e->ia), *tb = tc_ckpt_tensor(x->rep->b.c, (size_t)e->ib);
     const tc_diff_entry *was = ta->alias_of >= 0 && tb->alias_of >= 0 ? &x->rep->e[ta->alias_of] : NULL;
     if (was && was->ib == tb->alias_of && was->done && was->how == TC_DIFF_VALUES) {
+        tc_cmp_res tmp;
+        int rc = keep_res(e, tc_diff_res(was, &tmp), d);
+        if (rc)
+            return rc;
         e->how = was->how;
-        e->nvalues = was->nvalues;
-        if (was->res && !(e->res = malloc(sizeof *e->res)))
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-        if (was->res)
-            *e->res = *was->res;
         e->equal = was->equal;
         e->bitwise = was->bitwise;
         e->cosine = was->cosine;

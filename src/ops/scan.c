@@ -207,6 +207,13 @@ static int submit(scan *s, char *path, char *target, uint64_t size, bool listed)
     return 0;
 }
 
+/* A regular file for the workers that the walk did not stat. */
+static int submit_listed(scan *s, const char *path)
+{
+    char *p = strdup(path);
+    return p ? submit(s, p, NULL, SCAN_SIZE_UNKNOWN, true) : TC_ERR_NOMEM;
+}
+
 /* An item the walk makes itself (a file it cannot reach, a duplicate). */
 static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdict v, const char *why, uint64_t size)
 {
@@ -327,14 +334,13 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
         const dir_ent *x = &names.v[i];
         tc_buf_puts(&child, x->name);
         const char *cp = tc_buf_str(&child);
-        /* (an entry's inode is the file's unless a file is mounted over it: then the stat'd path below
-         * names the link's target by its mounted file, and the file is judged under both names) */
-        bool plain = x->type == DT_REG && !tc_map_find2(&s->pointed, (uint64_t)st->st_dev, x->ino);
-        char *p = plain && !tc_buf_oom(&child) ? strdup(cp) : NULL;
-        if (tc_buf_oom(&child) || (plain && !p))
+        /* a link's target is known by the inode its stat gave, which the listing gives too (unless a
+         * file is mounted over the entry: then it is judged under both names) */
+        bool listed = x->type == DT_REG && !tc_map_find2(&s->pointed, (uint64_t)st->st_dev, x->ino);
+        if (tc_buf_oom(&child))
             rc = TC_ERR_NOMEM;
-        else if (plain)
-            rc = submit(s, p, NULL, SCAN_SIZE_UNKNOWN, true);
+        else if (listed)
+            rc = submit_listed(s, cp);
         else
             rc = walk_at(s, dir ? dirfd(dir) : AT_FDCWD, dir ? x->name : cp, cp, depth + 1);
         tc_buf_free(&child);

@@ -3,8 +3,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "buf.h"
 
 #ifndef TC_LIBARCHIVE_SONAME
 #define TC_LIBARCHIVE_SONAME "libarchive.so.13"
@@ -17,16 +18,18 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
+    tc_buf why = tc_buf_fixed(why_not, sizeof why_not);
+    tc_buf_puts(&why, "archives cannot be read: ");
     void *h = dlopen(TC_LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(why_not, sizeof why_not, "archives cannot be read: %s", e ? e : "cannot load " TC_LIBARCHIVE_SONAME);
+        tc_buf_puts(&why, e ? e : "cannot load " TC_LIBARCHIVE_SONAME);
         return;
     }
     void *p;
 #define SCAN_LA_SYM(f)                                                                                   \
     if (!(p = dlsym(h, #f))) {                                                                           \
-        snprintf(why_not, sizeof why_not, "archives cannot be read: " TC_LIBARCHIVE_SONAME " lacks %s", #f); \
+        tc_buf_puts(&why, TC_LIBARCHIVE_SONAME " lacks " #f);                                            \
         return; /* the library stays loaded: dlclose could unmap what another thread holds */            \
     }                                                                                                    \
     memcpy(&table.f, &p, sizeof p); /* (POSIX: a dlsym result converts to a function pointer) */
