@@ -9,7 +9,10 @@
 
 /* The checkpoint's own memory for what every tensor has once: names, keys and
  * dimensions, in blocks that never move (so pointers into them stay valid)
- * and are freed together. */
+ * and are freed together. The blocks double from ARENA_FIRST to ARENA_BLOCK:
+ * a checkpoint of a few tensors (a scan opens thousands one after another)
+ * costs a few KiB, not a MiB that malloc hands back to the system each time. */
+#define ARENA_FIRST ((size_t)4 << 10)
 #define ARENA_BLOCK ((size_t)1 << 20)
 
 typedef struct arena {
@@ -21,7 +24,8 @@ static void *arena_alloc(arena *a, size_t n, size_t align)
 {
     size_t at = (a->used + align - 1) & ~(align - 1);
     if (!a->b.n || at > a->cap || n > a->cap - at) {
-        size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        size_t grown = a->b.n < 8 ? ARENA_FIRST << a->b.n : ARENA_BLOCK;
+        size_t cap = n > grown ? n : grown;
         char *blk = malloc(cap);
         if (!blk || tc_vec_push(&a->b, blk) < 0) {
             free(blk);

@@ -3,9 +3,11 @@
  * The caller's thread walks the roots and hands each regular file to the
  * workers as a numbered slot of a ring; the workers judge files in any order
  * (scan_judge.c); the caller's thread hands the results on in slot order as
- * they complete, and waits for the oldest when the ring is full. So the
- * output does not depend on the number of threads, and what is held at any
- * time is one ring of results.
+ * they complete. When the ring is full it judges queued files itself until
+ * the oldest is done, and waits only when every queued file is taken (so
+ * --jobs N is N - 1 workers and the walk, which on N cores keeps them all
+ * busy without a thread too many). So the output does not depend on the
+ * number of threads, and what is held at any time is one ring of results.
  *
  * Links: a first walk of the roots notes every file a symlink points to;
  * the second judges such a file under the first link's name, and when the
@@ -63,6 +65,23 @@ typedef struct scan {
     TC_VEC(char *) deferred;
 } scan;
 
+/* Judge the file first in the queue (there is one; called and returning with the lock held). */
+static void judge_next(scan *s)
+{
+    slot *sl = &s->ring[s->queue[s->qhead++ % s->nring] % s->nring];
+    pthread_mutex_unlock(&s->mu);
+    int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &sl->archives, &sl->skipped, &sl->fst);
+    pthread_mutex_lock(&s->mu);
+    if (rc && !s->fatal)
+        s->fatal = rc;
+    sl->done = true;
+    /* the caller's thread, waiting for room in a full ring, is woken once a quarter of it
+     * is judged (or nothing is left to hand out), not for each file: else each file would
+     * cost two turns between threads */
+    if (s->waiting && (++s->done_since >= s->nring / 4 || s->qhead == s->qtail))
+        pthread_cond_signal(&s->done);
+}
+
 static void *worker(void *arg)
 {
     scan *s = arg;
@@ -80,20 +99,10 @@ static void *worker(void *arg)
         }
         if (s->qhead == s->qtail)
             break;
-        slot *sl = &s->ring[s->queue[s->qhead++ % s->nring] % s->nring];
-        pthread_mutex_unlock(&s->mu);
-        int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &sl->archives, &sl->skipped, &sl->fst);
-        pthread_mutex_lock(&s->mu);
-        if (rc && !s->fatal)
-            s->fatal = rc;
-        sl->done = true;
-        /* the caller's thread, waiting for room in a full ring, is woken once a quarter of it
-         * is judged (or nothing is left to hand out), not for each file: else each file would
-         * cost two turns between threads */
-        if (s->waiting && (++s->done_since >= s->nring / 4 || s->qhead == s->qtail))
-            pthread_cond_signal(&s->done);
+        judge_next(s);
     }
     pthread_mutex_unlock(&s->mu);
+    scan_stream_thread_end();
     return NULL;
 }
 
@@ -166,6 +175,10 @@ static void drain(scan *s, bool wait)
         if (!sl->done) {
             if (!wait)
                 break;
+            if (s->qhead != s->qtail) { /* files wait for a judge: this thread is one while the ring is full */
+                judge_next(s);
+                continue;
+            }
             s->waiting = true;
             s->done_since = 0;
             pthread_cond_wait(&s->done, &s->mu);
@@ -493,15 +506,13 @@ int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, 
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work, NULL);
     pthread_cond_init(&s.done, NULL);
+    /* nth judges: this thread (while the ring is full, and at the end) and nth - 1 workers; if
+     * fewer start, the same results come slower */
     unsigned started = 0;
     int rc = 0;
-    for (; started < nth; started++)
+    for (; started + 1 < nth; started++)
         if (pthread_create(&th[started], NULL, worker, &s))
             break;
-    if (!started) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "cannot start a thread to judge files on");
-        goto done;
-    }
     /* the first walk notes what links point to */
     s.collect = true;
     for (size_t i = 0; !rc && i < nroots; i++)
@@ -523,6 +534,7 @@ done:
     pthread_mutex_unlock(&s.mu);
     for (unsigned i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+    scan_stream_thread_end(); /* this thread judged files too */
     rc = rc ? rc : s.fatal; /* the walk's failure first, then the workers' */
     if (rc == TC_ERR_NOMEM && !d->code)
         tc_fail(d, rc, "out of memory");

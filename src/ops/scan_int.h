@@ -105,6 +105,8 @@ typedef struct scan_stream scan_stream;
 int scan_stream_open(scan_stream **out, const scan_seq *seq, const char *what, uint64_t *budget, tc_diag *d);
 const tc_src *scan_stream_src(const scan_stream *s);
 void scan_stream_close(scan_stream *s);
+/* Free the buffers this thread kept from its last stream for its next (call before it ends). */
+void scan_stream_thread_end(void);
 
 /* ---- files ------------------------------------------------------------------ */
 
