@@ -987,6 +987,7 @@ typedef struct gscan {
     tc_ckpt *c;
     tc_diag *d;
     char first_bad[1100];
+    tc_buf name;
 } gscan;
 
 static void one_global(void *ctx, pk_obj *o)
@@ -994,9 +995,12 @@ static void one_global(void *ctx, pk_obj *o)
     gscan *g = ctx;
     if (o->kind != PK_GLOBAL || g->d->code)
         return;
-    char name[1100];
-    snprintf(name, sizeof name, "%s.%s", pk_module_py3(o->s), o->name);
-    if (dcp_allowed(name))
+    tc_buf_reset(&g->name);
+    pk_global_qualname(o, false, &g->name);
+    const char *name = tc_buf_str(&g->name);
+    if (tc_buf_oom(&g->name))
+        tc_fail(g->d, TC_ERR_NOMEM, "out of memory");
+    else if (dcp_allowed(name))
         tc_ckpt_add_global_allowed(g->c, name, "DCP's .metadata classes", g->d);
     else
         tc_ckpt_add_global(g->c, name, g->d);
@@ -1116,7 +1120,7 @@ static int read_metadata(rd *R, dmeta *m, tc_diag *d)
         return rc;
     pk_read_opts o = {.limits = {lim->max_objects, lim->max_depth, lim->max_objects}, .what = ".metadata"};
     pk_obj *root = NULL;
-    gscan gs = {c, d, ""};
+    gscan gs = {c, d, "", TC_BUF_INIT(0)};
     if ((rc = pk_read(m->g, m->buf, (size_t)src->size, &o, &root, NULL, d))) {
         pk_graph_foreach(m->g, first_bad, &gs);
         if (gs.first_bad[0] && rc != TC_ERR_NOMEM) {
@@ -1129,6 +1133,7 @@ static int read_metadata(rd *R, dmeta *m, tc_diag *d)
         return rc;
     }
     pk_graph_foreach(m->g, one_global, &gs);
+    tc_buf_free(&gs.name);
     if ((rc = d->code))
         return rc;
     tc_ckpt_sort_globals(c);

@@ -424,6 +424,7 @@ static int add_entries(tc_torch_graph *tg, tc_diag *d)
 typedef struct gctx {
     tc_ckpt *c;
     tc_diag *d;
+    tc_buf name;
 } gctx;
 
 static void count_global(void *ctx, pk_obj *o)
@@ -431,9 +432,12 @@ static void count_global(void *ctx, pk_obj *o)
     gctx *g = ctx;
     if (o->kind != PK_GLOBAL || g->d->code)
         return;
-    char name[1100];
-    snprintf(name, sizeof name, "%s.%s", pk_module_py3(o->s), o->name);
-    tc_ckpt_add_global(g->c, name, g->d);
+    tc_buf_reset(&g->name);
+    pk_global_qualname(o, false, &g->name);
+    if (tc_buf_oom(&g->name))
+        tc_fail(g->d, TC_ERR_NOMEM, "out of memory");
+    else
+        tc_ckpt_add_global(g->c, tc_buf_str(&g->name), g->d);
 }
 
 int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
@@ -451,8 +455,9 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
         if (rc)
             return rc;
     }
-    gctx g = {c, d};
+    gctx g = {c, d, TC_BUF_INIT(0)};
     pk_graph_foreach(tg->g, count_global, &g);
+    tc_buf_free(&g.name);
     if (d->code)
         return d->code;
     tc_ckpt_sort_globals(c);

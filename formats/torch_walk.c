@@ -883,14 +883,19 @@ static int walk_call(walker *w, pk_obj *o)
         return rc;
     if (dict_get(o->state, "_parameters") || dict_get(o->state, "_modules")) {
         if (!w->in_module && f) { /* the outermost module: where extract finds a state_dict() */
-            char cls[1100];
-            snprintf(cls, sizeof cls, "%s.%s", pk_module_py3(f->s), f->name);
-            if ((w->name_bytes += w->len + strlen(cls)) > w->max_name_bytes)
-                return tc_fail(w->d, TC_ERR_LIMIT,
-                               "the tensor names take more than %" PRIu64
-                               " bytes (objects nested very deep or shared very many times; raise with --max-objects)",
-                               w->max_name_bytes);
-            if ((rc = tc_ckpt_add_module(w->c, w->path ? w->path : "", cls, w->d)))
+            tc_buf cls = TC_BUF_INIT(0);
+            pk_global_qualname(f, false, &cls);
+            if (tc_buf_oom(&cls))
+                rc = tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+            else if ((w->name_bytes += w->len + tc_buf_len(&cls)) > w->max_name_bytes)
+                rc = tc_fail(w->d, TC_ERR_LIMIT,
+                             "the tensor names take more than %" PRIu64
+                             " bytes (objects nested very deep or shared very many times; raise with --max-objects)",
+                             w->max_name_bytes);
+            else
+                rc = tc_ckpt_add_module(w->c, w->path ? w->path : "", tc_buf_str(&cls), w->d);
+            tc_buf_free(&cls);
+            if (rc)
                 return rc;
         }
         w->in_module++;

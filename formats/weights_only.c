@@ -95,18 +95,20 @@ typedef struct judge {
     int torch;
     tc_map admitted; /* the names --safe-globals admitted (as add_safe_globals would) */
     tc_buf *why;     /* the first refusal, "" until one */
+    tc_buf name;     /* the global being judged */
 } judge;
 
 /* Whether torch j->torch admits global f: 1.13 looks its name up as the
  * pickle writes it, 2.x after Python 2's names are mapped (fix_imports). */
-static bool allowed(const judge *j, const pk_obj *f)
+/* (torch 1.13 judges a global by the name the pickle wrote; 2.x by the one fix_imports made of it) */
+static bool allowed(judge *j, const pk_obj *f)
 {
-    char name[1100];
-    if (j->torch == TC_TORCH_1_13 && (f->flags & PK_F_REMAPPED))
-        snprintf(name, sizeof name, "%s.%s", f->raw_module, f->raw_name);
-    else
-        snprintf(name, sizeof name, "%s.%s", f->s, f->name);
-    return accepts_global(j->torch, name, tc_map_find(&j->admitted, name, strlen(name)) != NULL);
+    tc_buf_reset(&j->name);
+    pk_global_qualname(f, j->torch == TC_TORCH_1_13, &j->name);
+    const char *name = tc_buf_str(&j->name);
+    /* out of memory: refused, and the refusal's text (built in j->why) says so */
+    return !tc_buf_oom(&j->name) &&
+           accepts_global(j->torch, name, tc_map_find(&j->admitted, name, tc_buf_len(&j->name)) != NULL);
 }
 
 static void node(void *ctx, pk_obj *o)
@@ -117,9 +119,9 @@ static void node(void *ctx, pk_obj *o)
     bool t113 = j->torch == TC_TORCH_1_13;
     char esc[300];
     if (o->kind == PK_GLOBAL && !allowed(j, o)) {
-        char name[1100];
-        snprintf(name, sizeof name, "%s.%s", o->s, o->name);
-        tc_buf_printf(j->why, "the global %s, outside its allowlist", tc_esc(name, esc, sizeof esc));
+        tc_buf_reset(&j->name);
+        pk_global_qualname(o, false, &j->name);
+        tc_buf_printf(j->why, "the global %s, outside its allowlist", tc_esc(tc_buf_str(&j->name), esc, sizeof esc));
         return;
     }
     if (o->kind == PK_PERSID) {
@@ -162,7 +164,7 @@ static void node(void *ctx, pk_obj *o)
 /* The graph's every node judged as torch t's weights_only unpickler would, the globals admitted by name. */
 static int judge_graph(tc_torch_graph *tg, int t, tc_buf *why, tc_diag *d)
 {
-    judge j = {t, {0}, why};
+    judge j = {t, {0}, why, TC_BUF_INIT(0)};
     int rc = 0;
     for (size_t i = 0; i < tc_ckpt_nglobals(tg->c); i++) {
         const tc_global *g = tc_ckpt_global(tg->c, i);
@@ -172,8 +174,11 @@ static int judge_graph(tc_torch_graph *tg, int t, tc_buf *why, tc_diag *d)
         }
     }
     pk_graph_foreach(tg->g, node, &j);
+    if (tc_buf_oom(&j.name))
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
 done:
     tc_map_free(&j.admitted);
+    tc_buf_free(&j.name);
     return rc;
 }
 

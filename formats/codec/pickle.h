@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 
+#include "buf.h"
 #include "diag.h"
 
 typedef enum pk_kind {
@@ -168,6 +169,11 @@ pk_obj *pk_new_tuple(pk_graph *g, size_t n, pk_obj *const *items);
 
 /* Helpers for readers of the graph. */
 bool pk_is_global(const pk_obj *o, const char *module, const char *name);
+/* The global o names, "module.name", appended to b whole however long it is: as CPython
+ * imports it, or (raw) as the pickle wrote it where fix_imports changed it (PK_F_REMAPPED).
+ * The verdict judges these names, so they are never cut to fit a buffer (tc_buf_oom says
+ * when memory ran out). */
+void pk_global_qualname(const pk_obj *o, bool raw, tc_buf *b);
 /* For a PK_CALL whose func is a GLOBAL: that global, else NULL. */
 const pk_obj *pk_call_global(const pk_obj *o);
 bool pk_is_str(const pk_obj *o, const char *s);

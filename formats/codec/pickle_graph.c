@@ -283,6 +283,14 @@ bool pk_is_global(const pk_obj *o, const char *module, const char *name)
            !strcmp(o->name, name);
 }
 
+void pk_global_qualname(const pk_obj *o, bool raw, tc_buf *b)
+{
+    bool r = raw && (o->flags & PK_F_REMAPPED);
+    tc_buf_puts(b, r ? o->raw_module : o->s);
+    tc_buf_putc(b, '.');
+    tc_buf_puts(b, r ? o->raw_name : o->name);
+}
+
 const pk_obj *pk_call_global(const pk_obj *o)
 {
     if (!o || o->kind != PK_CALL || !o->func || o->func->kind != PK_GLOBAL)
