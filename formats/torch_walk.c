@@ -746,10 +746,8 @@ static int walk_old_parameter(walker *w, pk_obj *o)
  * parameters, then those declared as buffers (None ones left out), then every
  * attribute holding a module object, recursively. Other objects hold no
  * state_dict() names. */
-static int walk_script(walker *w, pk_obj *o, const pk_obj *f)
+static int walk_script_as(walker *w, pk_obj *o, const char *qual)
 {
-    char qual[1100];
-    snprintf(qual, sizeof qual, "%s.%s", f->s, f->name);
     const tc_script_class *cls = tc_script_class_of(w->tg->script, qual);
     pk_obj **it;
     size_t n;
@@ -795,12 +793,18 @@ static int walk_script(walker *w, pk_obj *o, const pk_obj *f)
             path_pop(w, sv);
         }
     }
+    tc_buf fq = TC_BUF_INIT(0);
     for (size_t i = 0; i + 1 < n && !rc; i += 2) {
         const pk_obj *fv = pk_call_global(it[i + 1]);
         if (it[i]->kind != PK_STR || !fv)
             continue;
-        snprintf(qual, sizeof qual, "%s.%s", fv->s, fv->name);
-        if (!tc_script_class_of(w->tg->script, qual))
+        tc_buf_reset(&fq);
+        pk_global_qualname(fv, false, &fq);
+        if (tc_buf_oom(&fq)) {
+            rc = tc_fail(w->d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (!tc_script_class_of(w->tg->script, tc_buf_str(&fq)))
             continue;
         size_t sv;
         set_holder(w, NULL, 0, false);
@@ -809,8 +813,19 @@ static int walk_script(walker *w, pk_obj *o, const pk_obj *f)
         rc = walk(w, it[i + 1]);
         path_pop(w, sv);
     }
+    tc_buf_free(&fq);
     w->in_module--;
     tc_strmap_free(&attrs);
+    return rc;
+}
+
+/* walk_script_as under f's whole qualified name (the classes code/ declares are looked up by it) */
+static int walk_script(walker *w, pk_obj *o, const pk_obj *f)
+{
+    tc_buf q = TC_BUF_INIT(0);
+    pk_global_qualname(f, false, &q);
+    int rc = tc_buf_oom(&q) ? tc_fail(w->d, TC_ERR_NOMEM, "out of memory") : walk_script_as(w, o, tc_buf_str(&q));
+    tc_buf_free(&q);
     return rc;
 }
 

@@ -76,14 +76,18 @@ static int open_script(tc_ckpt *c, tc_diag *d)
     if ((rc = read_code(c, z, s, d)) || (rc = tc_tzip_data(c, z, d)))
         return rc;
     const pk_obj *f = pk_call_global(z->tg.root);
-    char qual[1100] = "";
+    tc_buf qual = TC_BUF_INIT(0);
     if (f)
-        snprintf(qual, sizeof qual, "%s.%s", f->s, f->name);
-    if (!f || !tc_script_class_of(s, qual))
-        return tc_fail(d, TC_ERR_UNSUPPORTED,
-                       "a TorchScript archive whose data.pkl is not an object of a module class its code/ declares%s%s "
-                       "(%zu module classes declared)",
-                       f ? ": " : "", qual, tc_script_nclasses(s));
+        pk_global_qualname(f, false, &qual);
+    bool declared = f && !tc_buf_oom(&qual) && tc_script_class_of(s, tc_buf_str(&qual));
+    if (!declared)
+        rc = tc_buf_oom(&qual) ? tc_fail(d, TC_ERR_NOMEM, "out of memory")
+                               : tc_fail(d, TC_ERR_UNSUPPORTED,
+                                         "a TorchScript archive whose data.pkl is not an object of a module class its "
+                                         "code/ declares%s%s (%zu module classes declared)",
+                                         f ? ": " : "", tc_buf_str(&qual), tc_script_nclasses(s));
+    if (rc)
+        goto done;
     /* constants.pkl: what torch.jit.load unpickles too, for the verdict (its tensors are no state_dict()'s) */
     const tc_zip_entry *ce = tc_tzip_record(z, "constants.pkl");
     uint8_t *buf = NULL;
@@ -101,8 +105,11 @@ static int open_script(tc_ckpt *c, tc_diag *d)
     static const char *const refused[TC_NTORCH] = {"a TorchScript archive, which weights_only=True refuses",
                                                    "a TorchScript archive, which weights_only=True refuses"};
     if (rc || (rc = tc_torch_index(&z->tg, d)) || (rc = tc_weights_only(&z->tg, refused, d)))
-        return rc;
-    return tc_ckpt_add_fact(c, "torchscript", qual, d);
+        goto done;
+    rc = tc_ckpt_add_fact(c, "torchscript", tc_buf_str(&qual), d);
+done:
+    tc_buf_free(&qual);
+    return rc;
 }
 
 const tc_format tc_format_torchscript = {.name = "torchscript", .probe = probe, .open = open_script,
