@@ -337,9 +337,12 @@ static int hold(hwin *w, uint64_t from, size_t want, tc_diag *d)
     w->base = from;
     w->len = keep;
     /* a window, or the rest of a smaller header (a small file's header costs its size, not a MiB) */
-    uint64_t left = w->n - w->base;
-    size_t need = want > WINDOW ? want : left < WINDOW ? (size_t)left : WINDOW;
-    need = need < want ? want : need ? need : 1;
+    uint64_t left = w->n - w->base; /* at least want */
+    size_t need = left < WINDOW ? (size_t)left : WINDOW;
+    if (need < want)
+        need = want;
+    if (!need)
+        need = 1;
     if (need > w->cap && tc_grow(&w->buf, &w->cap, need, 1) < 0)
         return tc_fail(d, TC_ERR_NOMEM, "out of memory for a %zu-byte piece of the header", need);
     size_t more = w->cap - w->len;

@@ -100,7 +100,6 @@ typedef struct judge {
 
 /* Whether torch j->torch admits global f: 1.13 looks its name up as the
  * pickle writes it, 2.x after Python 2's names are mapped (fix_imports). */
-/* (torch 1.13 judges a global by the name the pickle wrote; 2.x by the one fix_imports made of it) */
 static bool allowed(judge *j, const pk_obj *f)
 {
     tc_buf_reset(&j->name);

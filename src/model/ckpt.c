@@ -24,7 +24,7 @@ static void *arena_alloc(arena *a, size_t n, size_t align)
 {
     size_t at = (a->used + align - 1) & ~(align - 1);
     if (!a->b.n || at > a->cap || n > a->cap - at) {
-        size_t grown = a->b.n < 8 ? ARENA_FIRST << a->b.n : ARENA_BLOCK;
+        size_t grown = !a->b.n ? ARENA_FIRST : a->cap < ARENA_BLOCK / 2 ? 2 * a->cap : ARENA_BLOCK;
         size_t cap = n > grown ? n : grown;
         char *blk = malloc(cap);
         if (!blk || tc_vec_push(&a->b, blk) < 0) {
