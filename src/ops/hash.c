@@ -5,23 +5,72 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dl.h"
+
+#ifndef TC_LIBCRYPTO_SONAME
+#define TC_LIBCRYPTO_SONAME "libcrypto.so.3"
+#endif
+
 #define HASH_CHUNK ((size_t)1 << 20)
+
+/* OpenSSL's libcrypto, loaded when the first hash is taken (dl.h): it is the largest library the
+ * binary would otherwise link, and mapping it took more than half of the start-up of every command,
+ * though only the hashing ones use it. */
+#define CRYPTO_FNS(X)                                                                                    \
+    X(EVP_MD_CTX_new) X(EVP_MD_CTX_free) X(EVP_DigestInit_ex) X(EVP_DigestUpdate) X(EVP_DigestFinal_ex) \
+    X(EVP_sha256)
+
+static struct crypto {
+    CRYPTO_FNS(TC_DL_FIELD)
+} C;
+static bool loaded;
+static char why_not[512];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+    static const char *const names[] = {CRYPTO_FNS(TC_DL_NAME)};
+    _Static_assert(sizeof C == sizeof names / sizeof *names * sizeof(void *), "one pointer per function");
+    tc_buf why = tc_buf_fixed(why_not, sizeof why_not);
+    tc_buf_puts(&why, "SHA-256 unavailable: ");
+    loaded = !tc_dl_open(TC_LIBCRYPTO_SONAME, names, sizeof names / sizeof *names, &C, &why);
+}
+
+/* A SHA-256 begun in *m (freed with sha_end, also after a failure). */
+static int sha_begin(EVP_MD_CTX **m, tc_diag *d)
+{
+    *m = NULL;
+    pthread_once(&once, load);
+    if (!loaded)
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s", why_not);
+    if (!(*m = C.EVP_MD_CTX_new()) || !C.EVP_DigestInit_ex(*m, C.EVP_sha256(), NULL))
+        return tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
+    return 0;
+}
+
+static void sha_end(EVP_MD_CTX *m)
+{
+    if (m)
+        C.EVP_MD_CTX_free(m);
+}
 
 static int sha_sink(void *ctx, const void *buf, size_t n, tc_diag *d)
 {
-    return EVP_DigestUpdate(ctx, buf, n) ? 0 : tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+    return C.EVP_DigestUpdate(ctx, buf, n) ? 0 : tc_fail(d, TC_ERR_IO, "SHA-256 failed");
 }
 
 static int hex_of(EVP_MD_CTX *m, char hex[65], tc_diag *d)
 {
     unsigned char md[32];
     unsigned len = 0;
-    if (!EVP_DigestFinal_ex(m, md, &len))
+    if (!C.EVP_DigestFinal_ex(m, md, &len))
         return tc_fail(d, TC_ERR_IO, "SHA-256 failed");
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
@@ -30,11 +79,13 @@ static int hex_of(EVP_MD_CTX *m, char hex[65], tc_diag *d)
 
 int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d)
 {
-    EVP_MD_CTX *m = EVP_MD_CTX_new();
-    uint8_t *buf = malloc(HASH_CHUNK);
+    EVP_MD_CTX *m;
+    uint8_t *buf = NULL;
     int rc;
-    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
+    if ((rc = sha_begin(&m, d)))
+        goto done;
+    if (!(buf = malloc(HASH_CHUNK))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (size_t got;;) {
@@ -42,14 +93,12 @@ int tc_elems_sha256(tc_elems *e, char hex[65], tc_diag *d)
             goto done;
         if (!got)
             break;
-        if (!EVP_DigestUpdate(m, buf, got)) {
-            rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+        if ((rc = sha_sink(m, buf, got, d)))
             goto done;
-        }
     }
     rc = hex_of(m, hex, d);
 done:
-    EVP_MD_CTX_free(m);
+    sha_end(m);
     free(buf);
     return rc;
 }
@@ -57,17 +106,13 @@ done:
 /* A tensor assembled from chunks (DCP) is pushed through the assembly, not pulled. */
 static int assembled_sha256(const tc_ckpt *c, const tc_tensor *t, char hex[65], tc_diag *d)
 {
-    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    EVP_MD_CTX *m;
     int rc;
-    if (!m || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
-        goto done;
-    }
-    if ((rc = tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d)))
+    if ((rc = sha_begin(&m, d)) || (rc = tc_tensor_elements(c, t, t->dtype, sha_sink, m, NULL, d)))
         goto done;
     rc = hex_of(m, hex, d);
 done:
-    EVP_MD_CTX_free(m);
+    sha_end(m);
     return rc;
 }
 
@@ -95,9 +140,13 @@ int tc_dst_commit_hashed(tc_dst *o, char blob[65], tc_diag *d)
         return rc ? rc : tc_dst_publish(o, d);
     /* a content-addressed store: the new blob is named by the SHA-256 of what was written */
     int fd = tc_dst_read_fd(o);
-    EVP_MD_CTX *m = EVP_MD_CTX_new();
-    uint8_t *buf = malloc(HASH_CHUNK);
-    if (fd < 0 || !m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
+    EVP_MD_CTX *m;
+    uint8_t *buf = NULL;
+    if ((rc = sha_begin(&m, d))) {
+        tc_diag_subject(d, o->path);
+        goto done;
+    }
+    if (fd < 0 || !(buf = malloc(HASH_CHUNK))) {
         rc = tc_fail_at(d, TC_ERR_IO, o->path, TC_NO_OFFSET, "cannot take the SHA-256 of the new blob");
         goto done;
     }
@@ -111,10 +160,8 @@ int tc_dst_commit_hashed(tc_dst *o, char blob[65], tc_diag *d)
         }
         if (r == 0)
             break;
-        if (!EVP_DigestUpdate(m, buf, (size_t)r)) {
-            rc = tc_fail(d, TC_ERR_IO, "SHA-256 failed");
+        if ((rc = sha_sink(m, buf, (size_t)r, d)))
             goto done;
-        }
         off += (uint64_t)r;
     }
     if ((rc = hex_of(m, blob, d)))
@@ -123,7 +170,7 @@ int tc_dst_commit_hashed(tc_dst *o, char blob[65], tc_diag *d)
 done:
     if (fd >= 0)
         close(fd);
-    EVP_MD_CTX_free(m);
+    sha_end(m);
     free(buf);
     if (rc) {
         blob[0] = 0;
@@ -139,10 +186,12 @@ int tc_storage_sha256(const tc_ckpt *c, size_t i, char hex[65], tc_diag *d)
     int rc = tc_storage_open(c, i, &r, d);
     if (rc)
         return rc;
-    EVP_MD_CTX *m = EVP_MD_CTX_new();
-    uint8_t *buf = malloc(HASH_CHUNK);
-    if (!m || !buf || !EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
-        rc = tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
+    EVP_MD_CTX *m;
+    uint8_t *buf = NULL;
+    if ((rc = sha_begin(&m, d)))
+        goto done;
+    if (!(buf = malloc(HASH_CHUNK))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (size_t got;;) {
@@ -156,7 +205,7 @@ int tc_storage_sha256(const tc_ckpt *c, size_t i, char hex[65], tc_diag *d)
     rc = hex_of(m, hex, d);
 done:
     tc_rd_close(&r);
-    EVP_MD_CTX_free(m);
+    sha_end(m);
     free(buf);
     return rc;
 }

@@ -8,6 +8,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "dl.h"
+
 #define SCAN_LA_FNS(X)                                                                                   \
     X(archive_read_new) X(archive_read_free) X(archive_read_open1) X(archive_read_next_header)           \
     X(archive_read_data) X(archive_error_string) X(archive_set_error) X(archive_format)                  \
@@ -28,9 +30,7 @@
     X(archive_entry_size_is_set) X(archive_entry_sparse_count)
 
 typedef struct scan_la {
-#define SCAN_LA_FIELD(f) __typeof__(f) *f;
-    SCAN_LA_FNS(SCAN_LA_FIELD)
-#undef SCAN_LA_FIELD
+    SCAN_LA_FNS(TC_DL_FIELD)
 } scan_la;
 
 /* The table, loaded on the first call (any thread); NULL when libarchive cannot be loaded, and

@@ -5,8 +5,8 @@
 A copy of the tree is built with `dpkg-buildpackage -us -uc -b` (its build
 dependencies checked first by dpkg-checkbuilddeps), and the .deb:
   - is named tensorctl_VERSION_ARCH.deb, and depends on the libraries the binary
-    links (zlib, cJSON, OpenSSL's libcrypto: dpkg-shlibdeps found them) and on
-    libarchive, which scan loads when it first meets an archive
+    links (zlib, cJSON: dpkg-shlibdeps found them) and on the two it loads when
+    first needed: OpenSSL's libcrypto (hashes) and libarchive (scan's archives)
   - holds the binary, the man page and the completions where bash-completion,
     Debian's zsh and fish look for them
   - unpacked (dpkg-deb -x) into a throwaway root: its binary says VERSION and reads
@@ -31,7 +31,7 @@ COMPLETIONS = ["usr/share/bash-completion/completions/tensorctl.bash",
                "usr/share/zsh/vendor-completions/_tensorctl",
                "usr/share/fish/vendor_completions.d/tensorctl.fish"]
 MAN = "usr/share/man/man1/tensorctl.1.gz"
-# the sonames' packages on Debian 12 (libcjson1, zlib1g, libssl3; libarchive13, loaded by scan)
+# the sonames' packages on Debian 12 (libcjson1, zlib1g; libssl3 and libarchive13, loaded when needed)
 LIBS = ["libcjson1", "zlib1g", "libssl3", "libarchive13"]
 
 

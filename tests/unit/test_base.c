@@ -5,9 +5,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "buf.h"
 #include "dest.h"
+#include "dl.h"
 #include "map.h"
 #include "strmap.h"
 #include "vec.h"
@@ -294,4 +296,37 @@ Test(dest, cleanup_installed_twice_hands_a_signal_on_once, .timeout = 10)
     raise(SIGUSR1);
     cr_assert_eq(usr1_seen, 1);
     sigaction(SIGUSR1, &old, NULL);
+}
+
+/* dl.h: a library loaded when first needed, its functions through a typed table */
+#define DL_ZLIB_FNS(X) X(crc32) X(zlibVersion)
+typedef struct {
+    DL_ZLIB_FNS(TC_DL_FIELD)
+} dl_zlib;
+
+Test(dl, loads_and_calls_through_the_table)
+{
+    static const char *const names[] = {DL_ZLIB_FNS(TC_DL_NAME)};
+    dl_zlib z;
+    char w[200];
+    tc_buf why = tc_buf_fixed(w, sizeof w);
+    cr_assert_eq(tc_dl_open("libz.so.1", names, 2, &z, &why), 0, "%s", tc_buf_str(&why));
+    cr_assert_str_eq(tc_buf_str(&why), "");
+    const unsigned char text[] = "123456789";
+    cr_assert_eq(z.crc32(0, text, 9), 0xcbf43926u); /* CRC-32's check value */
+    cr_assert_eq(z.crc32(0, text, 9), crc32(0, text, 9));
+    cr_assert_str_eq(z.zlibVersion(), zlibVersion());
+}
+
+Test(dl, says_what_is_missing)
+{
+    static const char *const names[] = {"crc32", "no_such_function_here"};
+    void *t[2];
+    char w[300];
+    tc_buf why = tc_buf_fixed(w, sizeof w);
+    cr_assert_eq(tc_dl_open("libtensorctl-no-such-library.so.0", names, 2, t, &why), -1);
+    cr_assert(strstr(tc_buf_str(&why), "libtensorctl-no-such-library.so.0"), "%s", tc_buf_str(&why));
+    why = tc_buf_fixed(w, sizeof w);
+    cr_assert_eq(tc_dl_open("libz.so.1", names, 2, t, &why), -1);
+    cr_assert_str_eq(tc_buf_str(&why), "libz.so.1 lacks no_such_function_here");
 }
