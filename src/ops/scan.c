@@ -42,6 +42,15 @@ typedef struct slot {
     uint64_t archives, skipped;
 } slot;
 
+/* A folder's entry: its name, and what the listing says it is. */
+typedef struct dir_ent {
+    char *name;
+    uint64_t ino;
+    unsigned char type;
+} dir_ent;
+
+typedef TC_VEC(dir_ent) dir_list;
+
 typedef struct scan {
     const tc_scan_opts *o;
     tc_scan_totals *t;
@@ -59,6 +68,9 @@ typedef struct scan {
     int fatal;
     bool collect;          /* the first walk: only links are noted */
     tc_map dirs;           /* (dev, ino) of folders walked in this walk */
+    TC_VEC(dir_list) kept; /* the first walk's listings, for the second */
+    tc_map kept_at;        /* (dev, ino) of a folder -> its listing in kept */
+    size_t kept_bytes;
     tc_map pointed;        /* (dev, ino) of files a symlink points to -> 0 */
     tc_map named;          /* (dev, ino) of files judged that have other names -> index into names */
     TC_VEC(char *) names;
@@ -281,89 +293,136 @@ static int first_name(scan *s, const char *path, uint64_t dev, uint64_t ino, boo
     return tc_map_put2(&s->named, dev, ino, s->names.n - 1, NULL) < 0 ? TC_ERR_NOMEM : 0;
 }
 
-/* A folder's entry: its name, and what the listing says it is. */
-typedef struct dir_ent {
-    char *name;
-    uint64_t ino;
-    unsigned char type;
-} dir_ent;
-
 static int cmp_ent(const void *a, const void *b)
 {
     return strcmp(((const dir_ent *)a)->name, ((const dir_ent *)b)->name);
 }
 
-/* The folder name (in the folder at) at path: its entries in name order, each looked up in it. A
- * regular file no symlink points to is handed to the judges unstat'd: they open it anyway. */
+static void list_free(dir_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].name);
+    tc_vec_free(l);
+}
+
+/* What the first walk keeps of its listings for the second, at most (beyond it, the second walk
+ * lists those folders again): so that a tree is listed once, in bounded memory. */
+#define KEEP_BYTES ((size_t)16 << 20)
+
+/* The entries of dir in name order. keep: every entry (the first walk keeps them for the second);
+ * else the first walk leaves regular files out. 0, or TC_ERR_NOMEM. */
+static int read_dir(scan *s, DIR *dir, bool keep, dir_list *out)
+{
+    dir_list l = {0};
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        /* the first walk notes only where links lead: a regular file it need not even stat */
+        if (s->collect && !keep && e->d_type == DT_REG)
+            continue;
+        dir_ent x = {strdup(e->d_name), (uint64_t)e->d_ino, e->d_type};
+        if (!x.name || tc_vec_push(&l, x)) {
+            free(x.name);
+            list_free(&l);
+            return TC_ERR_NOMEM;
+        }
+        if (keep)
+            s->kept_bytes += sizeof x + strlen(x.name) + 1;
+    }
+    if (l.n) /* (none: an empty folder, or the first walk's folder of regular files only) */
+        qsort(l.v, l.n, sizeof *l.v, cmp_ent);
+    *out = l;
+    return 0;
+}
+
+/* The folder name (in the folder at) at path: its entries in name order (as the first walk listed
+ * them, where it kept its listing), each looked up in it. A regular file no symlink points to is
+ * handed to the judges unstat'd: they open it anyway. */
 static int walk_dir(scan *s, int at, const char *name, const char *path, const struct stat *st, unsigned depth)
 {
-    int p = tc_map_put2(&s->dirs, (uint64_t)st->st_dev, (uint64_t)st->st_ino, 0, NULL);
+    uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+    int p = tc_map_put2(&s->dirs, dev, ino, 0, NULL);
     if (p <= 0)
         return p < 0 ? TC_ERR_NOMEM : 0; /* walked already: a link to a folder of the tree, or a loop */
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!dir) {
+    uint64_t *k = s->collect ? NULL : tc_map_find2(&s->kept_at, dev, ino);
+    bool keep = s->collect && s->kept_bytes < KEEP_BYTES;
+    bool lazy = k && s->kept.v[*k].v; /* listed by the first walk: opened only to look an entry up */
+    int fd = lazy ? -1 : openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    dir_list names = {0};
+    DIR *dir = NULL;
+    int rc = 0;
+    if (lazy) { /* this walk takes the listing over */
+        names = s->kept.v[*k];
+        s->kept.v[*k] = (dir_list){0};
+    } else if (fd >= 0 && !(dir = fdopendir(fd))) {
         int e = errno;
-        if (fd >= 0)
-            close(fd);
+        close(fd);
+        fd = -1;
+        errno = e;
+    } else if (dir && (rc = read_dir(s, dir, keep, &names)))
+        goto done;
+    if (fd < 0 && !lazy) {
+        int e = errno;
         if (s->collect)
             return 0;
         tc_buf r = TC_BUF_INIT(300);
         tc_buf_printf(&r, "cannot read the folder: %s", strerror(e));
-        int rc = walk_item(s, path, "folder", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        rc = walk_item(s, path, "folder", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
         tc_buf_free(&r);
         return rc;
     }
-    TC_VEC(dir_ent) names = {0};
-    struct dirent *e;
-    int rc = 0;
-    while (!rc && (e = readdir(dir))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        /* the first walk notes only where links lead: a regular file it need not even stat */
-        if (s->collect && e->d_type == DT_REG)
-            continue;
-        dir_ent x = {strdup(e->d_name), (uint64_t)e->d_ino, e->d_type};
-        if (!x.name || tc_vec_push(&names, x)) {
-            free(x.name);
-            rc = TC_ERR_NOMEM;
-        }
-    }
-    if (rc || depth >= WALK_FDS) {
-        closedir(dir);
+    if (depth >= WALK_FDS) { /* entries looked up by their paths: the folder is not held open */
+        if (dir)
+            closedir(dir);
+        else if (fd >= 0)
+            close(fd);
         dir = NULL;
+        fd = -1;
+        lazy = false;
     }
-    if (rc)
-        goto done;
-    if (names.n) /* (none: an empty folder, or the first walk's folder of regular files only) */
-        qsort(names.v, names.n, sizeof *names.v, cmp_ent);
     size_t l = strlen(path);
     bool slash = l && path[l - 1] == '/';
     for (size_t i = 0; i < names.n && !rc && !s->fatal; i++) {
+        const dir_ent *x = &names.v[i];
+        if (s->collect && x->type == DT_REG)
+            continue; /* listed only to be kept */
         tc_buf child = TC_BUF_INIT(0);
         tc_buf_add(&child, path, l);
         if (!slash)
             tc_buf_add(&child, "/", 1);
-        const dir_ent *x = &names.v[i];
         tc_buf_puts(&child, x->name);
         const char *cp = tc_buf_str(&child);
         /* a link's target is known by the inode its stat gave, which the listing gives too (unless a
          * file is mounted over the entry: then it is judged under both names) */
-        bool listed = x->type == DT_REG && !tc_map_find2(&s->pointed, (uint64_t)st->st_dev, x->ino);
+        bool listed = x->type == DT_REG && !tc_map_find2(&s->pointed, dev, x->ino);
+        if (!listed && lazy) { /* (if it cannot be opened now, its entries are looked up by their paths) */
+            fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            lazy = false;
+        }
         if (tc_buf_oom(&child))
             rc = TC_ERR_NOMEM;
         else if (listed)
             rc = submit_listed(s, cp);
         else
-            rc = walk_at(s, dir ? dirfd(dir) : AT_FDCWD, dir ? x->name : cp, cp, depth + 1);
+            rc = walk_at(s, fd >= 0 ? fd : AT_FDCWD, fd >= 0 ? x->name : cp, cp, depth + 1);
         tc_buf_free(&child);
     }
+    if (!rc && keep && names.n) {
+        if (tc_vec_push(&s->kept, names))
+            rc = TC_ERR_NOMEM;
+        else {
+            names = (dir_list){0}; /* the kept listings' now */
+            if (tc_map_put2(&s->kept_at, dev, ino, s->kept.n - 1, NULL) < 0)
+                rc = TC_ERR_NOMEM;
+        }
+    }
+done:
     if (dir)
         closedir(dir);
-done:
-    for (size_t i = 0; i < names.n; i++)
-        free(names.v[i].name);
-    tc_vec_free(&names);
+    else if (fd >= 0)
+        close(fd);
+    list_free(&names);
     return rc;
 }
 
@@ -551,6 +610,10 @@ done:
         free(s.deferred.v[i]);
     tc_vec_free(&s.deferred);
     tc_map_free(&s.dirs);
+    for (size_t i = 0; i < s.kept.n; i++)
+        list_free(&s.kept.v[i]);
+    tc_vec_free(&s.kept);
+    tc_map_free(&s.kept_at);
     tc_map_free(&s.pointed);
     tc_map_free(&s.named);
     pthread_cond_destroy(&s.work);

@@ -198,6 +198,15 @@ def gen(out):
     b = io.BytesIO()
     np.savez(b, w=np.ones(3), evil=np.array([Payload('npz')], dtype=object))
     hostile('hostile/payload.npz', b.getvalue(), 'numpy', 'npz', 'npz')
+    # folders 70 deep: the walk holds 64 open, and looks entries below them up by their paths; a
+    # symlink down there is judged under its name, the file it names once, as anywhere else
+    deep = 'deep/' + ''.join('d%02d/' % i for i in range(70))
+    hostile(deep + 'payload.pkl', pickle_dumps(Payload('deepdir')), 'pickle', 'pickle', 'deepdir')
+    os.symlink('payload.pkl', T.path(deep + 'alias.pkl'))
+    del T.items[-1]  # (payload.pkl comes after the link that names it: judged as alias.pkl)
+    T.expect(t(deep + 'alias.pkl'), 'unsafe', 'runs', 'pickle', kind='pickle', marker='deepdir',
+             globals_=['posix.system'])
+    T.expect(t(deep + 'payload.pkl'), 'skipped', 'none', kind='link')
     hostile('hostile/payload.joblib', joblib_bytes(joblib, {'model': Payload('joblib_z')}, 3), 'joblib',
             'zlib: pickle', 'joblib_z')
     hostile('hostile/payload_gz.joblib', joblib_bytes(joblib, {'model': Payload('joblib_gz')}, ('gzip', 3)),
