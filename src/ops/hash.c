@@ -5,8 +5,6 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,26 +28,17 @@
 static struct crypto {
     CRYPTO_FNS(TC_DL_FIELD)
 } C;
-static bool loaded;
-static char why_not[512];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-    static const char *const names[] = {CRYPTO_FNS(TC_DL_NAME)};
-    _Static_assert(sizeof C == sizeof names / sizeof *names * sizeof(void *), "one pointer per function");
-    tc_buf why = tc_buf_fixed(why_not, sizeof why_not);
-    tc_buf_puts(&why, "SHA-256 unavailable: ");
-    loaded = !tc_dl_open(TC_LIBCRYPTO_SONAME, names, sizeof names / sizeof *names, &C, &why);
-}
+static const char *const names[] = {CRYPTO_FNS(TC_DL_NAME)};
+_Static_assert(sizeof C == sizeof names / sizeof *names * sizeof(void *), "one pointer per function");
+static tc_dl lib = TC_DL_INIT(TC_LIBCRYPTO_SONAME, names, C, "SHA-256 unavailable");
 
 /* A SHA-256 begun in *m (freed with sha_end, also after a failure). */
 static int sha_begin(EVP_MD_CTX **m, tc_diag *d)
 {
     *m = NULL;
-    pthread_once(&once, load);
-    if (!loaded)
-        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s", why_not);
+    const char *why;
+    if (!tc_dl_get(&lib, &why))
+        return tc_fail(d, TC_ERR_UNSUPPORTED, "%s", why);
     if (!(*m = C.EVP_MD_CTX_new()) || !C.EVP_DigestInit_ex(*m, C.EVP_sha256(), NULL))
         return tc_fail(d, TC_ERR_NOMEM, "SHA-256 unavailable");
     return 0;

@@ -318,6 +318,27 @@ Test(dl, loads_and_calls_through_the_table)
     cr_assert_str_eq(z.zlibVersion(), zlibVersion());
 }
 
+Test(dl, get_loads_once_and_says_why_not)
+{
+    static const char *const names[] = {DL_ZLIB_FNS(TC_DL_NAME)};
+    static dl_zlib z;
+    static tc_dl ok = TC_DL_INIT("libz.so.1", names, z, "no checksums");
+    const char *why = "untouched";
+    const dl_zlib *t = tc_dl_get(&ok, &why);
+    cr_assert(t == &z);
+    cr_assert_str_eq(why, "untouched");
+    cr_assert(tc_dl_get(&ok, NULL) == &z);
+    cr_assert_eq(t->crc32(0, (const unsigned char *)"123456789", 9), 0xcbf43926u);
+    static dl_zlib none;
+    static tc_dl missing = TC_DL_INIT("libtensorctl-no-such-library.so.0", names, none, "no checksums");
+    cr_assert_null(tc_dl_get(&missing, &why));
+    cr_assert_eq(strncmp(why, "no checksums: ", 14), 0, "%s", why);
+    cr_assert(strstr(why, "libtensorctl-no-such-library.so.0"), "%s", why);
+    const char *again = NULL;
+    cr_assert_null(tc_dl_get(&missing, &again));
+    cr_assert_str_eq(again, why);
+}
+
 Test(dl, says_what_is_missing)
 {
     static const char *const names[] = {"crc32", "no_such_function_here"};
