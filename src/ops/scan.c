@@ -408,15 +408,15 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
             rc = walk_at(s, fd >= 0 ? fd : AT_FDCWD, fd >= 0 ? x->name : cp, cp, depth + 1);
         tc_buf_free(&child);
     }
-    if (!rc && keep && names.n) {
-        if (tc_vec_push(&s->kept, names))
-            rc = TC_ERR_NOMEM;
-        else {
-            names = (dir_list){0}; /* the kept listings' now */
-            if (tc_map_put2(&s->kept_at, dev, ino, s->kept.n - 1, NULL) < 0)
-                rc = TC_ERR_NOMEM;
-        }
+    if (rc || !keep || !names.n)
+        goto done;
+    if (tc_vec_push(&s->kept, names)) {
+        rc = TC_ERR_NOMEM;
+        goto done;
     }
+    names = (dir_list){0}; /* the kept listings' now */
+    if (tc_map_put2(&s->kept_at, dev, ino, s->kept.n - 1, NULL) < 0)
+        rc = TC_ERR_NOMEM;
 done:
     if (dir)
         closedir(dir);
