@@ -221,6 +221,8 @@ static cJSON *summary_json(const tc_scan_totals *t, double secs, unsigned jobs)
     cJSON_AddNumberToObject(s, "unsafe", (double)t->unsafe);
     cJSON_AddNumberToObject(s, "unreadable", (double)t->unreadable);
     cJSON_AddNumberToObject(s, "skipped", (double)t->skipped);
+    cJSON_AddNumberToObject(s, "other_names", (double)t->other_names);
+    cJSON_AddNumberToObject(s, "special_files", (double)t->special);
     cJSON_AddNumberToObject(s, "archives", (double)t->archives);
     cJSON_AddNumberToObject(s, "bytes", (double)t->bytes);
     cJSON_AddNumberToObject(s, "seconds", secs);
@@ -287,8 +289,23 @@ static void summary_text(const tc_scan_totals *t, double secs)
     printf("\n%" PRIu64 " file%s judged", judged, judged == 1 ? "" : "s");
     if (t->members)
         printf(" (%" PRIu64 " inside archives)", t->members);
-    printf(": %" PRIu64 " safe, %" PRIu64 " unsafe, %" PRIu64 " unreadable; %" PRIu64 " skipped (not model files)\n",
-           t->safe, t->unsafe, t->unreadable, t->skipped);
+    printf(": %" PRIu64 " safe, %" PRIu64 " unsafe, %" PRIu64 " unreadable; %" PRIu64 " skipped", t->safe, t->unsafe,
+           t->unreadable, t->skipped);
+    uint64_t plain = t->skipped - t->other_names - t->special; /* not model files */
+    if (plain == t->skipped)
+        printf(" (not model files)\n");
+    else {
+        const char *sep = " (";
+        if (plain)
+            printf("%s%" PRIu64 " %s", sep, plain, plain == 1 ? "not a model file" : "not model files"), sep = ", ";
+        if (t->other_names)
+            printf("%s%" PRIu64 " %s", sep, t->other_names,
+                   t->other_names == 1 ? "other name of a judged file" : "other names of judged files"),
+                sep = ", ";
+        if (t->special)
+            printf("%s%" PRIu64 " special file%s", sep, t->special, t->special == 1 ? "" : "s");
+        printf(")\n");
+    }
     printf("%" PRIu64 " file%s reached, %s, in %.2f s\n", t->files, t->files == 1 ? "" : "s", h, secs);
 }
 

@@ -120,6 +120,13 @@ static void *worker(void *arg)
 
 static int first_name(scan *s, const char *path, uint64_t dev, uint64_t ino, bool *dup, tc_buf *why);
 
+/* One more skipped item of the kind skip, counted in t (beside t->skipped). */
+static void count_skip(tc_scan_totals *t, scan_skip skip)
+{
+    t->other_names += skip == SCAN_SKIP_OTHER_NAME;
+    t->special += skip == SCAN_SKIP_SPECIAL;
+}
+
 /* A file the walk listed without a stat, now judged: when it has other names (hard links) and one
  * of them was judged before, it is not judged again, just as walk_file decides for files it stats.
  * That is decided here, in walk order, for only the judge has the file's identity. */
@@ -137,10 +144,14 @@ static void settle_listed(scan *s, slot *sl)
     sl->archives = sl->skipped = 0;
     sl->task = false; /* as walk_item makes it */
     scan_job j = {.o = s->o, .path = sl->path, .out = &sl->items};
-    if (!s->o->report_skipped)
+    scan_item *it = NULL;
+    if (!s->o->report_skipped) {
         s->t->skipped++;
-    else if (!scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, tc_buf_str(&r)))
+        count_skip(s->t, SCAN_SKIP_OTHER_NAME);
+    } else if (!(it = scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, tc_buf_str(&r))))
         rc = TC_ERR_NOMEM;
+    else
+        it->skip = SCAN_SKIP_OTHER_NAME;
 done:
     tc_buf_free(&r);
     if (rc && !s->fatal)
@@ -163,6 +174,8 @@ static void deliver(scan *s, slot *sl)
         const scan_item *x = &sl->items.v[i];
         uint64_t *count[] = {&t->safe, &t->unsafe, &t->unreadable, &t->skipped};
         (*count[x->verdict])++;
+        if (x->verdict == TC_SCAN_SKIPPED)
+            count_skip(t, x->skip);
         t->members += x->member.n && x->verdict != TC_SCAN_SKIPPED;
         if (x->verdict == TC_SCAN_SKIPPED && !s->o->report_skipped)
             continue;
@@ -239,20 +252,24 @@ static int submit_listed(scan *s, const char *path)
     return p ? submit(s, p, NULL, SCAN_SIZE_UNKNOWN, true) : TC_ERR_NOMEM;
 }
 
-/* An item the walk makes itself (a file it cannot reach, a duplicate). */
-static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdict v, const char *why, uint64_t size)
+/* An item the walk makes itself (a file it cannot reach, a duplicate; skip: why it is skipped). */
+static int walk_item(scan *s, const char *path, const char *kind, tc_scan_verdict v, scan_skip skip, const char *why,
+                     uint64_t size)
 {
     if (v == TC_SCAN_SKIPPED && !s->o->report_skipped) {
         s->t->skipped++;
+        count_skip(s->t, skip);
         return 0;
     }
     slot *sl = next_slot(s);
     scan_job j = {.o = s->o, .path = path, .out = &sl->items}; /* emits only: no judge */
-    if (!(sl->path = strdup(path)) || !scan_emit(&j, kind, NULL, v, size, why)) {
+    scan_item *it = NULL;
+    if (!(sl->path = strdup(path)) || !(it = scan_emit(&j, kind, NULL, v, size, why))) {
         free(sl->path);
         sl->path = NULL;
         return TC_ERR_NOMEM;
     }
+    it->skip = skip;
     pthread_mutex_lock(&s->mu);
     sl->done = true;
     s->produced++;
@@ -368,7 +385,7 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
             return 0;
         tc_buf r = TC_BUF_INIT(300);
         tc_buf_printf(&r, "cannot read the folder: %s", strerror(e));
-        rc = walk_item(s, path, "folder", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        rc = walk_item(s, path, "folder", TC_SCAN_UNREADABLE, SCAN_SKIP_NOT_MODEL, tc_buf_str(&r), 0);
         tc_buf_free(&r);
         return rc;
     }
@@ -449,7 +466,8 @@ static int walk_file(scan *s, const char *path, const struct stat *st, bool link
         int rc = defer ? same_as(s, dev, ino, &dup, &r) : first_name(s, path, dev, ino, &dup, &r);
         if (rc || dup) {
             if (dup && !rc) /* judged under an earlier name */
-                rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st->st_size);
+                rc = walk_item(s, path, "link", TC_SCAN_SKIPPED, SCAN_SKIP_OTHER_NAME, tc_buf_str(&r),
+                               (uint64_t)st->st_size);
             tc_buf_free(&r);
             return rc;
         }
@@ -480,7 +498,7 @@ static int walk_at(scan *s, int dirfd, const char *name, const char *path, unsig
             return 0;
         tc_buf r = TC_BUF_INIT(300);
         tc_buf_printf(&r, "cannot open: %s", strerror(errno));
-        int rc = walk_item(s, path, "unreadable", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        int rc = walk_item(s, path, "unreadable", TC_SCAN_UNREADABLE, SCAN_SKIP_NOT_MODEL, tc_buf_str(&r), 0);
         tc_buf_free(&r);
         return rc;
     }
@@ -497,7 +515,7 @@ static int walk_at(scan *s, int dirfd, const char *name, const char *path, unsig
         tc_buf_puts(&r, "a symlink to ");
         tc_buf_esc(&r, to, strlen(to));
         tc_buf_printf(&r, ", which cannot be reached: %s", strerror(e));
-        int rc = walk_item(s, path, "symlink", TC_SCAN_UNREADABLE, tc_buf_str(&r), 0);
+        int rc = walk_item(s, path, "symlink", TC_SCAN_UNREADABLE, SCAN_SKIP_NOT_MODEL, tc_buf_str(&r), 0);
         tc_buf_free(&r);
         return rc;
     }
@@ -510,7 +528,7 @@ static int walk_at(scan *s, int dirfd, const char *name, const char *path, unsig
     const char *what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
     tc_buf r = TC_BUF_INIT(100);
     tc_buf_printf(&r, "not a regular file (%s): never opened", what);
-    int rc = walk_item(s, path, "special file", TC_SCAN_SKIPPED, tc_buf_str(&r), 0);
+    int rc = walk_item(s, path, "special file", TC_SCAN_SKIPPED, SCAN_SKIP_SPECIAL, tc_buf_str(&r), 0);
     tc_buf_free(&r);
     return rc;
 }
@@ -530,7 +548,8 @@ static int walk_deferred(scan *s)
         tc_buf r = TC_BUF_INIT(2000);
         rc = same_as(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino, &dup, &r);
         if (dup && !rc) /* judged through a link */
-            rc = walk_item(s, p, "link target", TC_SCAN_SKIPPED, tc_buf_str(&r), (uint64_t)st.st_size);
+            rc = walk_item(s, p, "link target", TC_SCAN_SKIPPED, SCAN_SKIP_OTHER_NAME, tc_buf_str(&r),
+                           (uint64_t)st.st_size);
         tc_buf_free(&r);
         if (rc || dup)
             continue;

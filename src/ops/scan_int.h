@@ -14,11 +14,16 @@
 #include "source.h"
 #include "vec.h"
 
+/* Why an item is skipped: what tc_scan_totals counts it as (a file that is no model file unless
+ * the walk says otherwise). */
+typedef enum scan_skip { SCAN_SKIP_NOT_MODEL, SCAN_SKIP_OTHER_NAME, SCAN_SKIP_SPECIAL } scan_skip;
+
 /* A result as a worker makes it: every string its own. */
 typedef struct scan_item {
     char *kind, *reason;
     TC_VEC(char *) member;
     tc_scan_verdict verdict;
+    scan_skip skip;        /* with TC_SCAN_SKIPPED */
     uint64_t size;
     TC_VEC(tc_scan_global) globals; /* name and why owned */
     TC_VEC(char *) hazards;

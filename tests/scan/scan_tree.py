@@ -131,6 +131,8 @@ def gen(out):
     save_bytes('config.json', b'{\n  "hidden_size": 16\n}\n')
     T.expect(t('README.md'), 'skipped', 'none', kind='not a model file')
     T.expect(t('config.json'), 'skipped', 'none', kind='not a model file')
+    os.mkfifo(T.path('queue.fifo'))  # never opened (an open would wait for a writer)
+    T.expect(t('queue.fifo'), 'skipped', 'none', kind='special file')
 
     # plain model files, safe
     save_bytes('plain/good_zip.pt', good_pt)
@@ -428,6 +430,12 @@ def check_json(tc, d):
     for v, n in counts.items():
         if summary[v] != n:
             fails.append('summary: %d %s, the manifest has %d' % (summary[v], v, n))
+    # of the skipped: the other names of files judged under one before, and the special files
+    kinds = [i['kind'] for i in man['items'] if i['verdict'] == 'skipped']
+    for key, n in (('other_names', sum(k in ('link', 'link target') for k in kinds)),
+                   ('special_files', kinds.count('special file'))):
+        if summary.get(key) != n:
+            fails.append('summary: %s %s, the manifest has %d' % (key, summary.get(key), n))
     if ex != 4:
         fails.append('exit %d with unsafe files, want 4' % ex)
     return fails

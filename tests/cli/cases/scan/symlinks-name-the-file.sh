@@ -14,3 +14,5 @@ for line in sys.stdin:
     if "summary" not in o:
         print(o["verdict"], o["path"], o["reason"] if o["verdict"] == "skipped" else "")
 '
+# the summary counts them as other names of files judged, not as files that are no model files
+"$T" scan c | grep 'judged:'
