@@ -3,7 +3,8 @@
  * among them), dangling symlinks, hard links and FIFOs, made under a folder of this process's own.
  * What must hold: the output is the same on one thread and on three (the walk order decides it,
  * not the threads); each file is judged under one name; the totals are the items'; what is skipped
- * as another name or a special file is counted so. */
+ * as another name or a special file is counted so. The tree is made in /dev/shm where there is one
+ * (a folder made on a disk's file system costs a journal commit). */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -55,6 +56,25 @@ typedef struct node {
     bool dir;
 } node;
 
+/* The folder the trees are made in, this process's own; removed at exit. */
+static tc_buf base = TC_BUF_INIT(0);
+
+static void remove_base(void) { rmdir(tc_buf_str(&base)); }
+
+static const char *base_folder(void)
+{
+    if (!tc_buf_len(&base)) {
+        struct stat st;
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp)
+            tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+        tc_buf_printf(&base, "%s/tc-fuzz-walk-%d", tmp, (int)getpid());
+        if (!mkdir(tc_buf_str(&base), 0700))
+            atexit(remove_base);
+    }
+    return tc_buf_str(&base);
+}
+
 static int scan_tree(const char *root, unsigned jobs, out *o, tc_scan_totals *t)
 {
     tc_scan_opts opt = {.jobs = jobs, .max_archive_depth = 2, .report_skipped = true, .on_item = on_item, .ctx = o};
@@ -71,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const body[] = {"", "hello\n", "cposix\nsystem\n(S'true'\ntR.", "\x80\x02}q\x00."};
     tc_buf root = TC_BUF_INIT(0);
-    tc_buf_printf(&root, "%s/t", fz_folder("walk"));
+    tc_buf_printf(&root, "%s/t", base_folder());
     nftw(tc_buf_str(&root), rm_one, 16, FTW_DEPTH | FTW_PHYS);
     if (mkdir(tc_buf_str(&root), 0700)) {
         tc_buf_free(&root);
