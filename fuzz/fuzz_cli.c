@@ -75,11 +75,7 @@ static void setup(void)
     static char longval[601];
     memset(longval, 'k', 600);
     values[NVALUES - 1] = longval;
-    const char *base = getenv("TMPDIR");
-    struct stat st;
-    if (!base)
-        base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-    snprintf(work, sizeof work, "%s/tc-fuzz-cli-%d", base, (int)getpid());
+    snprintf(work, sizeof work, "%s/tc-fuzz-cli-%d", fz_tmp_base(), (int)getpid());
     if (mkdir(work, 0700) && errno != EEXIST) {
         perror(work);
         abort();

@@ -16,6 +16,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Where a target makes many files: $TMPDIR, else /dev/shm where there is one (no disk, no
+ * journal), else /tmp. */
+static inline const char *fz_tmp_base(void)
+{
+    struct stat st;
+    const char *base = getenv("TMPDIR");
+    if (!base)
+        base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+    return base;
+}
+
 /* A folder of this process's own under /tmp, made once (tag names the target), and
  * fz_spill writing name (a path inside it, its folders made by the caller) with n bytes. */
 static inline const char *fz_folder(const char *tag)

@@ -64,11 +64,7 @@ static void remove_base(void) { rmdir(tc_buf_str(&base)); }
 static const char *base_folder(void)
 {
     if (!tc_buf_len(&base)) {
-        struct stat st;
-        const char *tmp = getenv("TMPDIR");
-        if (!tmp)
-            tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-        tc_buf_printf(&base, "%s/tc-fuzz-walk-%d", tmp, (int)getpid());
+        tc_buf_printf(&base, "%s/tc-fuzz-walk-%d", fz_tmp_base(), (int)getpid());
         if (!mkdir(tc_buf_str(&base), 0700))
             atexit(remove_base);
     }

@@ -291,19 +291,21 @@ static void summary_text(const tc_scan_totals *t, double secs)
         printf(" (%" PRIu64 " inside archives)", t->members);
     printf(": %" PRIu64 " safe, %" PRIu64 " unsafe, %" PRIu64 " unreadable; %" PRIu64 " skipped", t->safe, t->unsafe,
            t->unreadable, t->skipped);
-    uint64_t plain = t->skipped - t->other_names - t->special; /* not model files */
-    if (plain == t->skipped)
+    const struct {
+        uint64_t n;
+        const char *one, *many;
+    } kinds[] = {{t->skipped - t->other_names - t->special, "not a model file", "not model files"},
+                 {t->other_names, "other name of a judged file", "other names of judged files"},
+                 {t->special, "special file", "special files"}};
+    if (kinds[0].n == t->skipped) /* (all of one kind, the commonest: said without a count) */
         printf(" (not model files)\n");
     else {
         const char *sep = " (";
-        if (plain)
-            printf("%s%" PRIu64 " %s", sep, plain, plain == 1 ? "not a model file" : "not model files"), sep = ", ";
-        if (t->other_names)
-            printf("%s%" PRIu64 " %s", sep, t->other_names,
-                   t->other_names == 1 ? "other name of a judged file" : "other names of judged files"),
+        for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+            if (kinds[i].n) {
+                printf("%s%" PRIu64 " %s", sep, kinds[i].n, kinds[i].n == 1 ? kinds[i].one : kinds[i].many);
                 sep = ", ";
-        if (t->special)
-            printf("%s%" PRIu64 " special file%s", sep, t->special, t->special == 1 ? "" : "s");
+            }
         printf(")\n");
     }
     printf("%" PRIu64 " file%s reached, %s, in %.2f s\n", t->files, t->files == 1 ? "" : "s", h, secs);
