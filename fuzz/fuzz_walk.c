@@ -1,9 +1,10 @@
 /* scan over a folder tree the input builds: folders (some 70 deep, past the 64 the walk holds
- * open), files (empty, text, safe and unsafe pickles), symlinks to files and folders (loops
- * among them), dangling symlinks, hard links and FIFOs, made under a folder of this process's own.
- * What must hold: the output is the same on one thread and on three (the walk order decides it,
- * not the threads); each file is judged under one name; the totals are the items'; what is skipped
- * as another name or a special file is counted so. The tree is made in /dev/shm where there is one
+ * open), files (empty, text, safe and unsafe pickles, a zip of four members), symlinks to files
+ * and folders (loops among them), dangling symlinks, hard links and FIFOs, made under a folder of
+ * this process's own. What must hold: the output is the same on one thread and on three, the
+ * three handing each file's items on one at a time (the walk order decides it, not the threads
+ * nor the batches); each file is judged under one name; the totals are the items'; what is
+ * skipped as another name or a special file is counted so. The tree is made in /dev/shm where there is one
  * (a folder made on a disk's file system costs a journal commit). */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,9 +72,11 @@ static const char *base_folder(void)
     return tc_buf_str(&base);
 }
 
-static int scan_tree(const char *root, unsigned jobs, out *o, tc_scan_totals *t)
+/* batch: a file's items held before they are handed on (0: scan's own) */
+static int scan_tree(const char *root, unsigned jobs, size_t batch, out *o, tc_scan_totals *t)
 {
-    tc_scan_opts opt = {.jobs = jobs, .max_archive_depth = 2, .report_skipped = true, .on_item = on_item, .ctx = o};
+    tc_scan_opts opt = {.jobs = jobs, .max_archive_depth = 2, .report_skipped = true, .on_item = on_item, .ctx = o,
+                        .batch = batch};
     opt.lim = (tc_limits){.max_pickle_bytes = 1u << 16, .max_objects = 2000, .max_depth = 50, .max_entries = 100,
                           .max_header = 1u << 16, .max_inflate_ratio = 20};
     tc_diag d = TC_DIAG_INIT;
@@ -85,7 +88,31 @@ static int scan_tree(const char *root, unsigned jobs, out *o, tc_scan_totals *t)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const body[] = {"", "hello\n", "cposix\nsystem\n(S'true'\ntR.", "\x80\x02}q\x00."};
+    /* a stored zip: a.pkl (runs posix.system), b.txt, c.pkl ({}) and d.pkl ([]) */
+    static const char zip4[] =
+    "\x50\x4b\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x21\x00\xd4\xda\x90\xf2\x1a\x00\x00\x00\x1a\x00"
+    "\x00\x00\x05\x00\x00\x00\x61\x2e\x70\x6b\x6c\x63\x70\x6f\x73\x69\x78\x0a\x73\x79\x73\x74\x65\x6d"
+    "\x0a\x28\x53\x27\x74\x72\x75\x65\x27\x0a\x74\x52\x2e\x50\x4b\x03\x04\x14\x00\x00\x00\x00\x00\x00"
+    "\x00\x21\x00\x20\x30\x3a\x36\x06\x00\x00\x00\x06\x00\x00\x00\x05\x00\x00\x00\x62\x2e\x74\x78\x74"
+    "\x68\x65\x6c\x6c\x6f\x0a\x50\x4b\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x21\x00\xf2\x91\x02\xc5"
+    "\x06\x00\x00\x00\x06\x00\x00\x00\x05\x00\x00\x00\x63\x2e\x70\x6b\x6c\x80\x02\x7d\x71\x00\x2e\x50"
+    "\x4b\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x21\x00\xcc\x3e\x30\x65\x06\x00\x00\x00\x06\x00\x00"
+    "\x00\x05\x00\x00\x00\x64\x2e\x70\x6b\x6c\x80\x02\x5d\x71\x00\x2e\x50\x4b\x01\x02\x14\x03\x14\x00"
+    "\x00\x00\x00\x00\x00\x00\x21\x00\xd4\xda\x90\xf2\x1a\x00\x00\x00\x1a\x00\x00\x00\x05\x00\x00\x00"
+    "\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x00\x00\x00\x00\x61\x2e\x70\x6b\x6c\x50\x4b\x01\x02\x14"
+    "\x03\x14\x00\x00\x00\x00\x00\x00\x00\x21\x00\x20\x30\x3a\x36\x06\x00\x00\x00\x06\x00\x00\x00\x05"
+    "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x3d\x00\x00\x00\x62\x2e\x74\x78\x74\x50\x4b"
+    "\x01\x02\x14\x03\x14\x00\x00\x00\x00\x00\x00\x00\x21\x00\xf2\x91\x02\xc5\x06\x00\x00\x00\x06\x00"
+    "\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x66\x00\x00\x00\x63\x2e\x70\x6b"
+    "\x6c\x50\x4b\x01\x02\x14\x03\x14\x00\x00\x00\x00\x00\x00\x00\x21\x00\xcc\x3e\x30\x65\x06\x00\x00"
+    "\x00\x06\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x8f\x00\x00\x00\x64"
+    "\x2e\x70\x6b\x6c\x50\x4b\x05\x06\x00\x00\x00\x00\x04\x00\x04\x00\xcc\x00\x00\x00\xb8\x00\x00\x00"
+    "\x00\x00";
+    static const struct {
+        const char *b;
+        size_t n;
+    } body[] = {{"", 0}, {"hello\n", 6}, {"cposix\nsystem\n(S'true'\ntR.", 26}, {"\x80\x02}q\x00.", 6},
+                {zip4, sizeof zip4 - 1}};
     tc_buf root = TC_BUF_INIT(0);
     tc_buf_printf(&root, "%s/t", base_folder());
     nftw(tc_buf_str(&root), rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -124,9 +151,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case 2: {
             int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
-            const char *b = body[(arg >> 4) % 4];
+            size_t k = (arg >> 4) % (sizeof body / sizeof body[0]);
             if (fd >= 0) {
-                made = tc_write_all(fd, b, strlen(b)) ? -1 : 0;
+                made = tc_write_all(fd, body[k].b, body[k].n) ? -1 : 0;
                 close(fd);
             }
             break;
@@ -158,10 +185,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     out one = {TC_BUF_INIT(0), {0}, 0, 0}, three = {TC_BUF_INIT(0), {0}, 0, 0};
     tc_scan_totals t1, t3;
-    int rc1 = scan_tree(tc_buf_str(&root), 1, &one, &t1), rc3 = scan_tree(tc_buf_str(&root), 3, &three, &t3);
+    int rc1 = scan_tree(tc_buf_str(&root), 1, 0, &one, &t1), rc3 = scan_tree(tc_buf_str(&root), 3, 1, &three, &t3);
     if (!rc1 && !rc3) {
-        FZ_CHECK(!strcmp(tc_buf_str(&one.text), tc_buf_str(&three.text)), "one thread and three differ:\n%s---\n%s",
-                 tc_buf_str(&one.text), tc_buf_str(&three.text));
+        FZ_CHECK(!strcmp(tc_buf_str(&one.text), tc_buf_str(&three.text)),
+                 "one thread and three (handing items on one at a time) differ:\n%s---\n%s", tc_buf_str(&one.text),
+                 tc_buf_str(&three.text));
         FZ_CHECK(!memcmp(&t1, &t3, sizeof t1), "the totals differ between one thread and three");
         FZ_CHECK(t1.safe == one.n[0] && t1.unsafe == one.n[1] && t1.unreadable == one.n[2] && t1.skipped == one.n[3],
                  "the totals are not the items'");

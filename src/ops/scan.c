@@ -8,6 +8,11 @@
  * --jobs N is N - 1 workers and the walk, which on N cores keeps them all
  * busy without a thread too many). So the output does not depend on the
  * number of threads, and what is held at any time is one ring of results.
+ * A file's results are handed on a batch at a time (scan_flush) once it is
+ * the oldest, so that an archive of a million members is never held whole:
+ * a worker's batch waits in its slot for the caller's thread, which hands
+ * it on; a file the caller's thread judges itself hands on what comes
+ * before it, then its own batch.
  *
  * Links: a first walk of the roots notes every file a symlink points to;
  * the second judges such a file under the first link's name, and when the
@@ -35,10 +40,14 @@ typedef struct slot {
     bool task;             /* a file for a worker; else an item the walk made */
     bool listed;           /* a task the walk did not stat: its other names are looked for as it is handed on */
     bool done;
+    bool settled;          /* listed: its other names were looked for (before its first items were handed on) */
+    bool unwanted;         /* ... and it had been judged under one of them: its items are not handed on */
     scan_fstat fst;        /* what the worker found the file to be */
     char *path, *target;
+    char *dup_of;          /* unwanted: why ("the same file as ...") */
     uint64_t size;
     scan_items items;
+    scan_items batch;      /* items its judge handed on early, waiting for the caller's thread */
     uint64_t archives, skipped;
 } slot;
 
@@ -56,6 +65,7 @@ typedef struct scan {
     tc_scan_totals *t;
     pthread_mutex_t mu;
     pthread_cond_t work, done;
+    pthread_cond_t turn;   /* the oldest slot changed, or its batch was handed on */
     slot *ring;
     uint64_t *queue;       /* slot numbers waiting for a worker, a ring of nring */
     size_t nring;
@@ -64,6 +74,8 @@ typedef struct scan {
     unsigned idle;         /* workers waiting for work */
     unsigned started;      /* workers that began */
     bool waiting;          /* the caller's thread waits for a slot to be done */
+    bool urgent;           /* ... inside a file it judges: every file done and every batch wakes it */
+    size_t batch;          /* items of a file held before they are handed on */
     size_t done_since;     /* files judged since it began to wait */
     int fatal;
     bool collect;          /* the first walk: only links are noted */
@@ -77,12 +89,25 @@ typedef struct scan {
     TC_VEC(char *) deferred;
 } scan;
 
-/* Judge the file first in the queue (there is one; called and returning with the lock held). */
-static void judge_next(scan *s)
+/* The file of slot number `no`, being judged by a worker or (walker) by the caller's thread. */
+typedef struct hand {
+    scan *s;
+    uint64_t no;
+    bool walker;
+} hand;
+
+static int hand_on(void *ctx, scan_items *items);
+
+/* Judge the file first in the queue (there is one; called and returning with the lock held;
+ * walker: on the caller's thread). */
+static void judge_next(scan *s, bool walker)
 {
-    slot *sl = &s->ring[s->queue[s->qhead++ % s->nring] % s->nring];
+    uint64_t no = s->queue[s->qhead++ % s->nring];
+    slot *sl = &s->ring[no % s->nring];
+    hand h = {s, no, walker};
+    scan_flush fl = {hand_on, &h, s->batch};
     pthread_mutex_unlock(&s->mu);
-    int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &sl->archives, &sl->skipped, &sl->fst);
+    int rc = scan_file(s->o, sl->path, sl->size, &sl->items, &fl, &sl->archives, &sl->skipped, &sl->fst);
     pthread_mutex_lock(&s->mu);
     if (rc && !s->fatal)
         s->fatal = rc;
@@ -90,7 +115,7 @@ static void judge_next(scan *s)
     /* the caller's thread, waiting for room in a full ring, is woken once a quarter of it
      * is judged (or nothing is left to hand out), not for each file: else each file would
      * cost two turns between threads */
-    if (s->waiting && (++s->done_since >= s->nring / 4 || s->qhead == s->qtail))
+    if (s->waiting && (s->urgent || ++s->done_since >= s->nring / 4 || s->qhead == s->qtail))
         pthread_cond_signal(&s->done);
 }
 
@@ -111,7 +136,7 @@ static void *worker(void *arg)
         }
         if (s->qhead == s->qtail)
             break;
-        judge_next(s);
+        judge_next(s, false);
     }
     pthread_mutex_unlock(&s->mu);
     scan_stream_thread_end();
@@ -127,11 +152,13 @@ static void count_skip(tc_scan_totals *t, scan_skip skip)
     t->special += skip == SCAN_SKIP_SPECIAL;
 }
 
-/* A file the walk listed without a stat, now judged: when it has other names (hard links) and one
- * of them was judged before, it is not judged again, just as walk_file decides for files it stats.
- * That is decided here, in walk order, for only the judge has the file's identity. */
+/* A file the walk listed without a stat, now judged, before the first of its items is handed on:
+ * when it has other names (hard links) and one of them was judged before, it is not judged again,
+ * just as walk_file decides for files it stats (sl->unwanted). That is decided here, in walk
+ * order, for only the judge has the file's identity. */
 static void settle_listed(scan *s, slot *sl)
 {
+    sl->settled = true;
     sl->size = sl->fst.size;
     if (!sl->fst.known || sl->fst.nlink < 2)
         return;
@@ -140,38 +167,43 @@ static void settle_listed(scan *s, slot *sl)
     int rc = first_name(s, sl->path, sl->fst.dev, sl->fst.ino, &dup, &r);
     if (rc || !dup)
         goto done;
-    scan_items_free(&sl->items);
-    sl->archives = sl->skipped = 0;
-    sl->task = false; /* as walk_item makes it */
-    scan_job j = {.o = s->o, .path = sl->path, .out = &sl->items};
-    scan_item *it = NULL;
-    if (!s->o->report_skipped) {
-        s->t->skipped++;
-        count_skip(s->t, SCAN_SKIP_OTHER_NAME);
-    } else if (!(it = scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, tc_buf_str(&r))))
+    if (!(sl->dup_of = tc_buf_take(&r))) {
         rc = TC_ERR_NOMEM;
-    else
-        it->skip = SCAN_SKIP_OTHER_NAME;
+        goto done;
+    }
+    sl->unwanted = true;
 done:
     tc_buf_free(&r);
     if (rc && !s->fatal)
         s->fatal = rc;
 }
 
-/* Hand on the oldest slot's results (it is done) and free it. */
-static void deliver(scan *s, slot *sl)
+/* An unwanted file's results, once it is done: only that it is another name of one judged before. */
+static void unwanted_item(scan *s, slot *sl)
+{
+    scan_items_free(&sl->items);
+    scan_items_free(&sl->batch);
+    sl->archives = sl->skipped = 0;
+    sl->task = false; /* as walk_item makes it */
+    if (!s->o->report_skipped) {
+        s->t->skipped++;
+        count_skip(s->t, SCAN_SKIP_OTHER_NAME);
+        return;
+    }
+    scan_job j = {.o = s->o, .path = sl->path, .out = &sl->items};
+    scan_item *it = scan_emit(&j, "link", NULL, TC_SCAN_SKIPPED, sl->size, sl->dup_of);
+    if (it)
+        it->skip = SCAN_SKIP_OTHER_NAME;
+    else if (!s->fatal)
+        s->fatal = TC_ERR_NOMEM;
+}
+
+/* Count and hand on items of the oldest slot sl, then free them (on the caller's thread). */
+static void deliver_items(scan *s, const slot *sl, scan_items *items)
 {
     tc_scan_totals *t = s->t;
-    if (sl->task && sl->listed)
-        settle_listed(s, sl);
-    if (sl->task) {
-        t->files++;
-        t->bytes += sl->size;
-    }
-    t->archives += sl->archives;
-    t->skipped += sl->skipped;
-    for (size_t i = 0; i < sl->items.n; i++) {
-        const scan_item *x = &sl->items.v[i];
+    for (size_t i = 0; i < items->n; i++) {
+        const scan_item *x = &items->v[i];
         uint64_t *count[] = {&t->safe, &t->unsafe, &t->unreadable, &t->skipped};
         (*count[x->verdict])++;
         if (x->verdict == TC_SCAN_SKIPPED)
@@ -185,10 +217,107 @@ static void deliver(scan *s, slot *sl)
         if (s->o->on_item)
             s->o->on_item(s->o->ctx, &it);
     }
-    scan_items_free(&sl->items);
+    scan_items_free(items);
+}
+
+/* Items of the oldest slot sl, which is not done, handed on early (on the caller's thread). 1 when
+ * the file is unwanted (the items are then dropped), else 0. */
+static int deliver_early(scan *s, slot *sl, scan_items *items)
+{
+    if (sl->listed && !sl->settled)
+        settle_listed(s, sl);
+    if (sl->unwanted) {
+        scan_items_free(items);
+        return 1;
+    }
+    deliver_items(s, sl, items);
+    return 0;
+}
+
+/* Hand on the oldest slot's results (it is done) and free it. */
+static void deliver(scan *s, slot *sl)
+{
+    tc_scan_totals *t = s->t;
+    if (sl->task && sl->listed && !sl->settled)
+        settle_listed(s, sl);
+    if (sl->unwanted)
+        unwanted_item(s, sl);
+    if (sl->task) {
+        t->files++;
+        t->bytes += sl->size;
+    }
+    t->archives += sl->archives;
+    t->skipped += sl->skipped;
+    deliver_items(s, sl, &sl->batch);
+    deliver_items(s, sl, &sl->items);
     free(sl->path);
     free(sl->target);
+    free(sl->dup_of);
     memset(sl, 0, sizeof *sl);
+}
+
+/* The batch a worker left in the oldest slot sl, handed on (called and returning with the lock
+ * held): the worker waits for it to be taken before it leaves another, and learns then whether
+ * the file is wanted. */
+static void deliver_batch(scan *s, slot *sl)
+{
+    scan_items b = sl->batch; /* sl->batch stays set until it is handed on */
+    pthread_mutex_unlock(&s->mu);
+    deliver_early(s, sl, &b);
+    pthread_mutex_lock(&s->mu);
+    sl->batch = (scan_items){0};
+    pthread_cond_broadcast(&s->turn);
+}
+
+/* The oldest slot (it is done) handed on (called and returning with the lock held). */
+static void deliver_oldest(scan *s, slot *sl)
+{
+    pthread_mutex_unlock(&s->mu);
+    deliver(s, sl);
+    pthread_mutex_lock(&s->mu);
+    s->emitted++;
+    pthread_cond_broadcast(&s->turn);
+}
+
+/* scan_flush's fn for the file of slot h->no: its items so far, handed on once it is the oldest
+ * (items is that slot's own list). A worker leaves them in the slot for the caller's thread; the
+ * caller's thread, judging the file itself, hands on every slot before it first. */
+static int hand_on(void *ctx, scan_items *items)
+{
+    hand *h = ctx;
+    scan *s = h->s;
+    slot *sl = &s->ring[h->no % s->nring];
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    if (!h->walker) {
+        while (s->emitted != h->no || sl->batch.n)
+            pthread_cond_wait(&s->turn, &s->mu);
+        if (sl->unwanted) { /* (said when its first batch was handed on) */
+            scan_items_free(items);
+            rc = 1;
+        } else {
+            sl->batch = *items;
+            *items = (scan_items){0};
+            if (s->waiting)
+                pthread_cond_signal(&s->done);
+        }
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
+    while (s->emitted != h->no) {
+        slot *o = &s->ring[s->emitted % s->nring];
+        if (o->done) {
+            deliver_oldest(s, o);
+        } else if (o->batch.n) {
+            deliver_batch(s, o);
+        } else { /* its judge is a worker: wait for it to finish or leave a batch */
+            s->waiting = s->urgent = true;
+            pthread_cond_wait(&s->done, &s->mu);
+            s->waiting = s->urgent = false;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return deliver_early(s, sl, items);
 }
 
 /* Deliver the slots that are done, in order; with `wait`, at least the oldest. */
@@ -198,10 +327,14 @@ static void drain(scan *s, bool wait)
     while (s->emitted < s->produced) {
         slot *sl = &s->ring[s->emitted % s->nring];
         if (!sl->done) {
+            if (sl->batch.n) { /* part of it, handed on early */
+                deliver_batch(s, sl);
+                continue;
+            }
             if (!wait)
                 break;
             if (s->qhead != s->qtail) { /* files wait for a judge: this thread is one while the ring is full */
-                judge_next(s);
+                judge_next(s, true);
                 continue;
             }
             s->waiting = true;
@@ -210,10 +343,7 @@ static void drain(scan *s, bool wait)
             s->waiting = false;
             continue;
         }
-        pthread_mutex_unlock(&s->mu);
-        deliver(s, sl);
-        pthread_mutex_lock(&s->mu);
-        s->emitted++;
+        deliver_oldest(s, sl);
         wait = false;
     }
     pthread_mutex_unlock(&s->mu);
@@ -584,6 +714,8 @@ int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, 
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work, NULL);
     pthread_cond_init(&s.done, NULL);
+    pthread_cond_init(&s.turn, NULL);
+    s.batch = o->batch ? o->batch : 256;
     /* nth judges: this thread (while the ring is full, and at the end) and nth - 1 workers; if
      * fewer start, the same results come slower */
     unsigned started = 0;
@@ -617,10 +749,12 @@ done:
     if (rc == TC_ERR_NOMEM && !d->code)
         tc_fail(d, rc, "out of memory");
     for (size_t i = 0; i < s.nring; i++)
-        if (s.ring[i].path || s.ring[i].items.n) {
+        if (s.ring[i].path || s.ring[i].items.n || s.ring[i].batch.n) {
             scan_items_free(&s.ring[i].items);
+            scan_items_free(&s.ring[i].batch);
             free(s.ring[i].path);
             free(s.ring[i].target);
+            free(s.ring[i].dup_of);
         }
     for (size_t i = 0; i < s.names.n; i++)
         free(s.names.v[i]);
@@ -637,6 +771,7 @@ done:
     tc_map_free(&s.named);
     pthread_cond_destroy(&s.work);
     pthread_cond_destroy(&s.done);
+    pthread_cond_destroy(&s.turn);
     pthread_mutex_destroy(&s.mu);
     free(s.ring);
     free(s.queue);

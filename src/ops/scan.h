@@ -79,6 +79,8 @@ typedef struct tc_scan_opts {
     bool report_skipped;   /* call on_item for skipped files too */
     void (*on_item)(void *ctx, const tc_scan_item *it); /* in walk order, on the caller's thread */
     void *ctx;
+    size_t batch;          /* a file's items held before they are handed on (0: 256); what a scan holds is
+                              about the threads' ring of files times this, whatever an archive holds */
 } tc_scan_opts;
 
 #define TC_SCAN_DEFAULT_ARCHIVE_DEPTH 4

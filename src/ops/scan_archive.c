@@ -340,17 +340,8 @@ static void archive_kind(tc_buf *k, const char *fmt, const char *filter)
     tc_buf_printf(k, "%s%s%s archive", fmt, filter ? "." : "", filter ? filter : "");
 }
 
-/* Counts what the walk of one archive judged, to say so when it holds no model file. */
-static size_t judged_since(const scan_job *j, size_t first)
-{
-    size_t n = 0;
-    for (size_t i = first; i < j->out->n; i++)
-        n += j->out->v[i].verdict != TC_SCAN_SKIPPED;
-    return n;
-}
-
 /* After the walk: the archive's own item when it held no model file, or broke off. */
-static int archive_end(scan_job *j, const char *kind, const char *wrap, uint64_t size, size_t first, size_t nmembers,
+static int archive_end(scan_job *j, const char *kind, const char *wrap, uint64_t size, uint64_t first, size_t nmembers,
                        const tc_diag *failed)
 {
     if (failed && failed->code) {
@@ -360,7 +351,7 @@ static int archive_end(scan_job *j, const char *kind, const char *wrap, uint64_t
         tc_buf_free(&r);
         return it ? 1 : TC_ERR_NOMEM;
     }
-    if (judged_since(j, first))
+    if (j->judged > first) /* it held a model file */
         return 1;
     tc_buf r = TC_BUF_INIT(200);
     tc_buf_printf(&r, "an archive holding no model file (%zu member%s)", nmembers, nmembers == 1 ? "" : "s");
@@ -441,7 +432,7 @@ static int walk_zip(scan_job *j, const tc_src *src, const char *name, const char
         return too_deep(j, "zip archive", wrap, src->size);
     }
     j->archives++;
-    size_t first = j->out->n;
+    uint64_t first = j->judged;
     int rc = 0;
     for (size_t i = 0; i < z.n && rc >= 0; i++) {
         const tc_zip_entry *e = &z.e[i];
@@ -471,7 +462,8 @@ static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, cons
 {
     struct archive_entry *e;
     tc_buf kind = TC_BUF_INIT(200);
-    size_t first = j->out->n, nmembers = 0;
+    uint64_t first = j->judged;
+    size_t nmembers = 0;
     tc_diag failed = TC_DIAG_INIT;
     int rc = 0;
     bool deep = depth >= j->o->max_archive_depth;

@@ -40,6 +40,16 @@ typedef struct scan_judge_cb {
     void *ctx;
 } scan_judge_cb;
 
+/* Where a file's items go once it holds `at` of them: fn hands them on (taking them over, in
+ * order, the file's earlier items first) so that an archive of a million members is held a batch
+ * at a time, not whole. fn returns 0, 1 when no more items of this file are wanted (it turned
+ * out to be another name of a file judged before), or TC_ERR_NOMEM. */
+typedef struct scan_flush {
+    int (*fn)(void *ctx, scan_items *items);
+    void *ctx;
+    size_t at;
+} scan_flush;
+
 /* One file being judged: where its items go, the member names down to the
  * bytes being judged now, what decompression may still cost, and how its
  * archives' members are judged. */
@@ -51,8 +61,11 @@ typedef struct scan_job {
     uint64_t budget;       /* bytes the file's compressed members may still inflate to */
     uint64_t archives;     /* archives and compressed streams read */
     uint64_t skipped;      /* skipped items not kept (unless the options ask for them) */
+    uint64_t judged;       /* items made that are not skipped ones, handed on or not */
     scan_item sink;        /* what scan_emit hands back for those */
     scan_judge_cb judge;   /* scan_judge on this job (scan_file fills it); none for a job that only emits */
+    const scan_flush *flush; /* NULL: every item stays in out */
+    bool unwanted;         /* flush said no more: later items go to the sink */
 } scan_job;
 
 /* What scan_file learnt of the file it judged: its identity (known: it was opened) and size. */
@@ -64,11 +77,12 @@ typedef struct scan_fstat {
 
 #define SCAN_SIZE_UNKNOWN UINT64_MAX /* the walk listed the file without a stat */
 
-/* Judge path (a regular file of size bytes, or SCAN_SIZE_UNKNOWN) into out; *archives and *skipped
- * count what it read as archives and the skipped items it did not keep, *fst what it found the file
- * to be. 0, or TC_ERR_NOMEM. */
-int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
-              uint64_t *skipped, scan_fstat *fst);
+/* Judge path (a regular file of size bytes, or SCAN_SIZE_UNKNOWN) into out, handed on through
+ * flush where it is not NULL; *archives and *skipped count what it read as archives and the
+ * skipped items it did not keep, *fst what it found the file to be (known before the first item
+ * is handed on). 0, or TC_ERR_NOMEM. */
+int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, const scan_flush *flush,
+              uint64_t *archives, uint64_t *skipped, scan_fstat *fst);
 
 /* Judge the bytes of src, the member j->chain of the file (internal name:
  * a path no file can lie under, for the drivers; wrap: the compression it
@@ -78,7 +92,8 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
 /* An item for the bytes being judged now (j->chain), with kind, verdict and
  * reason (copied; reason may be NULL). NULL when out of memory. A skipped
  * item the options do not ask for is only counted (the item returned is
- * then a scratch one). */
+ * then a scratch one). The items made before it may have been handed on
+ * (j->flush): no pointer to an item is good past the next scan_emit. */
 scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
                      const char *reason);
 

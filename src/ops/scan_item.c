@@ -33,9 +33,20 @@ void scan_items_free(scan_items *v)
 scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
                      const char *reason)
 {
+    if (j->unwanted) /* another name of a file judged before: what is left of it is not said */
+        return &j->sink;
     if (v == TC_SCAN_SKIPPED && !j->o->report_skipped) {
         j->skipped++;
         return &j->sink;
+    }
+    if (j->flush && j->out->n >= j->flush->at) { /* the items so far are complete: hand them on */
+        int rc = j->flush->fn(j->flush->ctx, j->out);
+        if (rc < 0)
+            return NULL;
+        if (rc) {
+            j->unwanted = true;
+            return &j->sink;
+        }
     }
     scan_item *it = tc_vec_extend(j->out, 1);
     if (!it)
@@ -55,5 +66,6 @@ scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_ve
         j->out->n--;
         return NULL;
     }
+    j->judged += v != TC_SCAN_SKIPPED;
     return it;
 }

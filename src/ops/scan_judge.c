@@ -199,8 +199,8 @@ static int judge_member(void *ctx, const tc_src *src, const char *name, const ch
     return scan_judge(ctx, src, name, wrap, depth);
 }
 
-int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, uint64_t *archives,
-              uint64_t *skipped, scan_fstat *fst)
+int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items *out, const scan_flush *flush,
+              uint64_t *archives, uint64_t *skipped, scan_fstat *fst)
 {
     scan_job j = {.o = o, .path = path, .out = out};
     j.judge = (scan_judge_cb){judge_member, &j};
@@ -219,6 +219,7 @@ int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items
         return emit(&j, "unreadable", NULL, TC_SCAN_UNREADABLE, size, d.msg);
     }
     *fst = (scan_fstat){true, (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_nlink, f.size};
+    j.flush = flush; /* (its first call may ask whether the file was judged under another name: now known) */
     if (size == SCAN_SIZE_UNKNOWN)
         size = f.size;
     /* decompression may take the file's size times --max-inflate-ratio, and at least 64 MiB
