@@ -96,6 +96,8 @@ int scan_judge(scan_job *j, const tc_src *src, const char *name, const char *wra
  * (j->flush): no pointer to an item is good past the next scan_emit. */
 scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
                      const char *reason);
+/* What the job's scratch item holds, freed (once the job made its last item). */
+void scan_job_end(scan_job *j);
 
 /* Read src as an archive or a compressed stream: its members judged (each
  * through j->judge, its name pushed on j->chain). 1 when it is one (its

@@ -30,14 +30,28 @@ void scan_items_free(scan_items *v)
     tc_vec_free(v);
 }
 
+/* The scratch item for what is not kept, emptied of what its last use put in it. */
+static scan_item *sink(scan_job *j)
+{
+    item_free(&j->sink);
+    memset(&j->sink, 0, sizeof j->sink);
+    return &j->sink;
+}
+
+void scan_job_end(scan_job *j)
+{
+    item_free(&j->sink);
+    memset(&j->sink, 0, sizeof j->sink);
+}
+
 scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
                      const char *reason)
 {
     if (j->unwanted) /* another name of a file judged before: what is left of it is not said */
-        return &j->sink;
+        return sink(j);
     if (v == TC_SCAN_SKIPPED && !j->o->report_skipped) {
         j->skipped++;
-        return &j->sink;
+        return sink(j);
     }
     if (j->flush && j->out->n >= j->flush->at) { /* the items so far are complete: hand them on */
         int rc = j->flush->fn(j->flush->ctx, j->out);
@@ -45,7 +59,7 @@ scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_ve
             return NULL;
         if (rc) {
             j->unwanted = true;
-            return &j->sink;
+            return sink(j);
         }
     }
     scan_item *it = tc_vec_extend(j->out, 1);

@@ -236,6 +236,7 @@ int scan_file(const tc_scan_opts *o, const char *path, uint64_t size, scan_items
     scan_file_src_close(&fs);
     tc_src_close(&f);
     tc_vec_free(&j.chain);
+    scan_job_end(&j);
     *archives = j.archives;
     *skipped = j.skipped;
     return rc;

@@ -12,8 +12,10 @@ the output is the same on one thread and on three.
 
 Members are empty .pkl files (each one unreadable: pickle.load of no bytes
 raises EOFError), with a pickle that runs os.system 7 members from the end,
-and a second archive beside it so that the big one is not the only file (its
-batches then wait for the file before it). Peak RSS comes from the child's
+a second archive beside it so that the big one is not the only file (its
+batches then wait for the file before it), and a hard link to the big one,
+found to be another name of it only once its first results are handed on
+(the rest of them, the payload's among them, are then dropped). Peak RSS comes from the child's
 ru_maxrss; the bound (48 MiB) is far above what a batch costs and far below
 the 80-90 MiB that holding 200,000 results took.
 """
@@ -37,6 +39,8 @@ def make(tree):
             ti = tarfile.TarInfo('m%06d.pkl' % i)
             ti.size = len(data)
             t.addfile(ti, io.BytesIO(data))
+    # another name of the big one, after it: found to be so once its first results are handed on
+    os.link(os.path.join(tree, 'b-many.tar.gz'), os.path.join(tree, 'c-same.tar.gz'))
     with zipfile.ZipFile(os.path.join(tree, 'a-few.zip'), 'w') as z:
         for i in range(300):
             z.writestr('f%03d.pkl' % i, pickle.dumps({'step': i}, protocol=2))
@@ -92,6 +96,9 @@ def main():
             bad = [l for l in members if l.startswith('UNSAFE')]
             if len(bad) != 1 or ('m%06d.pkl' % (N - 7)) not in bad[0] or 'posix.system' not in bad[0]:
                 fails.append('--jobs %d: the payload is not the one unsafe member: %r' % (jobs, bad[:3]))
+            if any('c-same.tar.gz' in l for l in lines[:-3]) or '1 other name of a judged file' not in out:
+                fails.append('--jobs %d: the hard link c-same.tar.gz is not skipped as another name: %r'
+                             % (jobs, [l for l in lines if 'c-same' in l or 'skipped' in l][:3]))
             if sum('a-few.zip!' in l for l in lines) != 300:
                 fails.append('--jobs %d: the zip\'s 300 members are not all reported' % jobs)
             if check_rss and rss > BOUND_KIB:
