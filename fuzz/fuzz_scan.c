@@ -1,7 +1,7 @@
 /* scan on one file: the input is the file (an in-memory memfd, opened by
  * path), judged as scan judges a file it meets in a folder: a checkpoint, a
  * pickle, an archive walked member by member (nested to depth 3), a
- * compressed stream. What must hold: every item has a verdict and a kind;
+ * compressed stream, its items handed on one at a time. What must hold: every item has a verdict and a kind;
  * an unsafe one names a global or a hazard; an unreadable or skipped one
  * says why; the totals add up. */
 #include <stdio.h>
@@ -34,7 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fd < 0)
         return 0;
     seen s = {{0}};
-    tc_scan_opts o = {.jobs = 1, .max_archive_depth = 3, .report_skipped = true, .on_item = on_item, .ctx = &s};
+    /* batch 1: every item after a file's first is handed on as it is made, between members and
+     * inside nested archives */
+    tc_scan_opts o = {.jobs = 1, .max_archive_depth = 3, .report_skipped = true, .on_item = on_item, .ctx = &s,
+                      .batch = 1};
     o.lim = (tc_limits){.max_pickle_bytes = 1u << 20, .max_objects = 20000, .max_depth = 100,
                         .max_entries = 10000, .max_header = 1u << 20, .max_inflate_ratio = 20};
     tc_scan_totals t;
