@@ -38,11 +38,7 @@ static scan_item *sink(scan_job *j)
     return &j->sink;
 }
 
-void scan_job_end(scan_job *j)
-{
-    item_free(&j->sink);
-    memset(&j->sink, 0, sizeof j->sink);
-}
+void scan_job_end(scan_job *j) { sink(j); }
 
 scan_item *scan_emit(scan_job *j, const char *kind, const char *wrap, tc_scan_verdict v, uint64_t size,
                      const char *reason)
