@@ -87,7 +87,10 @@ typedef struct scan {
     tc_map named;          /* (dev, ino) of files judged that have other names -> index into names */
     TC_VEC(char *) names;
     TC_VEC(char *) deferred;
+    char *dbuf;            /* the walk's getdents64 buffer, DIR_BUF bytes */
 } scan;
+
+#define DIR_BUF ((size_t)32 << 10)
 
 /* The file of slot number `no`, being judged by a worker or (walker) by the caller's thread. */
 typedef struct hand {
@@ -456,26 +459,44 @@ static void list_free(dir_list *l)
  * lists those folders again): so that a tree is listed once, in bounded memory. */
 #define KEEP_BYTES ((size_t)16 << 20)
 
-/* The entries of dir in name order. keep: every entry (the first walk keeps them for the second);
- * else the first walk leaves regular files out. 0, or TC_ERR_NOMEM. */
-static int read_dir(scan *s, DIR *dir, bool keep, dir_list *out)
+/* getdents64's record: what the kernel writes (glibc declares the call, not the record) */
+struct dirent64_rec {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* The entries of the folder open as fd in name order, read with getdents64 into the walk's own
+ * buffer (opendir would fstat the folder, set its flags twice and allocate a buffer of its own,
+ * three system calls and a malloc a folder). keep: every entry (the first walk keeps them for the
+ * second); else the first walk leaves regular files out. A read that fails ends the listing, as
+ * readdir's end does. 0, or TC_ERR_NOMEM. */
+static int read_dir(scan *s, int fd, bool keep, dir_list *out)
 {
     dir_list l = {0};
-    struct dirent *e;
-    while ((e = readdir(dir))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        /* the first walk notes only where links lead: a regular file it need not even stat */
-        if (s->collect && !keep && e->d_type == DT_REG)
-            continue;
-        dir_ent x = {strdup(e->d_name), (uint64_t)e->d_ino, e->d_type};
-        if (!x.name || tc_vec_push(&l, x)) {
-            free(x.name);
-            list_free(&l);
-            return TC_ERR_NOMEM;
+    for (;;) {
+        ssize_t got = getdents64(fd, s->dbuf, DIR_BUF);
+        if (got <= 0)
+            break;
+        for (size_t at = 0; at < (size_t)got;) {
+            const struct dirent64_rec *e = (const struct dirent64_rec *)(s->dbuf + at);
+            at += e->reclen;
+            if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
+                continue;
+            /* the first walk notes only where links lead: a regular file it need not even stat */
+            if (s->collect && !keep && e->type == DT_REG)
+                continue;
+            dir_ent x = {strdup(e->name), e->ino, e->type};
+            if (!x.name || tc_vec_push(&l, x)) {
+                free(x.name);
+                list_free(&l);
+                return TC_ERR_NOMEM;
+            }
+            if (keep)
+                s->kept_bytes += sizeof x + strlen(x.name) + 1;
         }
-        if (keep)
-            s->kept_bytes += sizeof x + strlen(x.name) + 1;
     }
     if (l.n) /* (none: an empty folder, or the first walk's folder of regular files only) */
         qsort(l.v, l.n, sizeof *l.v, cmp_ent);
@@ -497,18 +518,13 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
     bool lazy = k && s->kept.v[*k].v; /* listed by the first walk: opened only to look an entry up */
     int fd = lazy ? -1 : openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     dir_list names = {0};
-    DIR *dir = NULL;
     int rc = 0;
     if (lazy) { /* this walk takes the listing over */
         names = s->kept.v[*k];
         s->kept.v[*k] = (dir_list){0};
-    } else if (fd >= 0 && !(dir = fdopendir(fd))) {
-        int e = errno;
-        close(fd);
-        fd = -1;
-        errno = e;
-    } else if (dir && (rc = read_dir(s, dir, keep, &names)))
+    } else if (fd >= 0 && (rc = read_dir(s, fd, keep, &names))) {
         goto done;
+    }
     if (fd < 0 && !lazy) {
         int e = errno;
         if (s->collect)
@@ -520,11 +536,8 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
         return rc;
     }
     if (depth >= WALK_FDS) { /* entries looked up by their paths: the folder is not held open */
-        if (dir)
-            closedir(dir);
-        else if (fd >= 0)
+        if (fd >= 0)
             close(fd);
-        dir = NULL;
         fd = -1;
         lazy = false;
     }
@@ -565,9 +578,7 @@ static int walk_dir(scan *s, int at, const char *name, const char *path, const s
     if (tc_map_put2(&s->kept_at, dev, ino, s->kept.n - 1, NULL) < 0)
         rc = TC_ERR_NOMEM;
 done:
-    if (dir)
-        closedir(dir);
-    else if (fd >= 0)
+    if (fd >= 0)
         close(fd);
     list_free(&names);
     return rc;
@@ -705,10 +716,12 @@ int tc_scan_run(const char *const *roots, size_t nroots, const tc_scan_opts *o, 
     s.ring = calloc(s.nring, sizeof *s.ring);
     s.queue = calloc(s.nring, sizeof *s.queue);
     pthread_t *th = calloc(nth, sizeof *th);
-    if (!s.ring || !s.queue || !th) {
+    s.dbuf = malloc(DIR_BUF);
+    if (!s.ring || !s.queue || !th || !s.dbuf) {
         free(s.ring);
         free(s.queue);
         free(th);
+        free(s.dbuf);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
     pthread_mutex_init(&s.mu, NULL);
@@ -776,5 +789,6 @@ done:
     free(s.ring);
     free(s.queue);
     free(th);
+    free(s.dbuf);
     return rc;
 }
