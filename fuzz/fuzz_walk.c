@@ -109,11 +109,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     "\x00\x1a\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x01\x7b\x00\x00\x00\x65"
     "\x2e\x70\x6b\x6c\x50\x4b\x05\x06\x00\x00\x00\x00\x04\x00\x04\x00\xcc\x00\x00\x00\xb8\x00\x00\x00"
     "\x00\x00";
+#define BODY(lit) {lit, sizeof lit - 1}
     static const struct {
         const char *b;
         size_t n;
-    } body[] = {{"", 0}, {"hello\n", 6}, {"cposix\nsystem\n(S'true'\ntR.", 26}, {"\x80\x02}q\x00.", 6},
-                {zip4, sizeof zip4 - 1}};
+    } body[] = {BODY(""), BODY("hello\n"), BODY("cposix\nsystem\n(S'true'\ntR."), BODY("\x80\x02}q\x00."), BODY(zip4)};
+#undef BODY
     tc_buf root = TC_BUF_INIT(0);
     tc_buf_printf(&root, "%s/t", base_folder());
     nftw(tc_buf_str(&root), rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -282,6 +282,22 @@ static void deliver_oldest(scan *s, slot *sl)
     pthread_cond_broadcast(&s->turn);
 }
 
+/* The oldest slot handed on if it is done, or the batch its worker left (called and returning with
+ * the lock held): 2 when the slot was handed on whole, 1 for a batch, 0 when it has neither yet. */
+static int hand_on_oldest(scan *s)
+{
+    slot *o = &s->ring[s->emitted % s->nring];
+    if (o->done) {
+        deliver_oldest(s, o);
+        return 2;
+    }
+    if (o->batch.n) {
+        deliver_batch(s, o);
+        return 1;
+    }
+    return 0;
+}
+
 /* scan_flush's fn for the file of slot h->no: its items so far, handed on once it is the oldest
  * (items is that slot's own list). A worker leaves them in the slot for the caller's thread; the
  * caller's thread, judging the file itself, hands on every slot before it first. */
@@ -307,18 +323,12 @@ static int hand_on(void *ctx, scan_items *items)
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
-    while (s->emitted != h->no) {
-        slot *o = &s->ring[s->emitted % s->nring];
-        if (o->done) {
-            deliver_oldest(s, o);
-        } else if (o->batch.n) {
-            deliver_batch(s, o);
-        } else { /* its judge is a worker: wait for it to finish or leave a batch */
+    while (s->emitted != h->no)
+        if (!hand_on_oldest(s)) { /* its judge is a worker: wait for it to finish or leave a batch */
             s->waiting = s->urgent = true;
             pthread_cond_wait(&s->done, &s->mu);
             s->waiting = s->urgent = false;
         }
-    }
     pthread_mutex_unlock(&s->mu);
     return deliver_early(s, sl, items);
 }
@@ -328,26 +338,21 @@ static void drain(scan *s, bool wait)
 {
     pthread_mutex_lock(&s->mu);
     while (s->emitted < s->produced) {
-        slot *sl = &s->ring[s->emitted % s->nring];
-        if (!sl->done) {
-            if (sl->batch.n) { /* part of it, handed on early */
-                deliver_batch(s, sl);
-                continue;
-            }
-            if (!wait)
-                break;
-            if (s->qhead != s->qtail) { /* files wait for a judge: this thread is one while the ring is full */
-                judge_next(s, true);
-                continue;
-            }
-            s->waiting = true;
-            s->done_since = 0;
-            pthread_cond_wait(&s->done, &s->mu);
-            s->waiting = false;
+        int got = hand_on_oldest(s);
+        if (got) {
+            wait = wait && got == 1; /* (a batch is part of the oldest: it is not done yet) */
             continue;
         }
-        deliver_oldest(s, sl);
-        wait = false;
+        if (!wait)
+            break;
+        if (s->qhead != s->qtail) { /* files wait for a judge: this thread is one while the ring is full */
+            judge_next(s, true);
+            continue;
+        }
+        s->waiting = true;
+        s->done_since = 0;
+        pthread_cond_wait(&s->done, &s->mu);
+        s->waiting = false;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -459,15 +464,6 @@ static void list_free(dir_list *l)
  * lists those folders again): so that a tree is listed once, in bounded memory. */
 #define KEEP_BYTES ((size_t)16 << 20)
 
-/* getdents64's record: what the kernel writes (glibc declares the call, not the record) */
-struct dirent64_rec {
-    uint64_t ino;
-    int64_t off;
-    unsigned short reclen;
-    unsigned char type;
-    char name[];
-};
-
 /* The entries of the folder open as fd in name order, read with getdents64 into the walk's own
  * buffer (opendir would fstat the folder, set its flags twice and allocate a buffer of its own,
  * three system calls and a malloc a folder). keep: every entry (the first walk keeps them for the
@@ -481,14 +477,14 @@ static int read_dir(scan *s, int fd, bool keep, dir_list *out)
         if (got <= 0)
             break;
         for (size_t at = 0; at < (size_t)got;) {
-            const struct dirent64_rec *e = (const struct dirent64_rec *)(s->dbuf + at);
-            at += e->reclen;
-            if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
+            const struct dirent64 *e = (const struct dirent64 *)(s->dbuf + at); /* (records of d_reclen bytes) */
+            at += e->d_reclen;
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
             /* the first walk notes only where links lead: a regular file it need not even stat */
-            if (s->collect && !keep && e->type == DT_REG)
+            if (s->collect && !keep && e->d_type == DT_REG)
                 continue;
-            dir_ent x = {strdup(e->name), e->ino, e->type};
+            dir_ent x = {strdup(e->d_name), (uint64_t)e->d_ino, e->d_type};
             if (!x.name || tc_vec_push(&l, x)) {
                 free(x.name);
                 list_free(&l);
