@@ -189,7 +189,7 @@ static bool cached_and_clean(int fd, uint64_t off, uint64_t n)
 {
 #ifdef __NR_cachestat
     struct cache_range r = {off, n};
-    struct cache_stat cs;
+    struct cache_stat cs = {0}; /* (valgrind does not know this call fills it) */
     if (syscall(__NR_cachestat, fd, &r, &cs, 0) == 0)
         return cs.nr_cache && !cs.nr_dirty && !cs.nr_writeback;
 #else

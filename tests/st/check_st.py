@@ -32,6 +32,7 @@ import torch, and a run with no check at all are failures; only the torch and sa
 of an interpreter that lacks them are skipped (and said so).
 """
 
+import atexit
 import hashlib
 import json
 import os
@@ -66,10 +67,12 @@ PT_INPUTS = [
     ("samples:optimizer_ckpt_cuda1.pt", "model"), ("samples:tiny_mlp_cuda0.pt", None),
 ]
 
+# The torch side, one process an interpreter (torch 2.x takes seconds to import): one request a
+# line on stdin, a JSON list [mode, path, *more]; one answer a line on stdout, {"ok": result} or
+# {"error": "Type: its last line"}.
 HELPER = r'''
 import hashlib, json, sys, warnings
 warnings.filterwarnings("ignore")
-mode, path = sys.argv[1], sys.argv[2]
 import torch
 def digest(t):
     t = t.detach().contiguous().reshape(-1)
@@ -87,24 +90,34 @@ def flat(obj, prefix, out):
     elif isinstance(obj, dict):
         for k, v in obj.items():
             flat(v, prefix + "." + str(k) if prefix else str(k), out)
-res = {}
-if mode == "pt":
-    obj = torch.load(path, weights_only=True)
-    ts = {}
-    flat(obj, "", ts)
-elif mode in ("st", "resave"):
-    from safetensors.torch import load_file, save_file
-    ts = load_file(path)
-    if mode == "resave":
-        from safetensors import safe_open
-        with safe_open(path, framework="pt") as f:
-            meta = f.metadata()
-        save_file(ts, sys.argv[3], metadata=meta)
-        ts = {}
-for k, t in ts.items():
-    res[k] = {"sha256": digest(t), "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
-              "storage": sptr(t), "device": str(t.device)}
-print(json.dumps(res))
+def job(mode, path, *more):
+    res, ts = {}, {}
+    if mode == "pt":
+        obj = torch.load(path, weights_only=True)
+        flat(obj, "", ts)
+    elif mode in ("st", "resave"):
+        from safetensors.torch import load_file, save_file
+        ts = load_file(path)
+        if mode == "resave":
+            from safetensors import safe_open
+            with safe_open(path, framework="pt") as f:
+                meta = f.metadata()
+            save_file(ts, more[0], metadata=meta)
+            ts = {}
+    else:
+        raise ValueError("no mode " + mode)
+    for k, t in ts.items():
+        res[k] = {"sha256": digest(t), "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
+                  "storage": sptr(t), "device": str(t.device)}
+    return res
+for line in sys.stdin:
+    try:
+        out = {"ok": job(*json.loads(line))}
+    except Exception as e:
+        lines = str(e).strip().splitlines()
+        out = {"error": "%s: %s" % (type(e).__name__, lines[-1] if lines else "")}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
 '''
 
 
@@ -248,14 +261,45 @@ def probe(py):
     return json.loads(so.strip().splitlines()[-1])
 
 
+_helpers = {}
+
+
+def _close_helpers():
+    for p, _ in _helpers.values():
+        p.stdin.close()
+        p.wait()
+
+
+atexit.register(_close_helpers)
+
+
 def helper(py, outdir, *args):
-    hp = os.path.join(outdir, "st_helper.py")
-    with open(hp, "w") as f:
-        f.write(HELPER)
-    rc, so, se = run([py, hp] + list(args))
-    if rc:
-        return None, se.strip().splitlines()[-1] if se.strip() else "exit %d" % rc
-    return json.loads(so.strip().splitlines()[-1]), None
+    """(result, None) of HELPER's job args in interpreter py, or (None, why)."""
+    if py not in _helpers:
+        hp = os.path.join(outdir, "st_helper.py")
+        with open(hp, "w") as f:
+            f.write(HELPER)
+        err = open(os.path.join(outdir, "st_helper.%d.err" % len(_helpers)), "w+")
+        try:
+            p = subprocess.Popen([py, hp], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
+        except OSError as e:
+            return None, str(e)
+        _helpers[py] = (p, err)
+    p, err = _helpers[py]
+    try:
+        p.stdin.write(json.dumps(list(args)) + "\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+    except BrokenPipeError:
+        line = ""
+    if not line:  # it died (torch did not import, or the job killed it): the next call starts another
+        del _helpers[py]
+        p.wait()
+        err.seek(0)
+        lines = err.read().strip().splitlines()
+        return None, lines[-1] if lines else "exit %d" % p.returncode
+    ans = json.loads(line)
+    return (ans["ok"], None) if "ok" in ans else (None, ans["error"])
 
 
 def write_st(path, tensors, meta):
