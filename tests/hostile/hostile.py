@@ -129,14 +129,14 @@ def deep_late_nesting(n=60000):
     # n empty lists memoized first, then linked so that each is appended
     # before it gets its own child: nesting depth n that no container sees
     # growing while it is built
-    body = b']' + b'r' + struct.pack('<I', 0)
+    body = bytearray(b']' + b'r' + struct.pack('<I', 0))  # (bytes += would copy it all each time)
     for i in range(1, n):
         body += b']r' + struct.pack('<I', i) + b'0'
     for i in range(n - 1, 0, -1):  # list[i-1].append(list[i]), outermost first
         body += b'j' + struct.pack('<I', i - 1) + b'j' + struct.pack('<I', i) + b'a0'
     body += b'j' + struct.pack('<I', n - 1) + dict_of([('w', tensor())]) + b'a0'
     body += b'j' + struct.pack('<I', 0)
-    return torch_zip(state_dict(body), {'0': FOUR_FLOATS})
+    return torch_zip(state_dict(bytes(body)), {'0': FOUR_FLOATS})
 
 def memo_unset():
     return torch_zip(state_dict(b'}(' + op_str('w') + b'h\x29u'), {})
