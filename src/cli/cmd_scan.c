@@ -223,6 +223,7 @@ static cJSON *summary_json(const tc_scan_totals *t, double secs, unsigned jobs)
     cJSON_AddNumberToObject(s, "skipped", (double)t->skipped);
     cJSON_AddNumberToObject(s, "other_names", (double)t->other_names);
     cJSON_AddNumberToObject(s, "special_files", (double)t->special);
+    cJSON_AddNumberToObject(s, "kernel_folders", (double)t->kernel_folders);
     cJSON_AddNumberToObject(s, "archives", (double)t->archives);
     cJSON_AddNumberToObject(s, "bytes", (double)t->bytes);
     cJSON_AddNumberToObject(s, "seconds", secs);
@@ -294,9 +295,10 @@ static void summary_text(const tc_scan_totals *t, double secs)
     const struct {
         uint64_t n;
         const char *one, *many;
-    } kinds[] = {{t->skipped - t->other_names - t->special, "not a model file", "not model files"},
+    } kinds[] = {{t->skipped - t->other_names - t->special - t->kernel_folders, "not a model file", "not model files"},
                  {t->other_names, "other name of a judged file", "other names of judged files"},
-                 {t->special, "special file", "special files"}};
+                 {t->special, "special file", "special files"},
+                 {t->kernel_folders, "kernel folder not entered", "kernel folders not entered"}};
     if (kinds[0].n == t->skipped) /* (all of one kind, the commonest: said without a count) */
         printf(" (not model files)\n");
     else {

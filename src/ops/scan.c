@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -88,6 +89,9 @@ typedef struct scan {
     TC_VEC(char *) names;
     TC_VEC(char *) deferred;
     char *dbuf;            /* the walk's getdents64 buffer, DIR_BUF bytes */
+    bool fs_known;         /* fs_dev's file system is known: a kernel one (fs_kernel names it), or not */
+    uint64_t fs_dev;
+    const char *fs_kernel;
 } scan;
 
 #define DIR_BUF ((size_t)32 << 10)
@@ -153,6 +157,7 @@ static void count_skip(tc_scan_totals *t, scan_skip skip)
 {
     t->other_names += skip == SCAN_SKIP_OTHER_NAME;
     t->special += skip == SCAN_SKIP_SPECIAL;
+    t->kernel_folders += skip == SCAN_SKIP_KERNEL;
 }
 
 /* A file the walk listed without a stat, now judged, before the first of its items is handed on:
@@ -500,12 +505,61 @@ static int read_dir(scan *s, int fd, bool keep, dir_list *out)
     return 0;
 }
 
+/* The kernel's own file systems, by statfs's f_type: their files are made by the kernel as they are
+ * read (processes, devices, settings), so no model file lies there, and a walk into them reads
+ * thousands of files that are not (many unreadable) and, through /proc/PID/root, the whole system
+ * again. Which folder the walk does not enter; a root the command names is walked whatever it is. */
+static const struct {
+    unsigned long type;
+    const char *name;
+} kernel_fs[] = {
+    {0x9fa0, "proc"},          {0x62656572, "sysfs"},      {0x1cd1, "devpts"},     {0x27e0eb, "cgroup"},
+    {0x63677270, "cgroup2"},   {0x64626720, "debugfs"},    {0x74726163, "tracefs"}, {0x73636673, "securityfs"},
+    {0xcafe4a11, "bpf"},       {0x6165676c, "pstore"},     {0x62656570, "configfs"}, {0x65735543, "fusectl"},
+    {0xf97cff8c, "selinuxfs"}, {0xde5e81e4, "efivarfs"},   {0x42494e4d, "binfmt_misc"}, {0x19800202, "mqueue"},
+    {0x6e736673, "nsfs"},
+};
+
+/* The name of the kernel file system the folder name (in at) lies on, of device dev, or NULL. The
+ * answer for the last device asked about is kept: a walk stays on one file system but where a
+ * mount point leads it to another. */
+static const char *kernel_fs_of(scan *s, int at, const char *name, uint64_t dev)
+{
+    if (s->fs_known && s->fs_dev == dev)
+        return s->fs_kernel;
+    struct statfs sf;
+    int fd = openat(at, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    bool got = fd >= 0 && fstatfs(fd, &sf) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!got)
+        return NULL; /* (not kept: walk_dir says why it cannot read the folder) */
+    s->fs_kernel = NULL;
+    for (size_t i = 0; i < sizeof kernel_fs / sizeof *kernel_fs; i++)
+        if ((unsigned long)sf.f_type == kernel_fs[i].type)
+            s->fs_kernel = kernel_fs[i].name;
+    s->fs_known = true;
+    s->fs_dev = dev;
+    return s->fs_kernel;
+}
+
 /* The folder name (in the folder at) at path: its entries in name order (as the first walk listed
  * them, where it kept its listing), each looked up in it. A regular file no symlink points to is
  * handed to the judges unstat'd: they open it anyway. */
 static int walk_dir(scan *s, int at, const char *name, const char *path, const struct stat *st, unsigned depth)
 {
     uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+    const char *kfs = depth ? kernel_fs_of(s, at, name, dev) : NULL;
+    if (kfs) {
+        if (s->collect)
+            return 0;
+        tc_buf r = TC_BUF_INIT(200);
+        tc_buf_printf(&r, "a folder of the kernel's %s file system, which holds no model files: not walked "
+                      "(name it to scan it)", kfs);
+        int rc = walk_item(s, path, "kernel folder", TC_SCAN_SKIPPED, SCAN_SKIP_KERNEL, tc_buf_str(&r), 0);
+        tc_buf_free(&r);
+        return rc;
+    }
     int p = tc_map_put2(&s->dirs, dev, ino, 0, NULL);
     if (p <= 0)
         return p < 0 ? TC_ERR_NOMEM : 0; /* walked already: a link to a folder of the tree, or a loop */

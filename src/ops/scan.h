@@ -66,6 +66,7 @@ typedef struct tc_scan_totals {
     uint64_t safe, unsafe, unreadable, skipped;
     uint64_t other_names;  /* of skipped: other names (symlinks, hard links) of files judged under one before */
     uint64_t special;      /* of skipped: FIFOs, sockets and devices (never opened) */
+    uint64_t kernel_folders; /* of skipped: folders of the kernel's own file systems (not entered) */
     uint64_t bytes;        /* of the files reached */
     uint64_t archives;     /* files and members read as archives or compressed streams */
 } tc_scan_totals;

@@ -16,7 +16,7 @@
 
 /* Why an item is skipped: what tc_scan_totals counts it as (a file that is no model file unless
  * the walk says otherwise). */
-typedef enum scan_skip { SCAN_SKIP_NOT_MODEL, SCAN_SKIP_OTHER_NAME, SCAN_SKIP_SPECIAL } scan_skip;
+typedef enum scan_skip { SCAN_SKIP_NOT_MODEL, SCAN_SKIP_OTHER_NAME, SCAN_SKIP_SPECIAL, SCAN_SKIP_KERNEL } scan_skip;
 
 /* A result as a worker makes it: every string its own. */
 typedef struct scan_item {

@@ -430,10 +430,12 @@ def check_json(tc, d):
     for v, n in counts.items():
         if summary[v] != n:
             fails.append('summary: %d %s, the manifest has %d' % (summary[v], v, n))
-    # of the skipped: the other names of files judged under one before, and the special files
+    # of the skipped: the other names of files judged under one before, the special files, and the
+    # kernel's folders (none in the tree)
     kinds = [i['kind'] for i in man['items'] if i['verdict'] == 'skipped']
     for key, n in (('other_names', sum(k in ('link', 'link target') for k in kinds)),
-                   ('special_files', kinds.count('special file'))):
+                   ('special_files', kinds.count('special file')),
+                   ('kernel_folders', kinds.count('kernel folder'))):
         if summary.get(key) != n:
             fails.append('summary: %s %s, the manifest has %d' % (key, summary.get(key), n))
     if ex != 4:
