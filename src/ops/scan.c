@@ -508,7 +508,7 @@ static int read_dir(scan *s, int fd, bool keep, dir_list *out)
 /* The kernel's own file systems, by statfs's f_type: their files are made by the kernel as they are
  * read (processes, devices, settings), so no model file lies there, and a walk into them reads
  * thousands of files that are not (many unreadable) and, through /proc/PID/root, the whole system
- * again. Which folder the walk does not enter; a root the command names is walked whatever it is. */
+ * again. The walk does not enter such a folder; a root the command names is walked whatever it is. */
 static const struct {
     unsigned long type;
     const char *name;
@@ -535,7 +535,7 @@ static const char *kernel_fs_of(scan *s, int at, const char *name, uint64_t dev)
     if (!got)
         return NULL; /* (not kept: walk_dir says why it cannot read the folder) */
     s->fs_kernel = NULL;
-    for (size_t i = 0; i < sizeof kernel_fs / sizeof *kernel_fs; i++)
+    for (size_t i = 0; i < sizeof kernel_fs / sizeof *kernel_fs && !s->fs_kernel; i++)
         if ((unsigned long)sf.f_type == kernel_fs[i].type)
             s->fs_kernel = kernel_fs[i].name;
     s->fs_known = true;

@@ -15,6 +15,25 @@
 #include "cli.h"
 #include "vec.h"
 
+typedef TC_VEC(char *) arg_list;
+
+/* *a: the program's name, then line's tab-separated fields (line is cut up), then NULL. 0 or -1. */
+static int args_of(char *line, arg_list *a)
+{
+    a->n = 0;
+    if (tc_vec_push(a, (char *)"tensorctl"))
+        return -1;
+    for (char *p = line; p;) {
+        char *tab = strchr(p, '\t');
+        if (tab)
+            *tab++ = '\0';
+        if (tc_vec_push(a, p))
+            return -1;
+        p = tab;
+    }
+    return tc_vec_push(a, NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -30,33 +49,21 @@ int main(int argc, char **argv)
     size_t cap = 0, ran = 0;
     ssize_t len;
     int rc = 0;
-    TC_VEC(char *) args = {0};
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    arg_list args = {0};
+    while (!rc && (len = getline(&line, &cap, f)) >= 0) {
         if (len && line[len - 1] == '\n')
             line[--len] = '\0';
         if (!len)
             continue;
-        args.n = 0;
-        if (tc_vec_push(&args, (char *)"tensorctl")) {
+        if (args_of(line, &args)) {
+            fprintf(stderr, "cli_batch: out of memory\n");
             rc = 1;
-            break;
-        }
-        for (char *p = line; p && !rc;) {
-            char *tab = strchr(p, '\t');
-            if (tab)
-                *tab++ = '\0';
-            rc = tc_vec_push(&args, p) ? 1 : 0;
-            p = tab;
-        }
-        if (rc || tc_vec_push(&args, NULL)) {
-            rc = 1;
-            break;
+            continue;
         }
         fputs("cli_batch: RUN", stderr);
         for (size_t i = 1; i + 1 < args.n; i++)
             fprintf(stderr, " %s", args.v[i]);
         fputc('\n', stderr);
-        fflush(stderr);
         int st = tc_cli((int)args.n - 1, args.v);
         fflush(stdout);
         fprintf(stderr, "cli_batch: EXIT %d\n", st);
@@ -68,8 +75,6 @@ int main(int argc, char **argv)
     }
     if (!rc)
         fprintf(stderr, "cli_batch: DONE %zu\n", ran);
-    else if (!ferror(f))
-        fprintf(stderr, "cli_batch: out of memory\n");
     tc_vec_free(&args);
     free(line);
     fclose(f);

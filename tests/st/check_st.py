@@ -265,9 +265,10 @@ _helpers = {}
 
 
 def _close_helpers():
-    for p, _ in _helpers.values():
+    for p, err in _helpers.values():
         p.stdin.close()
         p.wait()
+        err.close()
 
 
 atexit.register(_close_helpers)
@@ -297,6 +298,7 @@ def helper(py, outdir, *args):
         p.wait()
         err.seek(0)
         lines = err.read().strip().splitlines()
+        err.close()
         return None, lines[-1] if lines else "exit %d" % p.returncode
     ans = json.loads(line)
     return (ans["ok"], None) if "ok" in ans else (None, ans["error"])
