@@ -38,7 +38,7 @@
 #include "source.h"
 
 typedef struct tc_zip_entry {
-    char *name;       /* the central directory's bytes, NUL-terminated; nlen of them (a NUL may be inside) */
+    char *name;       /* the central directory's bytes, NUL-terminated; nlen of them (a NUL may be inside); in names */
     size_t nlen;
     uint16_t method;  /* 0 stored, 8 deflated */
     uint16_t flags;
@@ -55,6 +55,8 @@ typedef struct tc_zip {
     tc_zip_entry *e;  /* in central directory order */
     size_t n;
     uint32_t *sorted; /* indices into e, heap-sorted by lowercased name as miniz sorts them */
+    char *names;      /* every entry's name, one after another */
+    size_t names_len, names_cap;
     uint64_t cd_off, cd_size;
     bool zip64;
     unsigned readers;  /* TC_ZIP_TORCH1/2: whose reader opens the archive */

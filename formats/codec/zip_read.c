@@ -282,8 +282,28 @@ static const char *cd_check(const uint8_t *h, uint64_t left, uint64_t size, unsi
 /* mz_zip_reader_read_central_dir's loop over the entries, as each reader
  * asked for checks it (z->readers keeps those that accept), then each entry
  * as mz_zip_reader_file_stat describes it. */
+/* The bytes the names of the first n entries of the directory cd take, a NUL
+ * after each: at most the directory's size and n more (a corrupt entry ends
+ * the count, and read_entries then fails on it). */
+static size_t names_bytes(const uint8_t *cd, uint64_t cd_size, uint64_t n)
+{
+    size_t total = 0;
+    for (uint64_t i = 0, p = 0; i < n && cd_size - p >= 46; i++) {
+        const uint8_t *h = cd + p;
+        size_t nl = tc_le16(h + 28);
+        total += nl + 1;
+        p += 46 + nl + tc_le16(h + 30) + tc_le16(h + 32);
+        if (p > cd_size)
+            break;
+    }
+    return total;
+}
+
 static int read_entries(tc_zip *z, const uint8_t *cd, uint64_t n, unsigned this_disk, tc_diag *d)
 {
+    z->names_cap = names_bytes(cd, z->cd_size, n);
+    if (!(z->names = malloc(z->names_cap ? z->names_cap : 1)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     uint64_t size = z->src->size, left = z->cd_size, p = 0;
     bool ext[2] = {false, false}; /* each reader's m_zip64_has_extended_info_fields */
     for (uint64_t i = 0; i < n; i++) {
@@ -309,8 +329,11 @@ static int read_entries(tc_zip *z, const uint8_t *cd, uint64_t n, unsigned this_
         z->zip64 |= ext[0] || ext[1];
         size_t nl = tc_le16(h + 28), xl = tc_le16(h + 30), cl = tc_le16(h + 32);
         tc_zip_entry *e = &z->e[z->n];
-        if (!(e->name = malloc(nl + 1)))
-            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        if (nl + 1 > z->names_cap - z->names_len)
+            return tc_fail(d, TC_ERR_FORMAT, "zip: central directory entry %llu at offset %llu is corrupt",
+                           (unsigned long long)i, (unsigned long long)at);
+        e->name = z->names + z->names_len;
+        z->names_len += nl + 1;
         z->n++;
         memcpy(e->name, h + 46, nl);
         e->name[nl] = 0;
@@ -335,30 +358,19 @@ static int read_entries(tc_zip *z, const uint8_t *cd, uint64_t n, unsigned this_
     return 0;
 }
 
-/* Where each record's data lies (mz_zip_reader_extract_to_mem's reading of
- * the local header), or why torch cannot read it. */
-static int locate_data(tc_zip *z, tc_zip_entry *e, tc_diag *d)
+/* Where a record's data lies, from the 30 bytes h of its local header
+ * (mz_zip_reader_extract_to_mem's reading of it), or why torch cannot read it. */
+static void locate_data(const tc_zip *z, tc_zip_entry *e, const uint8_t *h)
 {
-    uint8_t h[30];
     uint64_t size = z->src->size;
-    if (e->bad || (e->dir || !e->csize))
-        return 0; /* unreadable, or nothing is read from the file */
-    if (e->lfh_off > size || size - e->lfh_off < 30) {
-        e->bad = "its local header lies past the end of the file (torch's reader fails on it)";
-        return 0;
-    }
-    int rc = tc_src_read(z->src, e->lfh_off, h, 30, e->name, d);
-    if (rc)
-        return rc;
     if (tc_le32(h) != SIG_LFH) {
         e->bad = "the central directory lies: no local header where it points";
-        return 0;
+        return;
     }
     e->data_off = e->lfh_off + 30 + tc_le16(h + 26) + tc_le16(h + 28);
     uint64_t span = e->method ? e->csize : e->usize; /* stored: miniz reads the uncompressed size */
     if (e->data_off > size || e->csize > size - e->data_off || span > size - e->data_off)
         e->bad = "its data runs past the end of the file (truncated or corrupt)";
-    return 0;
 }
 
 static int cmp_off(const void *a, const void *b)
@@ -367,30 +379,94 @@ static int cmp_off(const void *a, const void *b)
     return x->lfh_off < y->lfh_off ? -1 : x->lfh_off > y->lfh_off;
 }
 
-/* Beyond torch: no two readable entries share bytes, so that the records
- * read (and written again) add up to at most the file's size. */
-static int check_overlaps(tc_zip *z, tc_diag *d)
+/* The local headers are read in offset order, each read taking as many of
+ * the next ones as lie within LFH_WINDOW bytes of its start: one read for
+ * many small records, 30 bytes for each of a few large ones. */
+#define LFH_WINDOW 65536
+
+/* Every record's data located (v: the k records that are read from the file, sorted by offset). */
+static int locate_all(tc_zip *z, tc_zip_entry **v, size_t k, tc_diag *d)
 {
-    tc_zip_entry **v = malloc((z->n ? z->n : 1) * sizeof *v);
-    size_t k = 0;
+    uint64_t size = z->src->size, wbeg = 0, wend = 0;
+    uint8_t *buf = NULL;
     int rc = 0;
-    if (!v)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < z->n; i++)
-        if (!z->e[i].bad && !z->e[i].dir && z->e[i].csize)
-            v[k++] = &z->e[i];
-    qsort(v, k, sizeof *v, cmp_off);
-    for (size_t i = 1; i < k && !rc; i++) {
-        uint64_t end = v[i - 1]->data_off + (v[i - 1]->method ? v[i - 1]->csize : v[i - 1]->usize);
-        if (v[i]->lfh_off < end)
-            rc = tc_fail(d, TC_ERR_FORMAT,
-                         "zip: entries %s and %s overlap (offsets %llu and %llu): one span of bytes read as two "
-                         "records",
-                         v[i - 1]->name, v[i]->name, (unsigned long long)v[i - 1]->lfh_off,
-                         (unsigned long long)v[i]->lfh_off);
+    for (size_t i = 0; i < k && !rc; i++) {
+        tc_zip_entry *e = v[i];
+        if (e->lfh_off > size || size - e->lfh_off < 30) {
+            e->bad = "its local header lies past the end of the file (torch's reader fails on it)";
+            continue;
+        }
+        if (e->lfh_off < wbeg || e->lfh_off + 30 > wend) {
+            if (!buf && !(buf = malloc(LFH_WINDOW))) {
+                rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            wbeg = e->lfh_off;
+            wend = wbeg + 30;
+            for (size_t j = i + 1; j < k && v[j]->lfh_off + 30 <= wbeg + LFH_WINDOW; j++)
+                if (v[j]->lfh_off + 30 <= size)
+                    wend = v[j]->lfh_off + 30;
+            rc = tc_src_read(z->src, wbeg, buf, (size_t)(wend - wbeg), e->name, d);
+            if (rc)
+                break;
+        }
+        locate_data(z, e, buf + (e->lfh_off - wbeg));
     }
-    free(v);
+    free(buf);
     return rc;
+}
+
+/* Beyond torch: no two readable entries share bytes, so that the records
+ * read (and written again) add up to at most the file's size (v: the k
+ * records read from the file, sorted by offset). */
+static int check_overlaps(tc_zip_entry **v, size_t k, tc_diag *d)
+{
+    const tc_zip_entry *prev = NULL;
+    for (size_t i = 0; i < k; i++) {
+        if (v[i]->bad)
+            continue;
+        if (prev) {
+            uint64_t end = prev->data_off + (prev->method ? prev->csize : prev->usize);
+            if (v[i]->lfh_off < end)
+                return tc_fail(d, TC_ERR_FORMAT,
+                               "zip: entries %s and %s overlap (offsets %llu and %llu): one span of bytes read as two "
+                               "records",
+                               prev->name, v[i]->name, (unsigned long long)prev->lfh_off,
+                               (unsigned long long)v[i]->lfh_off);
+        }
+        prev = v[i];
+    }
+    return 0;
+}
+
+static int cmp_name(const void *a, const void *b, void *ctx)
+{
+    const tc_zip_entry *e = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (name_less(&e[x], &e[y]))
+        return -1;
+    if (name_less(&e[y], &e[x]))
+        return 1;
+    return x < y ? -1 : x > y;
+}
+
+/* z->sorted in miniz's order. Where no two names are equal ignoring case,
+ * every sort gives the one order miniz's heap sort gives, and a merge sort
+ * takes half its comparisons; where two are, miniz's heap sort decides which
+ * comes first, and runs step for step. */
+static void sort_names(tc_zip *z)
+{
+    uint32_t n = (uint32_t)z->n;
+    for (uint32_t i = 0; i < n; i++)
+        z->sorted[i] = i;
+    qsort_r(z->sorted, n, sizeof *z->sorted, cmp_name, z->e);
+    for (uint32_t i = 1; i < n; i++)
+        if (!name_less(&z->e[z->sorted[i - 1]], &z->e[z->sorted[i]])) {
+            for (uint32_t j = 0; j < n; j++)
+                z->sorted[j] = j;
+            heap_sort(z->e, z->sorted, n);
+            return;
+        }
 }
 
 int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag *d)
@@ -449,6 +525,7 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
     if (n > lim->max_entries)
         return tc_fail(d, TC_ERR_LIMIT, "zip: %llu entries, more than the limit of %llu (raise with --max-entries)",
                        (unsigned long long)n, (unsigned long long)lim->max_entries);
+    tc_zip_entry **v = NULL;
     uint8_t *cd = malloc(z->cd_size ? z->cd_size : 1);
     z->e = calloc(n ? n : 1, sizeof *z->e);
     z->sorted = malloc((n ? n : 1) * sizeof *z->sorted);
@@ -461,17 +538,24 @@ int tc_zip_open(tc_zip *z, const tc_src *src, const tc_zip_limits *lim, tc_diag 
         goto fail;
     free(cd);
     cd = NULL;
-    for (size_t i = 0; i < z->n; i++)
-        if ((rc = locate_data(z, &z->e[i], d)))
-            goto fail;
-    for (size_t i = 0; i < z->n; i++)
-        z->sorted[i] = (uint32_t)i;
-    heap_sort(z->e, z->sorted, (uint32_t)z->n);
-    if ((rc = check_overlaps(z, d)))
+    /* the records read from the file, by offset (nothing is read of the others) */
+    if (!(v = malloc((z->n ? z->n : 1) * sizeof *v))) {
+        rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
         goto fail;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < z->n; i++)
+        if (!z->e[i].bad && !z->e[i].dir && z->e[i].csize)
+            v[k++] = &z->e[i];
+    qsort(v, k, sizeof *v, cmp_off);
+    if ((rc = locate_all(z, v, k, d)) || (rc = check_overlaps(v, k, d)))
+        goto fail;
+    free(v);
+    sort_names(z);
     return 0;
 fail:
     free(cd);
+    free(v);
     tc_zip_free(z);
     return rc;
 }
@@ -480,10 +564,10 @@ void tc_zip_free(tc_zip *z)
 {
     if (!z)
         return;
-    for (size_t i = 0; i < z->n; i++)
-        free(z->e[i].name);
+    free(z->names);
     free(z->e);
     free(z->sorted);
+    z->names = NULL;
     z->e = NULL;
     z->sorted = NULL;
     z->n = 0;
