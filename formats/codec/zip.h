@@ -171,7 +171,9 @@ int tc_zipw_write(tc_zipw *w, const void *p, size_t n, tc_diag *d);
 /* The next n bytes of the open record are written by the caller, with
  * tc_dst_pwrite at *off (in parallel, say): reserve flushes what is buffered and
  * says where they go; commit accounts for them, with their CRC-32, and moves
- * the file position past them. */
+ * the file position past them. Fewer bytes than a file system block are
+ * staged in the write buffer instead (tc_dst_stage) and written with the
+ * records around them. */
 int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d);
 int tc_zipw_commit(tc_zipw *w, uint64_t n, uint32_t crc, tc_diag *d);
 int tc_zipw_end(tc_zipw *w, tc_diag *d);

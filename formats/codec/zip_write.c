@@ -12,6 +12,9 @@
 #define ALIGN 64
 #define WBUF (1u << 20)
 #define BIG 0xFFFFFFFFull
+/* a reserved range this small is staged in the write buffer (tc_dst_stage): smaller than a file
+ * system block, so that it has no whole block the output could share with its input */
+#define STAGE_MAX ((uint64_t)TC_SHARE_BLOCK - 1)
 
 static int flush(tc_zipw *w, tc_diag *d)
 {
@@ -195,19 +198,33 @@ int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d)
     int rc = too_much(w, n, d);
     if (rc)
         return rc;
-    rc = flush(w, d);
+    /* a small record's data joins the buffer, written with the headers around it */
+    if (n > STAGE_MAX || n > WBUF - w->blen) {
+        if ((rc = flush(w, d)))
+            return rc;
+    }
+    if (n && n <= STAGE_MAX) {
+        memset(w->buf + w->blen, 0, (size_t)n);
+        tc_dst_stage(w->dst, w->buf + w->blen, w->off, (size_t)n);
+    }
     *off = w->off;
-    return rc;
+    return 0;
 }
 
 int tc_zipw_commit(tc_zipw *w, uint64_t n, uint32_t crc, tc_diag *d)
 {
+    bool staged = w->dst->stage != NULL;
+    tc_dst_unstage(w->dst);
     int rc = too_much(w, n, d);
     if (rc)
         return rc;
     w->rec_crc = (uint32_t)crc32_combine(w->rec_crc, crc, (z_off_t)n);
     w->off += n;
     w->rec_done += n;
+    if (staged) {
+        w->blen += (size_t)n;
+        return 0;
+    }
     tc_dst_seek(w->dst, w->off);
     w->dst->synced = w->off; /* the writer of the range started its writeback */
     return 0;

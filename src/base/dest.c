@@ -326,7 +326,7 @@ static bool offloads(int fd)
     return false;
 }
 
-bool tc_dst_offloads(const tc_dst *o) { return o->offload; }
+bool tc_dst_offloads(const tc_dst *o) { return o->offload && !o->stage; }
 
 /* What a file of this mode is, for a refusal; NULL for a regular file. */
 static const char *not_regular(mode_t m)
@@ -556,9 +556,38 @@ int tc_dst_write(tc_dst *o, const void *p, size_t n, tc_diag *d)
  * 2 MiB it is steady, and no slower. */
 #define WRITE_PIECE ((size_t)2 << 20)
 
+void tc_dst_stage(tc_dst *o, void *buf, uint64_t off, size_t n)
+{
+    o->stage = buf;
+    o->stage_off = off;
+    o->stage_len = n;
+}
+
+void tc_dst_unstage(tc_dst *o)
+{
+    o->stage = NULL;
+    o->stage_off = 0;
+    o->stage_len = 0;
+}
+
+/* Whether [off, off + n) lies in the staged range, and whether it meets it at all. */
+static bool staged(const tc_dst *o, uint64_t off, uint64_t n)
+{
+    return o->stage && off >= o->stage_off && n <= o->stage_len && off - o->stage_off <= o->stage_len - n;
+}
+
+static bool meets_stage(const tc_dst *o, uint64_t off, uint64_t n)
+{
+    return o->stage && off < o->stage_off + o->stage_len && o->stage_off < off + n;
+}
+
 int tc_dst_pwrite(const tc_dst *o, uint64_t off, const void *p, size_t n, tc_diag *d)
 {
     const uint8_t *b = p;
+    if (staged(o, off, n)) {
+        memcpy(o->stage + (off - o->stage_off), p, n);
+        return 0;
+    }
     while (n) {
         ssize_t w = pwrite(o->fd, b, n < WRITE_PIECE ? n : WRITE_PIECE, (off_t)off);
         if (w < 0) {
@@ -587,7 +616,7 @@ bool tc_dst_clone(const tc_dst *o, uint64_t off, int fd, uint64_t in_off, uint64
 {
 #ifdef FICLONERANGE
     struct file_clone_range r = {.src_fd = fd, .src_offset = in_off, .src_length = n, .dest_offset = off};
-    if (!n || ((off | in_off | n) % TC_SHARE_BLOCK))
+    if (!n || ((off | in_off | n) % TC_SHARE_BLOCK) || meets_stage(o, off, n))
         return false;
     int rc;
     do

@@ -83,6 +83,10 @@ typedef struct tc_dst {
     dev_t old_dev;       /* the old file, while drop_behind */
     ino_t old_ino;
     struct tc_dst_drop *drop; /* --force: the thread dropping the old file's cache */
+    /* staged (tc_dst_stage): writes into [stage_off, stage_off + stage_len) go to stage */
+    uint8_t *stage;
+    uint64_t stage_off;
+    size_t stage_len;
 } tc_dst;
 
 #define TC_DST_INIT {.fd = -1}
@@ -92,6 +96,12 @@ int tc_dst_open(tc_dst *o, const char *path, unsigned flags, tc_diag *d);
 int tc_dst_write(tc_dst *o, const void *p, size_t n, tc_diag *d);
 /* Write n bytes at off; the position is left alone. Safe from several threads. */
 int tc_dst_pwrite(const tc_dst *o, uint64_t off, const void *p, size_t n, tc_diag *d);
+/* Stage [off, off + n) of o in buf (the caller's, n bytes): until tc_dst_unstage, tc_dst_pwrite into
+ * that range fills buf instead of the file, and nothing else puts bytes there (no clone, no copy in
+ * the kernel); the caller writes buf out after. A writer of many small records gathers them so into
+ * one write. One range at a time. */
+void tc_dst_stage(tc_dst *o, void *buf, uint64_t off, size_t n);
+void tc_dst_unstage(tc_dst *o);
 /* Move the position (after ranges filled with tc_dst_pwrite). */
 void tc_dst_seek(tc_dst *o, uint64_t off);
 /* Space for [off, off + n), where the file system can give it ahead of time. */

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "rekey.h"
+#include "step.h"
 #include "rewrite.h"
 #include "stream.h"
 #include "vec.h"
@@ -632,7 +633,9 @@ static int items_to_torch(const tc_ckpt *c, const tc_convert_opts *o, tc_plan *p
                         .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
                         .max_depth = max_depth};
     p->total = p->in_bytes;
+    tc_step_cache_on(p); /* c's sources stay open throughout */
     rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
+    tc_step_cache_off(p);
 done:
     tc_sd_items_free(&items);
     tc_keymap_free(&km);

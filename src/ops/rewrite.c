@@ -4,6 +4,7 @@
 
 #include "format.h"
 #include "rekey.h"
+#include "step.h"
 #include "stream.h"
 
 int tc_storage_data_fn(void *ctx, size_t k, tc_dst *dst, uint64_t off, uint32_t *crc, tc_diag *d)
@@ -29,7 +30,10 @@ int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const tc_rekey *rk, tc_dst *dst, tc
                         .ctx = &sd, .max_depth = p->o->max_depth, .edits = rk ? rk->edits : NULL,
                         .nedits = rk ? rk->nedits : 0};
     p->total = p->in_bytes;
-    return tc_format_rewrite(TC_CAP_WRITES_TORCH, &job, dst, d);
+    tc_step_cache_on(p); /* c's sources stay open throughout */
+    int rc = tc_format_rewrite(TC_CAP_WRITES_TORCH, &job, dst, d);
+    tc_step_cache_off(p);
+    return rc;
 }
 
 int tc_rewrite(tc_ckpt *c, tc_plan *p, tc_dst *dst, tc_diag *d)
