@@ -76,6 +76,8 @@ void tc_zipw_free(tc_zipw *w)
 {
     if (!w)
         return;
+    if (w->dst && w->dst->stage) /* a record left open by a failure: its data was to land in buf */
+        tc_dst_unstage(w->dst);
     for (size_t i = 0; i < w->n; i++)
         free(w->e[i].name);
     free(w->e);

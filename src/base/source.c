@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -164,4 +165,35 @@ int tc_write_all(int fd, const void *buf, size_t n)
         n -= (size_t)w;
     }
     return 0;
+}
+
+int tc_src_cached(tc_src_cache *c, const tc_src *src, uint64_t off, uint64_t n, const char *ctx,
+                  const uint8_t **out, tc_diag *d)
+{
+    if (src->fd < 0 || !n || n > TC_SRC_CACHE_SMALL || off > src->size || n > src->size - off)
+        return 1;
+    uint64_t at = src->base + off;
+    if (c->fd != src->fd || at < c->off || at + n > c->off + c->len) {
+        if (!c->buf && !(c->buf = malloc(TC_SRC_CACHE_BYTES)))
+            return 1;
+        uint64_t left = src->size - off;
+        size_t fill = left < TC_SRC_CACHE_BYTES ? (size_t)left : TC_SRC_CACHE_BYTES;
+        c->fd = -1;
+        int rc = tc_src_read(src, off, c->buf, fill, ctx, d);
+        if (rc)
+            return rc;
+        c->fd = src->fd;
+        c->off = at;
+        c->len = fill;
+    }
+    *out = c->buf + (at - c->off);
+    return 0;
+}
+
+void tc_src_cache_free(tc_src_cache *c)
+{
+    if (!c)
+        return;
+    free(c->buf);
+    *c = (tc_src_cache)TC_SRC_CACHE_INIT;
 }

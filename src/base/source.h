@@ -51,6 +51,25 @@ int tc_src_window(tc_src *out, const tc_src *parent, uint64_t off, uint64_t size
 int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *ctx, tc_diag *d);
 void tc_src_close(tc_src *s);
 
+/* A cache of one file's bytes for small reads, for one thread: a file of many small records is
+ * read 64 KiB at a time, not once a record. Valid only while every source read through it stays
+ * open and unchanged (its bytes are known by descriptor and offset). */
+#define TC_SRC_CACHE_BYTES ((size_t)64 << 10)
+#define TC_SRC_CACHE_SMALL ((uint64_t)4 << 10) /* reads up to this size go through it */
+typedef struct tc_src_cache {
+    int fd;        /* whose bytes it holds; -1: none */
+    uint64_t off;  /* where they lie in the file */
+    size_t len;
+    uint8_t *buf;  /* TC_SRC_CACHE_BYTES, made when first filled */
+} tc_src_cache;
+#define TC_SRC_CACHE_INIT {.fd = -1}
+/* [off, off + n) of src from the cache (filled from off on where it does not hold them): 0 with
+ * *out pointing at them until the next call, 1 where they are not read so (no file, too large, out
+ * of the source, no memory: the caller reads them as any others), or tc_src_read's failure. */
+int tc_src_cached(tc_src_cache *c, const tc_src *src, uint64_t off, uint64_t n, const char *ctx,
+                  const uint8_t **out, tc_diag *d);
+void tc_src_cache_free(tc_src_cache *c);
+
 /* Write all of buf to fd, retrying short writes; -errno on failure. */
 int tc_write_all(int fd, const void *buf, size_t n);
 

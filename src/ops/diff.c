@@ -151,6 +151,7 @@ typedef struct ctx {
     unsigned nt;
     uint8_t *scratch[TC_POOL_MAX];  /* per thread: a chunk for each side read as a plain range */
     uint8_t *slot[2];               /* per side read in order: nt chunks */
+    tc_src_cache cache[2];          /* per side: small tensors read by the caller's thread (both sides stay open) */
     uint64_t done, total;           /* bytes, for progress */
     struct vjob *vj;                /* the value comparison's state, made once */
 } ctx;
@@ -183,6 +184,17 @@ static void vwork(void *arg, unsigned tid)
                 p[s] = j->x->slot[s] + (k - j->begin) * CHUNK;
                 continue;
             }
+            /* a tensor of one chunk is compared by the caller's thread alone: small ones through its caches */
+            int hit = j->end - j->begin == 1 ? tc_src_cached(&j->x->cache[s], v->src, v->off + e0 * v->esz,
+                                                             ne * v->esz, v->what, &p[s], &j->d[tid])
+                                             : 1;
+            if (hit < 0) {
+                j->fail_at[tid] = k;
+                atomic_store(&j->stop, true);
+                return;
+            }
+            if (hit == 0)
+                continue;
             uint8_t *buf = j->x->scratch[tid] + (size_t)s * CHUNK;
             if (tc_src_read(v->src, v->off + e0 * v->esz, buf, ne * v->esz, v->what, &j->d[tid])) {
                 j->fail_at[tid] = k;
@@ -602,7 +614,7 @@ int tc_diff_files(tc_diff_report *rep, const char *pa, const char *pb, const tc_
 {
     memset(rep, 0, sizeof *rep);
     const char **na = NULL, **nb = NULL;
-    ctx x = {.o = o, .rep = rep};
+    ctx x = {.o = o, .rep = rep, .cache = {TC_SRC_CACHE_INIT, TC_SRC_CACHE_INIT}};
     tc_nameidx bmap = {0};
     bool *matched = NULL, *todo = NULL;
     long *ib_of = NULL;
@@ -704,6 +716,8 @@ done:
         free(x.scratch[t]);
     free(x.slot[0]);
     free(x.slot[1]);
+    tc_src_cache_free(&x.cache[0]);
+    tc_src_cache_free(&x.cache[1]);
     return rc;
 }
 

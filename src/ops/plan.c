@@ -223,6 +223,7 @@ void tc_plan_free(tc_plan *p)
     free(p->out);
     free(p->stat);
     free(p->gone);
+    tc_src_cache_free(p->rcache);
     free(p->rcache);
     tc_engines_free(&p->own);
     memset(p, 0, sizeof *p);

@@ -70,7 +70,7 @@ typedef struct tc_plan {
     uint64_t shared, copied;     /* output data shared with the input's blocks (cloned), and copied unchanged */
     tc_engines own;              /* the plan's own pool and caster, unless o->engines lends them */
     struct tc_cuda_caster *caster; /* the GPU's streams and buffers, when cuda (own or lent) */
-    struct tc_rcache *rcache;    /* small reads through a cache, while set (tc_step_cache_on) */
+    tc_src_cache *rcache;        /* small reads through a cache, while set (tc_step_cache_on) */
 } tc_plan;
 
 /* The plan's transfer threads (made now if need be; NULL: run on this thread). */

@@ -27,54 +27,17 @@ static void xfer_progress(void *ctx, uint64_t in_done)
     x->p->o->progress(x->p->o->progress_ctx, x->base + in_done, x->p->total);
 }
 
-/* ---- the small-read cache ------------------------------------------------------ */
-
-#define RCACHE_BYTES ((size_t)64 << 10)
-#define RCACHE_SMALL ((uint64_t)4 << 10) /* ranges up to this size are read through it */
-
-typedef struct tc_rcache {
-    int fd;        /* whose bytes it holds; -1: none */
-    uint64_t off;  /* in the file */
-    size_t len;
-    uint8_t buf[RCACHE_BYTES];
-} tc_rcache;
-
 void tc_step_cache_on(tc_plan *p)
 {
     if (!p->rcache && (p->rcache = malloc(sizeof *p->rcache)))
-        p->rcache->fd = -1;
+        *p->rcache = (tc_src_cache)TC_SRC_CACHE_INIT;
 }
 
 void tc_step_cache_off(tc_plan *p)
 {
+    tc_src_cache_free(p->rcache);
     free(p->rcache);
     p->rcache = NULL;
-}
-
-/* [in_off, in_off + n) of src, a small range of a file, in memory from the
- * cache (filled from in_off on where it does not hold them): 0 and *out set,
- * or 1 where the range is not read so (the caller reads it as any other), or
- * a failure of the read. */
-static int cached(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t n, const char *what,
-                  const uint8_t **out, tc_diag *d)
-{
-    tc_rcache *c = p->rcache;
-    if (!c || src->fd < 0 || !n || n > RCACHE_SMALL || in_off > src->size || n > src->size - in_off)
-        return 1;
-    uint64_t at = src->base + in_off;
-    if (c->fd != src->fd || at < c->off || at + n > c->off + c->len) {
-        uint64_t left = src->size - in_off;
-        size_t fill = left < RCACHE_BYTES ? (size_t)left : RCACHE_BYTES;
-        c->fd = -1;
-        int rc = tc_src_read(src, in_off, c->buf, fill, what, d);
-        if (rc)
-            return rc;
-        c->fd = src->fd;
-        c->off = at;
-        c->len = fill;
-    }
-    *out = c->buf + (at - c->off);
-    return 0;
 }
 
 int tc_step_coded(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_bytes, const char *what, tc_qtype dec,
@@ -83,7 +46,7 @@ int tc_step_coded(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_by
 {
     const uint8_t *mem;
     tc_src msrc;
-    int hit = cached(p, src, in_off, in_bytes, what, &mem, d);
+    int hit = p->rcache ? tc_src_cached(p->rcache, src, in_off, in_bytes, what, &mem, d) : 1;
     if (hit < 0)
         return hit;
     if (hit == 0) { /* the transfer reads it from memory */
