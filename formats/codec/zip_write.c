@@ -201,7 +201,7 @@ int tc_zipw_reserve(tc_zipw *w, uint64_t n, uint64_t *off, tc_diag *d)
     if (rc)
         return rc;
     /* a small record's data joins the buffer, written with the headers around it */
-    if (n > STAGE_MAX || n > WBUF - w->blen) {
+    if (!n || n > STAGE_MAX || n > WBUF - w->blen) { /* (an empty record is committed as an unstaged one) */
         if ((rc = flush(w, d)))
             return rc;
     }

@@ -5,12 +5,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "buf.h"
 #include "dest.h"
 #include "dl.h"
 #include "map.h"
+#include "source.h"
 #include "strmap.h"
 #include "vec.h"
 
@@ -284,6 +286,59 @@ static void on_usr1(int sig)
 /* A process that installs the cleanup twice (commands run in one process, as the CLI fuzzer runs
  * them) still hands a signal on to the handler that was there first, once: the second install must
  * not take the first one for what it restores, or the handler would raise to itself for ever. */
+/* The small-read cache returns a file's own bytes, across windows of the one descriptor and from
+ * a second file; a read it holds costs no read of the file (the file changed behind it still gives
+ * the bytes first read: valid only while the sources stay unchanged, as its header says); large,
+ * empty, out-of-range and memory reads are left to the caller; a read past the end fails. */
+Test(src_cache, reads_through_windows_and_files)
+{
+    FILE *f[2] = {tmpfile(), tmpfile()};
+    static uint8_t bytes[2][200000];
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < sizeof bytes[k]; i++)
+            bytes[k][i] = (uint8_t)(i * 7 + (size_t)k * 13 + i / 251);
+        cr_assert_eq(fwrite(bytes[k], 1, sizeof bytes[k], f[k]), sizeof bytes[k]);
+        fflush(f[k]);
+    }
+    tc_src a = {.fd = fileno(f[0]), .size = sizeof bytes[0], .what = "a"};
+    tc_src b = {.fd = fileno(f[1]), .size = sizeof bytes[1], .what = "b"};
+    tc_src w;
+    tc_diag d = {0};
+    cr_assert_eq(tc_src_window(&w, &a, 100000, 50000, &d), 0);
+    tc_src_cache c = TC_SRC_CACHE_INIT;
+    const uint8_t *p;
+    static const uint64_t at[] = {0, 8, 65530, 70000, 100, 199990};
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        cr_assert_eq(tc_src_cached(&c, &a, at[i], 10, "a", &p, &d), 0, "%s", d.msg);
+        cr_assert_eq(memcmp(p, bytes[0] + at[i], 10), 0, "a at %llu", (unsigned long long)at[i]);
+        cr_assert_eq(tc_src_cached(&c, &w, at[i] % 40000, 16, "w", &p, &d), 0, "%s", d.msg);
+        cr_assert_eq(memcmp(p, bytes[0] + 100000 + at[i] % 40000, 16), 0);
+        cr_assert_eq(tc_src_cached(&c, &b, at[i], 10, "b", &p, &d), 0, "%s", d.msg);
+        cr_assert_eq(memcmp(p, bytes[1] + at[i], 10), 0, "b at %llu", (unsigned long long)at[i]);
+    }
+    /* held: the next read within 64 KiB of the last fill comes from memory */
+    cr_assert_eq(tc_src_cached(&c, &a, 1000, 8, "a", &p, &d), 0);
+    uint8_t z[8] = {0};
+    cr_assert_eq(pwrite(a.fd, z, sizeof z, 1008), (ssize_t)sizeof z);
+    cr_assert_eq(tc_src_cached(&c, &a, 1008, 8, "a", &p, &d), 0);
+    cr_assert_eq(memcmp(p, bytes[0] + 1008, 8), 0, "the bytes held, not the file's new ones");
+    /* left to the caller */
+    cr_assert_eq(tc_src_cached(&c, &a, 0, TC_SRC_CACHE_SMALL + 1, "a", &p, &d), 1);
+    cr_assert_eq(tc_src_cached(&c, &a, 0, 0, "a", &p, &d), 1);
+    cr_assert_eq(tc_src_cached(&c, &a, sizeof bytes[0] - 4, 8, "a", &p, &d), 1);
+    tc_src m;
+    tc_src_init_mem(&m, bytes[1], 100, "m");
+    cr_assert_eq(tc_src_cached(&c, &m, 0, 8, "m", &p, &d), 1);
+    /* a file cut short behind the source: the read fails, naming it */
+    cr_assert_eq(ftruncate(b.fd, 150000), 0);
+    cr_assert_lt(tc_src_cached(&c, &b, 149000, 2000, "rec", &p, &d), 0);
+    cr_assert(strstr(d.msg, "rec") != NULL, "%s", d.msg);
+    tc_src_cache_free(&c);
+    cr_assert_eq(c.buf, NULL);
+    fclose(f[0]);
+    fclose(f[1]);
+}
+
 Test(dest, cleanup_installed_twice_hands_a_signal_on_once, .timeout = 10)
 {
     struct sigaction sa, old;

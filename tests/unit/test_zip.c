@@ -364,11 +364,20 @@ Test(zip_write, small_reserved_record_is_staged)
     cr_assert_eq(tc_zipw_commit(&w, x.out_bytes, x.crc, &d), 0, "%s", d.msg);
     cr_assert(wd_.stage == NULL, "commit ends the staging");
     cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
-    cr_assert_eq(tc_zipw_add(&w, "after", "", 0, &d), 0);
+    /* an empty reserved record between buffered ones */
+    uint64_t eoff;
+    cr_assert_eq(tc_zipw_begin(&w, "empty", 0, &d), 0);
+    cr_assert_eq(tc_zipw_reserve(&w, 0, &eoff, &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_zipw_commit(&w, 0, (uint32_t)crc32(0, NULL, 0), &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_zipw_end(&w, &d), 0, "%s", d.msg);
+    cr_assert_eq(tc_zipw_add(&w, "after", "abc", 3, &d), 0);
     cr_assert_eq(tc_zipw_finish(&w, &d), 0);
+    uint64_t counted = w.off;
     tc_zipw_free(&w);
     size_t n;
     uint8_t *f = fd_bytes(fileno(out), &n);
+    cr_assert_eq(n, counted, "the file is as long as the writer counted");
+    cr_assert_eq(tc_le32(f), 0x04034b50u, "the first record starts the file");
     tc_src s;
     tc_src_init_mem(&s, f, n, "st.zip");
     tc_zip z;
@@ -377,6 +386,8 @@ Test(zip_write, small_reserved_record_is_staged)
     cr_assert(e && !e->bad && e->usize == sizeof small && e->crc == (uint32_t)crc32(0, small, sizeof small));
     cr_assert_eq(memcmp(f + e->data_off, small, sizeof small), 0);
     cr_assert_eq(e->data_off % 64, 0);
+    const tc_zip_entry *a = tc_zip_find(&z, "st/after");
+    cr_assert(a && !a->bad && a->usize == 3 && !memcmp(f + a->data_off, "abc", 3));
     tc_zip_free(&z);
     free(f);
     fclose(out);
