@@ -279,9 +279,6 @@ static const char *cd_check(const uint8_t *h, uint64_t left, uint64_t size, unsi
     return NULL;
 }
 
-/* mz_zip_reader_read_central_dir's loop over the entries, as each reader
- * asked for checks it (z->readers keeps those that accept), then each entry
- * as mz_zip_reader_file_stat describes it. */
 /* The bytes the names of the first n entries of the directory cd take, a NUL
  * after each: at most the directory's size and n more (a corrupt entry ends
  * the count, and read_entries then fails on it). */
@@ -299,6 +296,9 @@ static size_t names_bytes(const uint8_t *cd, uint64_t cd_size, uint64_t n)
     return total;
 }
 
+/* mz_zip_reader_read_central_dir's loop over the entries, as each reader
+ * asked for checks it (z->readers keeps those that accept), then each entry
+ * as mz_zip_reader_file_stat describes it. */
 static int read_entries(tc_zip *z, const uint8_t *cd, uint64_t n, unsigned this_disk, tc_diag *d)
 {
     z->names_cap = names_bytes(cd, z->cd_size, n);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,7 +43,9 @@ static int open_checked(tc_src *out, const char *path, int flags, struct stat *s
         close(fd);
         return refuse_unseekable(path, st.st_mode, d);
     }
+    static atomic_uint_fast64_t opened;
     out->fd = fd;
+    out->open_id = atomic_fetch_add(&opened, 1) + 1;
     out->size = (uint64_t)st.st_size;
     out->mem = NULL;
     out->what = path;
@@ -73,6 +76,7 @@ int tc_src_open_listed(tc_src *out, const char *path, struct stat *st, tc_diag *
 void tc_src_init_mem(tc_src *out, const void *buf, size_t n, const char *what)
 {
     out->fd = -1;
+    out->open_id = 0;
     out->size = n;
     out->mem = buf;
     out->what = what;
@@ -170,19 +174,20 @@ int tc_write_all(int fd, const void *buf, size_t n)
 int tc_src_cached(tc_src_cache *c, const tc_src *src, uint64_t off, uint64_t n, const char *ctx,
                   const uint8_t **out, tc_diag *d)
 {
-    if (src->fd < 0 || !n || n > TC_SRC_CACHE_SMALL || off > src->size || n > src->size - off)
+    if (!src->open_id || src->mem || src->read || !n || n > TC_SRC_CACHE_SMALL || off > src->size ||
+        n > src->size - off)
         return 1;
     uint64_t at = src->base + off;
-    if (c->fd != src->fd || at < c->off || at + n > c->off + c->len) {
+    if (c->id != src->open_id || at < c->off || at + n > c->off + c->len) {
         if (!c->buf && !(c->buf = malloc(TC_SRC_CACHE_BYTES)))
             return 1;
         uint64_t left = src->size - off;
         size_t fill = left < TC_SRC_CACHE_BYTES ? (size_t)left : TC_SRC_CACHE_BYTES;
-        c->fd = -1;
+        c->id = 0;
         int rc = tc_src_read(src, off, c->buf, fill, ctx, d);
         if (rc)
             return rc;
-        c->fd = src->fd;
+        c->id = src->open_id;
         c->off = at;
         c->len = fill;
     }

@@ -22,6 +22,8 @@ typedef struct tc_src {
     const char *what;    /* name used in messages; not owned */
     uint64_t base;       /* a window: where its byte 0 lies in the file */
     bool window;         /* borrows the descriptor of the source it was made from */
+    uint64_t open_id;    /* which opening of a file this is (each open a new one, windows keep their
+                          * parent's); 0 for memory and function sources */
     /* function sources only: read n bytes at off (off counts from the
      * function's byte 0, windows included); not safe to call from two
      * threads at once unless the function is */
@@ -52,20 +54,22 @@ int tc_src_read(const tc_src *s, uint64_t off, void *buf, size_t n, const char *
 void tc_src_close(tc_src *s);
 
 /* A cache of one file's bytes for small reads, for one thread: a file of many small records is
- * read 64 KiB at a time, not once a record. Valid only while every source read through it stays
- * open and unchanged (its bytes are known by descriptor and offset). */
+ * read 64 KiB at a time, not once a record. Its bytes are known by the opening of the file they
+ * came from (open_id) and their offset, so a file closed and another opened under the same
+ * descriptor never gets them; valid while the files read through it do not change. */
 #define TC_SRC_CACHE_BYTES ((size_t)64 << 10)
 #define TC_SRC_CACHE_SMALL ((uint64_t)4 << 10) /* reads up to this size go through it */
 typedef struct tc_src_cache {
-    int fd;        /* whose bytes it holds; -1: none */
+    uint64_t id;   /* the opening whose bytes it holds (tc_src.open_id); 0: none */
     uint64_t off;  /* where they lie in the file */
     size_t len;
     uint8_t *buf;  /* TC_SRC_CACHE_BYTES, made when first filled */
 } tc_src_cache;
-#define TC_SRC_CACHE_INIT {.fd = -1}
+#define TC_SRC_CACHE_INIT {.id = 0}
 /* [off, off + n) of src from the cache (filled from off on where it does not hold them): 0 with
- * *out pointing at them until the next call, 1 where they are not read so (no file, too large, out
- * of the source, no memory: the caller reads them as any others), or tc_src_read's failure. */
+ * *out pointing at them until the next call, 1 where they are not read so (not an opened file, too
+ * large, out of the source, no memory: the caller reads them as any others), or tc_src_read's
+ * failure. */
 int tc_src_cached(tc_src_cache *c, const tc_src *src, uint64_t off, uint64_t n, const char *ctx,
                   const uint8_t **out, tc_diag *d);
 void tc_src_cache_free(tc_src_cache *c);

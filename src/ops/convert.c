@@ -633,7 +633,7 @@ static int items_to_torch(const tc_ckpt *c, const tc_convert_opts *o, tc_plan *p
                         .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &sd,
                         .max_depth = max_depth};
     p->total = p->in_bytes;
-    tc_step_cache_on(p); /* c's sources stay open throughout */
+    tc_step_cache_on(p); /* the write's steps run on this thread */
     rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
     tc_step_cache_off(p);
 done:

@@ -151,7 +151,7 @@ typedef struct ctx {
     unsigned nt;
     uint8_t *scratch[TC_POOL_MAX];  /* per thread: a chunk for each side read as a plain range */
     uint8_t *slot[2];               /* per side read in order: nt chunks */
-    tc_src_cache cache[2];          /* per side: small tensors read by the caller's thread (both sides stay open) */
+    tc_src_cache cache[2];          /* per side: small tensors, read by the caller's thread */
     uint64_t done, total;           /* bytes, for progress */
     struct vjob *vj;                /* the value comparison's state, made once */
 } ctx;

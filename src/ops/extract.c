@@ -111,7 +111,7 @@ static int write_torch(const tc_ckpt *c, tc_plan *p, tc_sd_items *it, const char
     tc_write_job job = {.items = it->v, .nitems = it->n, .blocks = blocks, .nblocks = nb,
                         .data = tc_storage_data_fn, .origin = tc_storage_origin_fn, .ctx = &x,
                         .max_depth = max_depth};
-    tc_step_cache_on(p); /* c's sources stay open throughout */
+    tc_step_cache_on(p); /* the write's steps run on this thread */
     rc = tc_format_write(TC_CAP_WRITES_TORCH, &job, dst, d);
     tc_step_cache_off(p);
 done:

@@ -30,7 +30,7 @@ int tc_rewrite_keyed(tc_ckpt *c, tc_plan *p, const tc_rekey *rk, tc_dst *dst, tc
                         .ctx = &sd, .max_depth = p->o->max_depth, .edits = rk ? rk->edits : NULL,
                         .nedits = rk ? rk->nedits : 0};
     p->total = p->in_bytes;
-    tc_step_cache_on(p); /* c's sources stay open throughout */
+    tc_step_cache_on(p); /* the write's steps run on this thread */
     int rc = tc_format_rewrite(TC_CAP_WRITES_TORCH, &job, dst, d);
     tc_step_cache_off(p);
     return rc;

@@ -31,9 +31,9 @@ int tc_step_coded(tc_plan *p, const tc_src *src, uint64_t in_off, uint64_t in_by
                   tc_dtype from, tc_dtype to, tc_qtype enc, tc_dst *dst, uint64_t off, uint32_t *crc,
                   tc_cast_stats *stats, tc_diag *d);
 /* From now until tc_step_cache_off, ranges of a few KiB of a file are read through a cache of the
- * 64 KiB from each read on: a file of many small records is read in 64 KiB reads, not one read a
- * record. Only while every source those ranges come from stays open and unchanged (one write of
- * one checkpoint's storages, say). Without memory for the cache, ranges are read as before. */
+ * 64 KiB from each read on (tc_src_cache): a file of many small records is read in 64 KiB reads,
+ * not one read a record. For one write whose steps all run on this thread; without memory for
+ * the cache, ranges are read as before. */
 void tc_step_cache_on(tc_plan *p);
 void tc_step_cache_off(tc_plan *p);
 /* Progress of p: add input bytes streamed. */

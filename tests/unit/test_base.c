@@ -1,6 +1,7 @@
 /* The base containers: the string builder's limit and escapes, the growable
  * array, the hash map with both kinds of key. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -289,21 +290,24 @@ static void on_usr1(int sig)
 /* The small-read cache returns a file's own bytes, across windows of the one descriptor and from
  * a second file; a read it holds costs no read of the file (the file changed behind it still gives
  * the bytes first read: valid only while the sources stay unchanged, as its header says); large,
- * empty, out-of-range and memory reads are left to the caller; a read past the end fails. */
+ * empty, out-of-range and memory reads are left to the caller; a read past the end fails; a file
+ * opened under the descriptor of one closed gives its own bytes. */
 Test(src_cache, reads_through_windows_and_files)
 {
-    FILE *f[2] = {tmpfile(), tmpfile()};
     static uint8_t bytes[2][200000];
+    char path[2][32] = {"/tmp/tc-src-cache-XXXXXX", "/tmp/tc-src-cache-XXXXXX"};
+    tc_src src[2];
+    tc_diag d = {0};
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < sizeof bytes[k]; i++)
             bytes[k][i] = (uint8_t)(i * 7 + (size_t)k * 13 + i / 251);
-        cr_assert_eq(fwrite(bytes[k], 1, sizeof bytes[k], f[k]), sizeof bytes[k]);
-        fflush(f[k]);
+        int fd = mkstemp(path[k]);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, bytes[k], sizeof bytes[k]), (ssize_t)sizeof bytes[k]);
+        close(fd);
+        cr_assert_eq(tc_src_open_file(&src[k], path[k], &d), 0, "%s", d.msg);
     }
-    tc_src a = {.fd = fileno(f[0]), .size = sizeof bytes[0], .what = "a"};
-    tc_src b = {.fd = fileno(f[1]), .size = sizeof bytes[1], .what = "b"};
-    tc_src w;
-    tc_diag d = {0};
+    tc_src a = src[0], b = src[1], w;
     cr_assert_eq(tc_src_window(&w, &a, 100000, 50000, &d), 0);
     tc_src_cache c = TC_SRC_CACHE_INIT;
     const uint8_t *p;
@@ -319,7 +323,9 @@ Test(src_cache, reads_through_windows_and_files)
     /* held: the next read within 64 KiB of the last fill comes from memory */
     cr_assert_eq(tc_src_cached(&c, &a, 1000, 8, "a", &p, &d), 0);
     uint8_t z[8] = {0};
-    cr_assert_eq(pwrite(a.fd, z, sizeof z, 1008), (ssize_t)sizeof z);
+    int wfd = open(path[0], O_WRONLY);
+    cr_assert_eq(pwrite(wfd, z, sizeof z, 1008), (ssize_t)sizeof z);
+    close(wfd);
     cr_assert_eq(tc_src_cached(&c, &a, 1008, 8, "a", &p, &d), 0);
     cr_assert_eq(memcmp(p, bytes[0] + 1008, 8), 0, "the bytes held, not the file's new ones");
     /* left to the caller */
@@ -330,13 +336,24 @@ Test(src_cache, reads_through_windows_and_files)
     tc_src_init_mem(&m, bytes[1], 100, "m");
     cr_assert_eq(tc_src_cached(&c, &m, 0, 8, "m", &p, &d), 1);
     /* a file cut short behind the source: the read fails, naming it */
-    cr_assert_eq(ftruncate(b.fd, 150000), 0);
+    cr_assert_eq(truncate(path[1], 150000), 0);
     cr_assert_lt(tc_src_cached(&c, &b, 149000, 2000, "rec", &p, &d), 0);
     cr_assert(strstr(d.msg, "rec") != NULL, "%s", d.msg);
+    /* a file closed and another opened under the same descriptor: its own bytes, not those held */
+    cr_assert_eq(tc_src_cached(&c, &a, 500, 8, "a", &p, &d), 0);
+    int fd_a = a.fd;
+    tc_src_close(&a);
+    tc_src again;
+    cr_assert_eq(tc_src_open_file(&again, path[1], &d), 0, "%s", d.msg);
+    cr_assert_eq(again.fd, fd_a, "the descriptor is used again");
+    cr_assert_eq(tc_src_cached(&c, &again, 500, 8, "again", &p, &d), 0, "%s", d.msg);
+    cr_assert_eq(memcmp(p, bytes[1] + 500, 8), 0, "the second file's bytes");
     tc_src_cache_free(&c);
     cr_assert_eq(c.buf, NULL);
-    fclose(f[0]);
-    fclose(f[1]);
+    tc_src_close(&again);
+    tc_src_close(&b);
+    unlink(path[0]);
+    unlink(path[1]);
 }
 
 Test(dest, cleanup_installed_twice_hands_a_signal_on_once, .timeout = 10)
