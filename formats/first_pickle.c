@@ -62,7 +62,7 @@ done:
 
 int tc_first_pickle(const tc_src *src, const tc_limits *lim, pk_graph **out, pk_obj **root, tc_diag *d)
 {
-    uint64_t cap = 1u << 16;
+    uint64_t cap = 8u << 10; /* most are short: a longer one is read again, in a prefix 8 times as long */
     for (;;) {
         uint64_t len = src->size < cap ? src->size : cap;
         pk_graph *g = pk_graph_new();

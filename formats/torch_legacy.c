@@ -96,8 +96,9 @@ static int open_legacy(tc_ckpt *c, tc_diag *d)
     tc_ckpt_set_driver(c, &tc_format_torch_legacy, tg, lpriv_free);
     const tc_limits *lim = tc_ckpt_limits(c);
     const tc_src *src = tc_ckpt_src(c);
-    /* the pickles come first and say nothing of their length: read a growing prefix */
-    uint64_t cap = lim->max_pickle_bytes < (64u << 10) ? lim->max_pickle_bytes : 64u << 10;
+    /* the pickles come first and say nothing of their length: read a growing prefix (8 KiB holds
+     * most: a file of a few tensors reads no more) */
+    uint64_t cap = lim->max_pickle_bytes < (8u << 10) ? lim->max_pickle_bytes : 8u << 10;
     uint8_t *buf = NULL;
     pk_obj *keys = NULL;
     size_t end = 0;

@@ -379,10 +379,13 @@ static int cmp_off(const void *a, const void *b)
     return x->lfh_off < y->lfh_off ? -1 : x->lfh_off > y->lfh_off;
 }
 
-/* The local headers are read in offset order, each read taking as many of
- * the next ones as lie within LFH_WINDOW bytes of its start: one read for
- * many small records, 30 bytes for each of a few large ones. */
+/* The local headers are read in offset order, each read taking the next
+ * ones while they lie within LFH_WINDOW bytes of its start and fewer than
+ * LFH_GAP bytes (a record's data) lie between one and the next: one read for
+ * many small records, 30 bytes for each of a few large ones, and never the
+ * data of a record of pages read only to pass over it. */
 #define LFH_WINDOW 65536
+#define LFH_GAP 4096
 
 /* Every record's data located (v: the k records that are read from the file, sorted by offset). */
 static int locate_all(tc_zip *z, tc_zip_entry **v, size_t k, tc_diag *d)
@@ -403,7 +406,8 @@ static int locate_all(tc_zip *z, tc_zip_entry **v, size_t k, tc_diag *d)
             }
             wbeg = e->lfh_off;
             wend = wbeg + 30;
-            for (size_t j = i + 1; j < k && v[j]->lfh_off + 30 <= wbeg + LFH_WINDOW; j++)
+            for (size_t j = i + 1; j < k && v[j]->lfh_off + 30 <= wbeg + LFH_WINDOW && v[j]->lfh_off < wend + LFH_GAP;
+                 j++)
                 if (v[j]->lfh_off + 30 <= size)
                     wend = v[j]->lfh_off + 30;
             rc = tc_src_read(z->src, wbeg, buf, (size_t)(wend - wbeg), e->name, d);

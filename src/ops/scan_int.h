@@ -133,17 +133,21 @@ void scan_stream_thread_end(void);
 /* ---- files ------------------------------------------------------------------ */
 
 /* A file on disk as scan reads it: every driver's probe reads its first bytes,
- * a zip's end is searched for backwards, a header lies at the start, so its
- * first and last SCAN_KEEP bytes are read once each, when first asked for, and
- * kept; other reads go to the file. A file no longer than SCAN_KEEP is read
- * whole, in one read. The source is one thread's, as scan_file's are. */
+ * a zip's end is searched for backwards, a header lies at the start, so up to
+ * SCAN_KEEP bytes of either end are kept as they are read: the first read of
+ * an end takes 8 KiB, a read that goes on past what an end holds takes twice
+ * as much (so a pickle read piece by piece takes a few reads). Other reads (a
+ * zip's local headers between records) go to the file: the pages of tensor
+ * data between them are never read. The source is one thread's, as
+ * scan_file's are. */
 #define SCAN_KEEP ((size_t)64 << 10)
 
 typedef struct scan_file_src {
     tc_src src;           /* what the drivers read */
     const tc_src *file;
     uint8_t *head, *tail; /* NULL until first read */
-    size_t nhead, ntail;
+    size_t nhead, ntail;  /* the most either end keeps */
+    size_t hhave, thave;  /* what each holds: the first hhave bytes, the last thave */
 } scan_file_src;
 
 /* file must outlive *s; scan_file_src_close frees what it kept. */

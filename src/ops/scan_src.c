@@ -241,49 +241,77 @@ void scan_stream_thread_end(void)
 
 /* ---- files ------------------------------------------------------------------ */
 
-/* *keep, n bytes at off of the file, read when first needed. */
-static int kept(scan_file_src *s, uint8_t **keep, uint64_t off, size_t n, tc_diag *d)
+#define GROW_MIN ((size_t)8 << 10) /* the first read of either end */
+
+/* The head holds the file's bytes [0, hhave): made to hold [0, end) and, so
+ * that a pickle read piece by piece takes few reads, twice what it held. */
+static int grow_head(scan_file_src *s, uint64_t end, tc_diag *d)
 {
-    if (*keep)
-        return 0;
-    uint8_t *b = malloc(n ? n : 1);
-    if (!b)
+    if (!s->head && !(s->head = malloc(s->nhead)))
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    int rc = tc_src_read(s->file, off, b, n, "kept bytes", d);
-    if (rc) {
-        free(b);
+    size_t want = s->hhave > GROW_MIN / 2 ? 2 * s->hhave : GROW_MIN;
+    if (want < end)
+        want = (size_t)end;
+    if (want > s->nhead)
+        want = s->nhead;
+    int rc = tc_src_read(s->file, s->hhave, s->head + s->hhave, want - s->hhave, "kept bytes", d);
+    if (rc)
         return rc;
-    }
-    *keep = b;
+    s->hhave = want;
+    return 0;
+}
+
+/* The tail holds the file's last thave bytes, at its end (tail + ntail - thave):
+ * made to hold those from off on, and twice what it held. */
+static int grow_tail(scan_file_src *s, uint64_t off, tc_diag *d)
+{
+    if (!s->tail && !(s->tail = malloc(s->ntail)))
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    uint64_t size = s->file->size;
+    size_t want = s->thave > GROW_MIN / 2 ? 2 * s->thave : GROW_MIN;
+    if (want < size - off)
+        want = (size_t)(size - off);
+    if (want > s->ntail)
+        want = s->ntail;
+    int rc = tc_src_read(s->file, size - want, s->tail + s->ntail - want, want - s->thave, "kept bytes", d);
+    if (rc)
+        return rc;
+    s->thave = want;
     return 0;
 }
 
 static int file_read(void *ctx, uint64_t off, void *buf, size_t n, tc_diag *d)
 {
     scan_file_src *s = ctx;
-    uint64_t size = s->file->size, tail_off = size - s->ntail;
-    int rc;
-    if (off + n <= s->nhead) {
-        if ((rc = kept(s, &s->head, 0, s->nhead, d)))
-            return rc;
+    uint64_t size = s->file->size;
+    int rc = 0;
+    if (n == 0) /* (an empty file has no ends to copy from) */
+        return 0;
+    /* a read that begins inside an end (or at its edge) and goes past it extends it: the reader
+     * reads on from there (a pickle, a directory); one that does not touch an end reads only
+     * itself (a zip's local header between two records, say) */
+    if (off + n > s->hhave && off + n <= s->nhead && off <= s->hhave)
+        rc = grow_head(s, off + n, d);
+    else if (off + n > s->hhave && off < size - s->thave && off >= size - s->ntail && off + n >= size - s->thave)
+        rc = grow_tail(s, off, d);
+    if (rc)
+        return rc;
+    if (off + n <= s->hhave) {
         memcpy(buf, s->head + off, n);
         return 0;
     }
-    if (s->ntail && off >= tail_off) {
-        if ((rc = kept(s, &s->tail, tail_off, s->ntail, d)))
-            return rc;
-        memcpy(buf, s->tail + (off - tail_off), n);
+    if (off >= size - s->thave) {
+        memcpy(buf, s->tail + s->ntail - (size - off), n);
         return 0;
     }
-    return tc_src_read(s->file, off, buf, n, "data", d);
+    return tc_src_read(s->file, off, buf, n, "data", d); /* between the ends: a record's data, say */
 }
 
 void scan_file_src_open(scan_file_src *s, const tc_src *file)
 {
     memset(s, 0, sizeof *s);
     s->file = file;
-    s->nhead = file->size < SCAN_KEEP ? (size_t)file->size : SCAN_KEEP;
-    s->ntail = file->size - s->nhead < SCAN_KEEP ? (size_t)(file->size - s->nhead) : SCAN_KEEP;
+    s->nhead = s->ntail = file->size < SCAN_KEEP ? (size_t)file->size : SCAN_KEEP; /* (a small file's ends overlap) */
     tc_src_init_fn(&s->src, file->size, file_read, s, file->what);
 }
 
