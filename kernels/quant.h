@@ -49,5 +49,7 @@ int tc_quant_encode_bf16(tc_qtype q, void *dst, const void *src, size_t n);
 
 /* Force the reference path in tc_quant_decode/encode (tests). */
 void tc_quant_force_scalar(bool scalar);
+/* Use at most AVX2 on x86 where AVX-512 is there (tests: both vector paths against the reference). */
+void tc_quant_force_avx2(bool avx2);
 
 #endif

@@ -18,6 +18,10 @@ static bool force_scalar;
 
 void tc_quant_force_scalar(bool scalar) { force_scalar = scalar; }
 
+static bool avx2_only; /* x86 only: never AVX-512 */
+
+void tc_quant_force_avx2(bool avx2) { avx2_only = avx2; }
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HOT __attribute__((target_clones("avx2", "default"), optimize("O3")))
 #else
@@ -314,10 +318,156 @@ AVX2 ALWAYS static inline void q4_0_avx2(uint8_t *restrict b, const void *restri
         }
     }
 }
+
+/* AVX-512F versions of the same two encoders, sixteen blocks at a time, for the whole groups of
+ * sixteen; the blocks left over go through the AVX2 code. The operations are the AVX2 code's,
+ * lane for lane (multiplies never fused into an add: fp-contract is off here, as numpy never
+ * fuses). */
+#define AVX512 __attribute__((target("avx512f,avx2,f16c"), optimize("fp-contract=off")))
+
+static bool avx512_ok(void)
+{
+    static int ok = -1;
+    if (ok < 0) {
+        __builtin_cpu_init();
+        ok = __builtin_cpu_supports("avx512f");
+    }
+    return ok && !avx2_only;
+}
+
+/* Sixteen values from value i of x: float32, or bfloat16 widened. */
+AVX512 ALWAYS static inline __m512 load16(const void *x, size_t i, bool bf16)
+{
+    if (!bf16)
+        return _mm512_loadu_ps((const float *)x + i);
+    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)x + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+#define SHUF_MAX(a, b) _mm512_max_ps(_mm512_shuffle_ps((a), (b), 0x88), _mm512_shuffle_ps((a), (b), 0xdd))
+#define LANES_MAX(a, b) _mm512_max_ps(_mm512_shuffle_f32x4((a), (b), 0x88), _mm512_shuffle_f32x4((a), (b), 0xdd))
+
+/* Sixteen blocks' largest value at once: lane k of the result is the largest lane of m[k]. */
+AVX512 ALWAYS static inline __m512 hmax16(const __m512 *m)
+{
+    __m512 s[8], t[4];
+    for (int k = 0; k < 8; k++) /* each 128-bit lane: pairs of m[2k]'s, then m[2k + 1]'s */
+        s[k] = SHUF_MAX(m[2 * k], m[2 * k + 1]);
+    for (int k = 0; k < 4; k++) /* element i of each 128-bit lane of t[k]: m[4k + i]'s four there */
+        t[k] = SHUF_MAX(s[2 * k], s[2 * k + 1]);
+    __m512 u0 = LANES_MAX(t[0], t[1]), u1 = LANES_MAX(t[2], t[3]); /* 128-bit lanes paired */
+    return LANES_MAX(u0, u1); /* 128-bit lane q: t[q] over all four lanes, so element 4q + i: m[4q + i] */
+}
+
+/* 1 / d, and 0 where d is 0. */
+AVX512 ALWAYS static inline __m512 inverse16(__m512 d)
+{
+    __mmask16 z = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    return _mm512_maskz_div_ps((__mmask16)~z, _mm512_set1_ps(1.0f), d);
+}
+
+AVX512 ALWAYS static inline __m512 lane16(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_set1_epi32(k), v); }
+
+AVX512 ALWAYS static inline __m512 and16(__m512 a, __m512i m) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), m)); }
+
+/* The low byte of each lane truncated to an integer (as low_bytes). */
+AVX512 ALWAYS static inline __m128i low16(__m512 v) { return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)); }
+
+AVX512 static void q8_0_avx512(uint8_t *restrict b, const void *restrict x, size_t n, bool bf16)
+{
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), sgn = _mm512_set1_epi32((int)0x80000000u);
+    const __m512 two = _mm512_set1_ps(2.0f);
+    size_t whole = n - n % 16;
+    for (size_t i = 0; i < whole; i += 16) {
+        __m512 v[16][2], m[16];
+        unsigned nan = 0;
+        for (size_t k = 0; k < 16; k++) {
+            v[k][0] = load16(x, 32 * (i + k), bf16);
+            v[k][1] = load16(x, 32 * (i + k) + 16, bf16);
+            m[k] = _mm512_max_ps(and16(v[k][0], absm), and16(v[k][1], absm));
+            nan |= (unsigned)(_mm512_cmp_ps_mask(v[k][0], v[k][1], _CMP_UNORD_Q) != 0) << k;
+        }
+        __m512 d = _mm512_div_ps(hmax16(m), _mm512_set1_ps(127.0f)), id = inverse16(d);
+        uint16_t h[16];
+        _mm256_storeu_si256((__m256i *)(void *)h, _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT));
+        for (size_t k = 0; k < 16; k++) {
+            uint8_t *o = b + 34 * (i + k);
+            if (nan >> k & 1) {
+                block_ref(TC_Q_Q8_0, o, x, i + k, bf16);
+                continue;
+            }
+            tcq_put16(o, h[k]);
+            __m512 vid = lane16(id, (int)k);
+            for (int j = 0; j < 2; j++) { /* sign(p) * (floor(a) + floor(2 (a - floor(a)))), a = |p| */
+                __m512 p = _mm512_mul_ps(v[k][j], vid), a = and16(p, absm), fl = _mm512_floor_ps(a);
+                __m512 q = _mm512_add_ps(fl, _mm512_floor_ps(_mm512_mul_ps(two, _mm512_sub_ps(a, fl))));
+                __m512 r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(q), _mm512_castps_si512(and16(p, sgn))));
+                _mm_storeu_si128((__m128i *)(void *)(o + 2 + 16 * j), low16(r));
+            }
+        }
+    }
+    if (whole < n)
+        q8_0_avx2(b + 34 * whole, bf16 ? (const void *)((const uint16_t *)x + 32 * whole) : (const void *)((const float *)x + 32 * whole), n - whole, bf16);
+}
+
+AVX512 static void q4_0_avx512(uint8_t *restrict b, const void *restrict x, size_t n, bool bf16)
+{
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), sgn = _mm512_set1_epi32((int)0x80000000u);
+    const __m512 half8 = _mm512_set1_ps(8.5f);
+    size_t whole = n - n % 16;
+    for (size_t i = 0; i < whole; i += 16) {
+        __m512 v[16][2], hi[16], lo[16];
+        unsigned nan = 0;
+        for (size_t k = 0; k < 16; k++) {
+            v[k][0] = load16(x, 32 * (i + k), bf16);
+            v[k][1] = load16(x, 32 * (i + k) + 16, bf16);
+            __m512 z = _mm512_setzero_ps();
+            hi[k] = _mm512_max_ps(_mm512_max_ps(z, v[k][0]), v[k][1]);
+            __m512 l = _mm512_min_ps(_mm512_min_ps(z, v[k][0]), v[k][1]);
+            lo[k] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(l), sgn));
+            nan |= (unsigned)(_mm512_cmp_ps_mask(v[k][0], v[k][1], _CMP_UNORD_Q) != 0) << k;
+        }
+        __m512 top = hmax16(hi), bot = hmax16(lo), amax = and16(_mm512_max_ps(top, bot), absm);
+        unsigned neg = _mm512_cmp_ps_mask(bot, top, _CMP_GT_OQ);
+        unsigned tie = _mm512_cmp_ps_mask(bot, top, _CMP_EQ_OQ) & ~nan & 0xffffu;
+        for (; tie; tie &= tie - 1) {
+            int k = __builtin_ctz(tie);
+            __m512 big = lane16(amax, k);
+            uint32_t eq = 0, sign = 0;
+            for (int j = 0; j < 2; j++) {
+                eq |= (uint32_t)_mm512_cmp_ps_mask(and16(v[k][j], absm), big, _CMP_EQ_OQ) << (16 * j);
+                sign |= (uint32_t)_mm512_cmplt_epi32_mask(_mm512_castps_si512(v[k][j]), _mm512_setzero_si512()) << (16 * j);
+            }
+            neg |= (sign >> __builtin_ctz(eq) & 1u) << k; /* eq has a bit: amax is some |x| */
+        }
+        __m512 xm = _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_castps_si512(amax), (__mmask16)neg, _mm512_castps_si512(amax), sgn));
+        __m512 d = _mm512_div_ps(xm, _mm512_set1_ps(-8.0f)), id = inverse16(d);
+        uint16_t h[16];
+        _mm256_storeu_si256((__m256i *)(void *)h, _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT));
+        for (size_t k = 0; k < 16; k++) {
+            uint8_t *o = b + 18 * (i + k);
+            if (nan >> k & 1) {
+                block_ref(TC_Q_Q4_0, o, x, i + k, bf16);
+                continue;
+            }
+            tcq_put16(o, h[k]);
+            __m512 vid = lane16(id, (int)k);
+            const __m128i fifteen = _mm_set1_epi8(15);
+            __m128i l = _mm_min_epu8(low16(_mm512_add_ps(_mm512_mul_ps(v[k][0], vid), half8)), fifteen);
+            __m128i u = _mm_min_epu8(low16(_mm512_add_ps(_mm512_mul_ps(v[k][1], vid), half8)), fifteen);
+            _mm_storeu_si128((__m128i *)(void *)(o + 2), _mm_or_si128(l, _mm_slli_epi16(u, 4)));
+        }
+    }
+    if (whole < n)
+        q4_0_avx2(b + 18 * whole, bf16 ? (const void *)((const uint16_t *)x + 32 * whole) : (const void *)((const float *)x + 32 * whole), n - whole, bf16);
+}
+
 AVX2 static void enc_q8_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n) { q8_0_avx2(b, x, n, false); }
 AVX2 static void enc_q4_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n) { q4_0_avx2(b, x, n, false); }
 AVX2 static void enc_q8_0_avx2_bf16(uint8_t *restrict b, const void *restrict x, size_t n) { q8_0_avx2(b, x, n, true); }
 AVX2 static void enc_q4_0_avx2_bf16(uint8_t *restrict b, const void *restrict x, size_t n) { q4_0_avx2(b, x, n, true); }
+static void enc_q8_0_avx512(uint8_t *restrict b, const float *restrict x, size_t n) { q8_0_avx512(b, x, n, false); }
+static void enc_q4_0_avx512(uint8_t *restrict b, const float *restrict x, size_t n) { q4_0_avx512(b, x, n, false); }
 #endif
 
 HOT static void enc_f16(uint8_t *restrict b, const float *restrict x, size_t n)
@@ -348,8 +498,8 @@ static void *run(void *arg)
     if (j->enc) {
         switch (force_scalar ? TC_Q_NONE : j->q) {
 #ifdef TC_X86
-        case TC_Q_Q8_0: (avx2_ok() ? enc_q8_0_avx2 : enc_q8_0)(j->dst, j->src, j->n); return NULL;
-        case TC_Q_Q4_0: (avx2_ok() ? enc_q4_0_avx2 : enc_q4_0)(j->dst, j->src, j->n); return NULL;
+        case TC_Q_Q8_0: (avx512_ok() ? enc_q8_0_avx512 : avx2_ok() ? enc_q8_0_avx2 : enc_q8_0)(j->dst, j->src, j->n); return NULL;
+        case TC_Q_Q4_0: (avx512_ok() ? enc_q4_0_avx512 : avx2_ok() ? enc_q4_0_avx2 : enc_q4_0)(j->dst, j->src, j->n); return NULL;
 #else
         case TC_Q_Q8_0: enc_q8_0(j->dst, j->src, j->n); return NULL;
         case TC_Q_Q4_0: enc_q4_0(j->dst, j->src, j->n); return NULL;
@@ -423,6 +573,10 @@ int tc_quant_encode_bf16(tc_qtype q, void *dst, const void *src, size_t n)
     if (!tc_quant_can_encode(q))
         return -1;
 #ifdef TC_X86
+    if (!force_scalar && avx512_ok() && (q == TC_Q_Q8_0 || q == TC_Q_Q4_0)) {
+        (q == TC_Q_Q8_0 ? q8_0_avx512 : q4_0_avx512)(dst, src, n, true);
+        return 0;
+    }
     if (!force_scalar && avx2_ok() && (q == TC_Q_Q8_0 || q == TC_Q_Q4_0)) {
         (q == TC_Q_Q8_0 ? enc_q8_0_avx2_bf16 : enc_q4_0_avx2_bf16)(dst, src, n);
         return 0;
