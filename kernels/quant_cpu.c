@@ -321,9 +321,8 @@ AVX2 ALWAYS static inline void q4_0_avx2(uint8_t *restrict b, const void *restri
 
 /* AVX-512F versions of the same two encoders, sixteen blocks at a time, for the whole groups of
  * sixteen; the blocks left over go through the AVX2 code. The operations are the AVX2 code's,
- * lane for lane (multiplies never fused into an add: fp-contract is off here, as numpy never
- * fuses). */
-#define AVX512 __attribute__((target("avx512f,avx2,f16c"), optimize("fp-contract=off")))
+ * lane for lane (never fused into a multiply-add: the kernels build with -ffp-contract=off). */
+#define AVX512 __attribute__((target("avx512f,avx2,f16c")))
 
 static bool avx512_ok(void)
 {
