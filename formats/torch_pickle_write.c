@@ -322,9 +322,10 @@ static pk_obj *rebuild(gb *b, const tc_witem *it, pk_obj *pid)
 /* The persistent id of an item over block k: ('storage', type, 'k', location,
  * numel). Every item gets a tuple of its own whose key and location strings
  * are shared per block (keys[k], made in keep when more than one item views
- * the block); the storage type is shared only by the items of a cast block,
- * as the rewrite of a checkpoint's own graph leaves them, so that both paths
- * write the same bytes (the element count, an int, is written by value). */
+ * the block); the storage type is one node per type, fetched from the memo
+ * after its first use, as torch.save writes it (the pickler memoizes the
+ * class) and as the rewrite of a cast leaves it (the element count, an int,
+ * is written by value). */
 static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, bool shared, pk_obj **keys)
 {
     bool v3 = tc_dtype_is_v3(bl->dtype);
@@ -337,9 +338,7 @@ static pk_obj *item_pid(gb *b, const tc_wblock *bl, size_t k, bool shared, pk_ob
             keys[k] = key;
     }
     const char *storage = tc_dtype_get(bl->dtype)->storage;
-    pk_obj *type = v3 ? b->untyped
-                      : chk(b, bl->cast ? intern(&b->names, PK_GLOBAL, "torch", storage)
-                                        : pk_new_global(b->g, "torch", storage));
+    pk_obj *type = v3 ? b->untyped : chk(b, intern(&b->names, PK_GLOBAL, "torch", storage));
     int64_t n = (int64_t)(v3 ? bl->nbytes : bl->nbytes / tc_dtype_size(bl->dtype));
     pk_obj *it[5] = {b->s_storage, type, key, chk(b, intern(&b->names, PK_STR, bl->location, NULL)), an_int(b, n)};
     pk_obj *tup = b->oom ? NULL : chk(b, pk_new_tuple(b->g, 5, it));

@@ -22,7 +22,8 @@ Without torch (pure Python, always run):
 With each interpreter of $TENSORCTL_EXTRA_PYTHONS (colon-separated) and /usr/bin/python3:
   * where torch imports: torch.load(BACK.pt, weights_only=True) gives tensors equal (sha256) to
     the expected ones, sharing storages where the input did (torch 1.x: files without
-    _rebuild_tensor_v3 dtypes only);
+    _rebuild_tensor_v3 dtypes only), and torch.save of what it gives writes BACK.pt's data.pkl
+    byte for byte (the same memo: strings, storage types and globals fetched where torch fetches);
   * where safetensors imports: safetensors.torch.load_file(OUT) loads every tensor and it equals
     the expected one; save_file of those tensors with the same metadata writes the same bytes
     as tensorctl (header order, padding, offsets).
@@ -95,6 +96,15 @@ def job(mode, path, *more):
     if mode == "pt":
         obj = torch.load(path, weights_only=True)
         flat(obj, "", ts)
+    elif mode == "repickle":  # torch.save of what torch.load gives: the same pickle as path's?
+        import io, zipfile
+        def pickle_of(f):
+            z = zipfile.ZipFile(f)
+            return z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0])
+        buf = io.BytesIO()
+        torch.save(torch.load(path, weights_only=True), buf)
+        ours, theirs = pickle_of(path), pickle_of(buf)
+        return {"same": ours == theirs, "ours": len(ours), "torch": len(theirs)}
     elif mode in ("st", "resave"):
         from safetensors.torch import load_file, save_file
         ts = load_file(path)
@@ -759,6 +769,10 @@ def check_pt_round_trip(tc, outdir, corpus, samples, r):
                     torch_share = sorted(sorted(g) for g in ptr.values() if len(g) > 1)
                     r.check(torch_share == sharing(ii, names), rel + ": torch sees the same sharing with " + who,
                             str(torch_share))
+                res, err = helper(py, outdir, "repickle", back)
+                if r.check(res is not None, rel + ": torch.save of what torch.load gives with " + who, err):
+                    r.check(res["same"], rel + ": data.pkl is the one torch.save writes for the same tensors with " + who,
+                            "%d bytes, torch's %d" % (res["ours"], res["torch"]))
             if not ver["st"]:
                 continue
             res, err = helper(py, outdir, "st", st)
