@@ -38,9 +38,13 @@ static int byname_make(byname *b, const tc_ckpt *c, tc_diag *d)
         free(b->stamp);
         return tc_fail(d, TC_ERR_NOMEM, "out of memory");
     }
+    size_t k = 1;
     for (size_t i = 0; i < b->n; i++)
         b->ix[i] = i;
-    qsort_r(b->ix, b->n, sizeof *b->ix, cmp_ix, (void *)c);
+    while (k < b->n && cmp_ix(&b->ix[k - 1], &b->ix[k], (void *)c) < 0) /* (names already in order need no sort) */
+        k++;
+    if (k < b->n)
+        qsort_r(b->ix, b->n, sizeof *b->ix, cmp_ix, (void *)c);
     return 0;
 }
 

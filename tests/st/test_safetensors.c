@@ -256,6 +256,16 @@ Test(st, duplicate_name)
                 8, "names tensor 'a' twice");
 }
 
+/* the same when the names are not in order, the two apart (names in rising order are taken unsorted) */
+Test(st, duplicate_name_apart)
+{
+    expect_fail("{\"b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+                "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]},"
+                "\"c\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[2,3]},"
+                "\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[3,4]}}",
+                4, "names tensor 'a' twice");
+}
+
 Test(st, metadata_not_string)
 {
     expect_fail("{\"__metadata__\":{\"format\":\"pt\",\"epoch\":5}}", 0,
