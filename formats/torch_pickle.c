@@ -440,6 +440,26 @@ static void count_global(void *ctx, pk_obj *o)
         tc_ckpt_add_global(g->c, tc_buf_str(&g->name), g->d);
 }
 
+/* Storages no tensor views may still be reached (torch.save(storage), a list of storages) or lie only
+ * in objects the pickle discarded: which, asked only when there are such storages. */
+static int mark_unreached(tc_torch_graph *tg, tc_diag *d)
+{
+    tc_ckpt *c = tg->c;
+    size_t ns = tc_ckpt_nstorages(c), bare = 0;
+    for (size_t i = 0; i < ns; i++)
+        bare += tc_ckpt_storage(c, i)->ntensors == 0;
+    if (!bare)
+        return 0;
+    bool *keep = calloc(ns + 1, sizeof *keep);
+    if (!keep)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    int rc = tc_torch_reach(tg, keep, d);
+    for (size_t i = 0; i < ns && !rc; i++)
+        tc_ckpt_storage_mut(c, i)->unreached = !keep[i];
+    free(keep);
+    return rc;
+}
+
 int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
 {
     tc_ckpt *c = tg->c;
@@ -462,7 +482,7 @@ int tc_torch_index(tc_torch_graph *tg, tc_diag *d)
         return d->code;
     tc_ckpt_sort_globals(c);
     int rc;
-    if ((rc = tc_torch_walk(tg, d)))
+    if ((rc = tc_torch_walk(tg, d)) || (rc = mark_unreached(tg, d)))
         return rc;
     return add_entries(tg, d);
 }

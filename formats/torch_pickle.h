@@ -101,6 +101,10 @@ void tc_torch_key_name(const pk_obj *k, tc_buf *b, const char **bad);
 
 /* The tensors alone (torch_walk.c), for tc_torch_index. */
 int tc_torch_walk(tc_torch_graph *tg, tc_diag *d);
+/* keep[i] (one per storage, false on entry) becomes true where some path from tg->root reaches a
+ * persistent id of storage i: not where its ids lie only in objects the pickle discarded (POP, the
+ * stack below STOP's object) or that an edit cut off (torch_walk.c). */
+int tc_torch_reach(tc_torch_graph *tg, bool *keep, tc_diag *d);
 
 /* The graph of a checkpoint rewritten as job says: key surgery on its keyed
  * containers (job->edits), storages re-keyed in order (the k-th written

@@ -116,47 +116,6 @@ static int apply_edits(tc_torch_graph *tg, const tc_keyedit *ed, size_t ned, boo
     return 0;
 }
 
-/* keep[i]: some path from the root still reaches a persistent id of storage i. */
-static int reach(tc_torch_graph *tg, bool *keep, tc_diag *d)
-{
-    size_t n = 0, cap = 1024;
-    pk_obj **st = malloc(cap * sizeof *st);
-    if (!st)
-        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
-    pk_graph_clear_marks(tg->g);
-    st[n++] = tg->root;
-    tg->root->mark = 1;
-    int rc = 0;
-    while (n && !rc) {
-        pk_obj *o = st[--n];
-        if (o->kind == PK_PERSID && o->args && o->args->kind == PK_TUPLE && o->args->n >= 3 &&
-            o->args->items[2]->kind == PK_STR) {
-            long si = tc_ckpt_find_storage(tg->c, o->args->items[2]->s);
-            if (si >= 0)
-                keep[si] = true;
-        }
-        pk_obj *kids[4] = {o->func, o->args, o->state, o->kwargs};
-        size_t nk = o->kind == PK_GLOBAL ? 0 : o->n; /* a global's name is no child */
-        if (tc_grow(&st, &cap, n + 4 + nk, sizeof *st)) {
-            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
-            break;
-        }
-        for (size_t i = 0; i < 4; i++)
-            if (kids[i] && !kids[i]->mark) {
-                kids[i]->mark = 1;
-                st[n++] = kids[i];
-            }
-        for (size_t i = 0; o->items && i < nk; i++)
-            if (o->items[i] && !o->items[i]->mark) {
-                o->items[i]->mark = 1;
-                st[n++] = o->items[i];
-            }
-    }
-    free(st);
-    pk_graph_clear_marks(tg->g);
-    return rc;
-}
-
 /* The storage key node a persistent id holds, where its text is already the one the output gives
  * it (storages kept in order, none dropped: nearly always), else NULL: a new string node for each
  * storage was a node per tensor more (45 MB at 400,000 tensors). It is never changed, only
@@ -178,9 +137,9 @@ int tc_torch_rewrite(tc_torch_graph *tg, const tc_rewrite_job *job, bool *keep, 
     int rc = apply_edits(tg, job->edits, job->nedits, &dropped, d);
     if (rc)
         return rc;
-    for (size_t i = 0; i < ns; i++)
-        keep[i] = !dropped;
-    if (dropped && (rc = reach(tg, keep, d)))
+    for (size_t i = 0; i < ns; i++) /* (what nothing reached when the file was read stays out) */
+        keep[i] = !dropped && !tc_ckpt_storage(c, i)->unreached;
+    if (dropped && (rc = tc_torch_reach(tg, keep, d)))
         return rc;
     for (size_t i = 0; i < ns; i++) {
         if (!keep[i])

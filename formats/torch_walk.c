@@ -967,6 +967,47 @@ static size_t stack_limit;
 static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
 
 /* The stack's size limit, asked once a process (a scan walks a graph per file). */
+/* keep[i] set where some path from the root reaches a persistent id of storage i (torch_pickle.h). */
+int tc_torch_reach(tc_torch_graph *tg, bool *keep, tc_diag *d)
+{
+    size_t n = 0, cap = 1024;
+    pk_obj **st = malloc(cap * sizeof *st);
+    if (!st)
+        return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+    pk_graph_clear_marks(tg->g);
+    st[n++] = tg->root;
+    tg->root->mark = 1;
+    int rc = 0;
+    while (n && !rc) {
+        pk_obj *o = st[--n];
+        if (o->kind == PK_PERSID && o->args && o->args->kind == PK_TUPLE && o->args->n >= 3 &&
+            o->args->items[2]->kind == PK_STR) {
+            long si = tc_ckpt_find_storage(tg->c, o->args->items[2]->s);
+            if (si >= 0)
+                keep[si] = true;
+        }
+        pk_obj *kids[4] = {o->func, o->args, o->state, o->kwargs};
+        size_t nk = o->kind == PK_GLOBAL ? 0 : o->n; /* a global's name is no child */
+        if (tc_grow(&st, &cap, n + 4 + nk, sizeof *st)) {
+            rc = tc_fail(d, TC_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t i = 0; i < 4; i++)
+            if (kids[i] && !kids[i]->mark) {
+                kids[i]->mark = 1;
+                st[n++] = kids[i];
+            }
+        for (size_t i = 0; o->items && i < nk; i++)
+            if (o->items[i] && !o->items[i]->mark) {
+                o->items[i]->mark = 1;
+                st[n++] = o->items[i];
+            }
+    }
+    free(st);
+    pk_graph_clear_marks(tg->g);
+    return rc;
+}
+
 static void stack_init(void)
 {
     struct rlimit rl;

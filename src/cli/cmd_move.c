@@ -97,6 +97,8 @@ static void summary(const char *out, const tc_ckpt *c, const tc_plan *p, const t
     if (rk->ndropped)
         fprintf(stderr, " (%zu left out by --drop/--only-keys)", rk->ndropped);
     fprintf(stderr, ", %zu of %zu storages moved", moved, ns - p->ngone);
+    if (p->nunreached)
+        fprintf(stderr, " (%zu that nothing in the file reaches left out)", p->nunreached);
     if (r->o.dtype != TC_DT_INVALID) {
         fprintf(stderr, "; cast %zu tensors to %s, kept %zu floating-point tensors", p->ncast,
                 tc_dtype_name(r->o.dtype), p->nkept);

@@ -49,6 +49,8 @@ typedef struct tc_storage {
     tc_dtype dtype;      /* element type; uint8 for an UntypedStorage */
     uint32_t crc;
     bool untyped;        /* UntypedStorage (numel counts bytes) */
+    bool unreached;      /* no path from the file's object reaches it: its persistent ids lie only in objects
+                            the pickle discarded (torch.load reads it, then drops it); rewrites leave it out */
     bool stored;
     bool crc_known;
     /* Stored as blocks of a ggml block type (qtype.h) that read as float32 (dtype): numel and

@@ -115,6 +115,25 @@ static int mark_gone(tc_plan *p, const tc_ckpt *c, char *const *names, tc_diag *
     return 0;
 }
 
+/* Storages nothing in the file reaches (tc_storage.unreached) are not written either: gone too,
+ * counted apart (p->nunreached). */
+static int mark_unreached(tc_plan *p, const tc_ckpt *c, tc_diag *d)
+{
+    size_t ns = tc_ckpt_nstorages(c);
+    for (size_t i = 0; i < ns; i++) {
+        if (!tc_ckpt_storage(c, i)->unreached)
+            continue;
+        if (!p->gone && !(p->gone = calloc(ns + 1, sizeof *p->gone)))
+            return tc_fail(d, TC_ERR_NOMEM, "out of memory");
+        p->nunreached++;
+        if (!p->gone[i]) {
+            p->gone[i] = true;
+            p->ngone++;
+        }
+    }
+    return 0;
+}
+
 int tc_plan_make_less(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, char *const *names, tc_diag *d)
 {
     memset(p, 0, sizeof *p);
@@ -124,7 +143,7 @@ int tc_plan_make_less(tc_plan *p, const tc_ckpt *c, const tc_rewrite_opts *o, ch
     p->out = calloc(ns + 1, sizeof *p->out);
     p->stat = calloc(ns + 1, sizeof *p->stat);
     int rc = names && p->out && p->stat ? mark_gone(p, c, names, d) : 0;
-    if (rc) {
+    if (rc || (rc = mark_unreached(p, c, d))) {
         tc_plan_free(p);
         return rc;
     }

@@ -63,6 +63,7 @@ typedef struct tc_plan {
     bool *gone;                  /* per storage: viewed only by tensors key surgery removes, so not
                                     written (tc_plan_make_less; NULL: none) */
     size_t ngone;
+    size_t nunreached;           /* of them, storages nothing in the file reaches (tc_storage.unreached) */
     char engine[64];             /* what does the casts: "cpu (avx2+f16c)", "cuda:0"; "": no cast */
     bool cuda;                   /* casts run on the GPU */
     const tc_rewrite_opts *o;    /* as made with */
