@@ -344,6 +344,21 @@ static void print_text(const tc_ckpt *c)
     if (cuda)
         printf("\nnote: CUDA-tagged storages: torch.load fails on a machine without CUDA (or with fewer GPUs) "
                "unless given map_location; 'tensorctl to-cpu' writes a file that loads anywhere.\n");
+    size_t nunreached = 0;
+    uint64_t unreached_bytes = 0;
+    for (size_t i = 0; i < tc_ckpt_nstorages(c); i++)
+        if (tc_ckpt_storage(c, i)->unreached) {
+            nunreached++;
+            unreached_bytes += tc_ckpt_storage(c, i)->nbytes;
+        }
+    if (nunreached) {
+        char h[32];
+        tc_human_bytes(unreached_bytes, h, sizeof h);
+        printf("\nnote: %zu storage%s (%s) that nothing in the file's object reaches: %s persistent id%s only in "
+               "objects the pickle discards, so torch.load reads %s and drops %s; a rewrite leaves %s out.\n",
+               nunreached, nunreached == 1 ? "" : "s", h, nunreached == 1 ? "its" : "their", nunreached == 1 ? " lies" : "s lie",
+               nunreached == 1 ? "it" : "them", nunreached == 1 ? "it" : "them", nunreached == 1 ? "it" : "them");
+    }
     for (size_t i = 0; i < tc_ckpt_nfacts(c); i++)
         if (!strcmp(tc_ckpt_fact(c, i)->key, "byteorder") && !strcmp(tc_ckpt_fact(c, i)->value, "big"))
             printf("\nnote: big-endian (byteorder record 'big'): recent torch (2.15 checked) swaps the numbers' "
@@ -635,6 +650,8 @@ static void print_json(const tc_ckpt *c)
         add_ref(o, "device", s->location);
         add_ref(o, "dtype", s->untyped ? "untyped" : tc_dtype_name(s->dtype));
         cJSON_AddItemToObjectCS(o, "nbytes", tc_json_uint(s->nbytes));
+        if (s->unreached) /* nothing in the file's object reaches it (a rewrite leaves it out) */
+            cJSON_AddItemToObjectCS(o, "unreached", cJSON_CreateTrue());
         cJSON *names = cJSON_CreateArray();
         cJSON_AddItemToObjectCS(o, "tensors", names);
         for (size_t k = by ? at[i] : 0; by && k < at[i + 1]; k++)

@@ -1,5 +1,6 @@
 # a storage whose persistent id lies only in an object the pickle discards (POP): torch.load reads it and
-# drops it; to-cpu leaves it out and says so, and what it writes holds the one storage the object reaches
+# drops it; inspect says so (and --json marks it unreached), to-cpu leaves it out and says so, and what it
+# writes holds the one storage the object reaches
 "$PY" - "$W/in.pt" <<'PYEOF'
 import sys, zipfile
 def s(t):
@@ -17,6 +18,7 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     z.writestr("in/data/1", b"\x01" * 8)
     z.writestr("in/version", "3\n")
 PYEOF
-"$T" inspect "$W/in.pt" | grep -E '^(w |[0-9]+ tensors? on)'
+"$T" inspect "$W/in.pt" | grep -E '^(w |[0-9]+ tensors? on|note: 1 storage)'
+"$T" inspect --json "$W/in.pt" | "$PY" -c 'import json, sys; print([s.get("unreached", False) for s in json.load(sys.stdin)["storages"]])'
 "$T" to-cpu "$W/in.pt" -o "$W/out.pt"
 "$T" inspect "$W/out.pt" | grep -E '^(w |[0-9]+ tensors? on)'
