@@ -372,6 +372,12 @@ AVX512 ALWAYS static inline __m512 and16(__m512 a, __m512i m) { return _mm512_ca
 /* The low byte of each lane truncated to an integer (as low_bytes). */
 AVX512 ALWAYS static inline __m128i low16(__m512 v) { return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)); }
 
+/* Block k of x on: float32 or bfloat16 values. */
+static inline const void *block_at(const void *x, size_t k, bool bf16)
+{
+    return bf16 ? (const void *)((const uint16_t *)x + 32 * k) : (const void *)((const float *)x + 32 * k);
+}
+
 AVX512 static void q8_0_avx512(uint8_t *restrict b, const void *restrict x, size_t n, bool bf16)
 {
     const __m512i absm = _mm512_set1_epi32(0x7fffffff), sgn = _mm512_set1_epi32((int)0x80000000u);
@@ -406,7 +412,7 @@ AVX512 static void q8_0_avx512(uint8_t *restrict b, const void *restrict x, size
         }
     }
     if (whole < n)
-        q8_0_avx2(b + 34 * whole, bf16 ? (const void *)((const uint16_t *)x + 32 * whole) : (const void *)((const float *)x + 32 * whole), n - whole, bf16);
+        q8_0_avx2(b + 34 * whole, block_at(x, whole, bf16), n - whole, bf16);
 }
 
 AVX512 static void q4_0_avx512(uint8_t *restrict b, const void *restrict x, size_t n, bool bf16)
@@ -458,7 +464,7 @@ AVX512 static void q4_0_avx512(uint8_t *restrict b, const void *restrict x, size
         }
     }
     if (whole < n)
-        q4_0_avx2(b + 18 * whole, bf16 ? (const void *)((const uint16_t *)x + 32 * whole) : (const void *)((const float *)x + 32 * whole), n - whole, bf16);
+        q4_0_avx2(b + 18 * whole, block_at(x, whole, bf16), n - whole, bf16);
 }
 
 AVX2 static void enc_q8_0_avx2(uint8_t *restrict b, const float *restrict x, size_t n) { q8_0_avx2(b, x, n, false); }
