@@ -116,7 +116,10 @@ static void la_probe_filters(void)
     }
 }
 
-/* A reader of src: archives (raw: false) or one compressed stream (raw: true). */
+/* A reader of src: an archive, or else (the raw format, which bids only where no archive format
+ * does) the bytes as one member, decompressed where a filter takes them. One reader asks both
+ * questions: an archive format's bid beats raw's, so it reads what a reader of the archive
+ * formats alone reads, and a file that is no archive costs one set-up, not two. */
 typedef struct la {
     struct archive *a;
     la_in in;
@@ -131,7 +134,7 @@ static void la_free(la *l)
     free(l);
 }
 
-static int la_open(la **out, const tc_src *src, bool raw, tc_diag *d)
+static int la_open(la **out, const tc_src *src, tc_diag *d)
 {
     *out = NULL;
     const char *why = NULL;
@@ -148,18 +151,15 @@ static int la_open(la **out, const tc_src *src, bool raw, tc_diag *d)
     for (size_t i = 0; i < NFILTERS; i++)
         if (la_builtin[i])
             la_filters[i](l->a);
-    if (raw) {
-        LA->archive_read_support_format_raw(l->a);
-    } else {
-        LA->archive_read_support_format_7zip(l->a);
-        LA->archive_read_support_format_ar(l->a);
-        LA->archive_read_support_format_cpio(l->a);
-        LA->archive_read_support_format_iso9660(l->a);
-        LA->archive_read_support_format_rar(l->a);
-        LA->archive_read_support_format_rar5(l->a);
-        LA->archive_read_support_format_tar(l->a);
-        LA->archive_read_support_format_zip_seekable(l->a);
-    }
+    LA->archive_read_support_format_7zip(l->a);
+    LA->archive_read_support_format_ar(l->a);
+    LA->archive_read_support_format_cpio(l->a);
+    LA->archive_read_support_format_iso9660(l->a);
+    LA->archive_read_support_format_rar(l->a);
+    LA->archive_read_support_format_rar5(l->a);
+    LA->archive_read_support_format_tar(l->a);
+    LA->archive_read_support_format_zip_seekable(l->a);
+    LA->archive_read_support_format_raw(l->a);
     LA->archive_read_set_read_callback(l->a, la_read);
     LA->archive_read_set_skip_callback(l->a, la_skip);
     LA->archive_read_set_seek_callback(l->a, la_seek);
@@ -189,7 +189,6 @@ static int la_fail(la *l, tc_diag *d)
 
 typedef struct la_member {
     const tc_src *src;
-    bool raw;
     size_t index;       /* among all headers of the archive */
     la *borrowed;       /* the walk's own reader, at the member: used for the first pass */
 } la_member;
@@ -211,7 +210,7 @@ static int lm_open(void *arg, void **h, tc_diag *d)
         *h = x;
         return 0;
     }
-    int rc = la_open(&x->l, m->src, m->raw, d);
+    int rc = la_open(&x->l, m->src, d);
     x->own = true;
     struct archive_entry *e;
     for (size_t k = 0; !rc && k <= m->index; k++) {
@@ -458,9 +457,11 @@ static int walk_zip(scan_job *j, const tc_src *src, const char *name, const char
 
 /* ---- everything else, by libarchive -------------------------------------------------------- */
 
-static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, const char *wrap, unsigned depth)
+/* l has read its first header (r0, e0: what archive_read_next_header answered) */
+static int walk_la(scan_job *j, la *l, int r0, struct archive_entry *e0, const tc_src *src, const char *name,
+                   const char *wrap, unsigned depth)
 {
-    struct archive_entry *e;
+    struct archive_entry *e = e0;
     tc_buf kind = TC_BUF_INIT(200);
     uint64_t first = j->judged;
     size_t nmembers = 0;
@@ -468,7 +469,7 @@ static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, cons
     int rc = 0;
     bool deep = depth >= j->o->max_archive_depth;
     for (size_t k = 0; rc >= 0; k++) {
-        int r = LA->archive_read_next_header(l->a, &e);
+        int r = k ? LA->archive_read_next_header(l->a, &e) : r0;
         if (r == ARCHIVE_EOF)
             break;
         if (!tc_buf_len(&kind)) {
@@ -508,7 +509,7 @@ static int walk_la(scan_job *j, la *l, const tc_src *src, const char *name, cons
             else
                 rc = member(j, &w, name, mname, wrap, depth + 1);
         } else {
-            la_member m = {src, false, k, l};
+            la_member m = {src, k, l};
             scan_seq seq = {lm_open, lm_read, lm_close, &m};
             rc = stream_member(j, &seq, name, mname, wrap, depth + 1, size);
         }
@@ -658,24 +659,31 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
     if (hn >= 4 && (!memcmp(head, "PK\x03\x04", 4) || !memcmp(head, "PK\x05\x06", 4)) &&
         (rc = walk_zip(j, src, name, wrap, depth, refused)) != 2)
         return rc;
-    la *l;
-    if (!(rc = la_open(&l, src, false, &d))) {
-        rc = walk_la(j, l, src, name, wrap, depth);
-        la_free(l);
+    la *l = NULL;
+    struct archive_entry *e = NULL;
+    int r = ARCHIVE_FATAL;
+    if (!(rc = la_open(&l, src, &d))) {
+        r = LA->archive_read_next_header(l->a, &e);
+        /* (a format that bid and then failed on its first header has not always named itself:
+         * only raw's own header says the bytes are no archive) */
+        if ((LA->archive_format(l->a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_RAW) {
+            rc = walk_la(j, l, r, e, src, name, wrap, depth);
+            la_free(l);
+            return rc;
+        }
+    } else if (rc == TC_ERR_NOMEM) {
         return rc;
     }
-    if (rc == TC_ERR_NOMEM)
-        return rc;
     if (zlib_head(head, hn)) {
         scan_seq seq = {zl_open, zl_read, zl_close, (void *)src};
-        if ((rc = single(j, &seq, name, "zlib", depth, true)))
+        if ((rc = single(j, &seq, name, "zlib", depth, true))) {
+            la_free(l);
             return rc;
+        }
     }
-    tc_diag_clear(&d);
-    if ((rc = la_open(&l, src, true, &d)))
-        return rc == TC_ERR_NOMEM ? rc : unread(j, head, hn, wrap, src->size, &d);
-    struct archive_entry *e;
-    const char *filter = LA->archive_read_next_header(l->a, &e) >= ARCHIVE_WARN && LA->archive_filter_count(l->a) > 1
+    if (!l)
+        return unread(j, head, hn, wrap, src->size, &d);
+    const char *filter = r >= ARCHIVE_WARN && LA->archive_filter_count(l->a) > 1
                              ? filter_kind(LA->archive_filter_code(l->a, 0))
                              : NULL;
     if (!filter) {
@@ -683,7 +691,7 @@ int scan_archive(scan_job *j, const tc_src *src, const char *name, const char *w
         la_free(l);
         return unread(j, head, hn, wrap, src->size, &d);
     }
-    la_member m = {src, true, 0, l};
+    la_member m = {src, 0, l};
     scan_seq seq = {lm_open, lm_read, lm_close, &m};
     rc = single(j, &seq, name, filter, depth, false);
     la_free(l); /* the first pass borrowed it; lm_close leaves it to its owner */
