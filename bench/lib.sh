@@ -7,8 +7,9 @@
 #   bench_py=PY          the default of BENCH_PYTHON (/usr/bin/python3)
 #   bench_py_needs=CODE  Python that $py must run, checked by bench_init (default: import torch);
 #                        empty: no check there (call bench_check_py where $py is needed)
-#   bench_clock=precise  bench_run times each run to the microsecond, with python3 around the
-#                        process, instead of with /usr/bin/time (to 10 ms); see bench_run
+#   bench_clock=precise  bench_run times each run to the microsecond, with bench/clock.c (built
+#                        with cc into $dir; python3 where there is no cc) around the process,
+#                        instead of with /usr/bin/time (to 10 ms); see bench_run
 #
 # After bench_init: $tool, $n, $py, $gen_args, $dir (made here unless BENCH_DIR
 # is given; $made_dir says so), $results. Each script sets its own cleanup trap
@@ -35,8 +36,8 @@ bench_init() {
         fi
         [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
     fi
-    if [ "${bench_clock:-}" = precise ] && ! command -v python3 >/dev/null 2>&1; then
-        echo "bench: no python3 for the precise clock" >&2; exit 2
+    if [ "${bench_clock:-}" = precise ] && ! command -v cc >/dev/null 2>&1 && ! command -v python3 >/dev/null 2>&1; then
+        echo "bench: neither cc nor python3 for the precise clock" >&2; exit 2
     fi
     [ -z "${bench_py_needs-import torch}" ] || bench_check_py "${bench_py_needs-import torch}"
     made_dir=
@@ -49,6 +50,13 @@ bench_init() {
     fi
     results="$dir/results.txt"
     : > "$results"
+    bench_clock_exe=
+    if [ "${bench_clock:-}" = precise ] && command -v cc >/dev/null 2>&1 &&
+        cc -O2 -o "$dir/clock" "$here/clock.c" 2>/dev/null; then
+        bench_clock_exe="$dir/clock"
+    elif [ "${bench_clock:-}" = precise ]; then
+        echo "bench: bench/clock.c did not build: python3 times the runs (its fork adds milliseconds to each)" >&2
+    fi
 }
 
 # bench_check_py [CODE]: exit unless $py runs CODE (default: import torch)
@@ -74,7 +82,7 @@ bench_gpt2_ckpt() {
 
 # the files bench_init and bench_run make, and the folder when bench_init made it
 bench_rm_dir() {
-    rm -f "$dir/time.txt" "$dir/err.txt" "$dir/results.txt"
+    rm -f "$dir/time.txt" "$dir/err.txt" "$dir/results.txt" "$dir/clock"
     [ -n "$made_dir" ] && rm -rf "$dir"
     return 0
 }
@@ -86,8 +94,9 @@ drop_caches() {
     fi
 }
 
-# The precise clock: python3 -c "$BENCH_CLOCK" TIMEFILE CMD... runs CMD with wall time taken around
-# the process itself, writes "seconds 0 user system" to TIMEFILE (as /usr/bin/time -f "%e %M %U %S"
+# The precise clock where bench/clock.c cannot be built: python3 -c "$BENCH_CLOCK" TIMEFILE CMD...
+# runs CMD with wall time taken around the process itself (and the fork of the Python process,
+# which costs milliseconds: clock.c's posix_spawn does not copy its parent's page tables), writes "seconds 0 user system" to TIMEFILE (as /usr/bin/time -f "%e %M %U %S"
 # would, less the peak RSS: a process forked from Python would count Python's own pages) and exits
 # with CMD's status.
 BENCH_CLOCK='import os, sys, time
@@ -132,7 +141,9 @@ bench_run() {
         drop_caches
         sleep "${BENCH_PAUSE:-1}"
         st=0
-        if [ "${bench_clock:-}" = precise ]; then
+        if [ -n "${bench_clock_exe:-}" ]; then
+            "$bench_clock_exe" "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt" || st=$?
+        elif [ "${bench_clock:-}" = precise ]; then
             python3 -c "$BENCH_CLOCK" "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt" || st=$?
         else
             /usr/bin/time -f "%e %M %U %S" -o "$dir/time.txt" "$@" >/dev/null 2>"$dir/err.txt" || st=$?
@@ -167,7 +178,7 @@ bench_header() {
     v=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null) || v=
     echo "- ${v:+torch $v, }tensorctl: $tool"
     echo "- at the end: $(bench_machine_state)"
-    echo "- $n runs each after one untimed run, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo synced and dropped || echo warm, synced) before each run$( [ "${bench_clock:-}" = precise ] && echo "; wall time measured around each process, to the microsecond; peak RSS from the untimed run")"
+    echo "- $n runs each after one untimed run, median reported; page cache $( [ "${BENCH_DROP_CACHES:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ] && echo synced and dropped || echo warm, synced) before each run$( [ "${bench_clock:-}" = precise ] && echo "; wall time measured around each process, to the microsecond ($( [ -n "${bench_clock_exe:-}" ] && echo "bench/clock.c: posix_spawn and wait4" || echo "python3: fork, exec and wait4")); peak RSS from the untimed run")"
     echo
 }
 
